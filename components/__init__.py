@@ -1,0 +1,1 @@
+"""lexhay custom Haystack components (loaded through the `components.*` deserialization allowlist)."""

@@ -1,0 +1,1 @@
+"""lexhay settings, YAML loading, Python SDK and CLI."""
