@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.legal_text import fold_accents, normalize_article_key
+from components.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key
 
 logger = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ _MD_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
 )
 # plain text / PDF: the number must be followed by ".", a dash, a colon or the end of the line
 _PLAIN_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
-    r"^(?P<label>(?:ART[ÍI]CULO|Art[íi]culo)S?\s+(?P<num>\d+(?:\s*(?:bis|ter|quater|quinquies|sexies|septies|octies))?"
+    rf"^(?P<label>(?:ART[ÍI]CULO|Art[íi]culo)[Ss]?\s+(?P<num>\d+(?:\s*(?:{LATIN_SUFFIXES}))?"
     r"(?:\s+a\s+\d+)?|[A-Za-zÁÉÍÓÚáéíóú]+(?:\s+[a-záéíóú]+)?))\s*(?:[.:\-–—]+\s*(?P<title>.*)|$)"
 )
 # Brazilian plain text: "Art. 5º Todos são iguais ...", "Art. 10. Compete ..."
@@ -36,7 +36,9 @@ _PLAIN_BR_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
     r"^(?P<label>Art\.\s*(?P<num>\d+\s*[ºo°]?(?:-[A-Z])?))\.?(?=\s|$)\s*(?P<rest>.*)$"
 )
 # Brazilian Markdown: "**Art. 1º** A República ...", "**Art. 5º-A.** ..."
-_BR_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(r"^\*\*(?P<label>Art\.\s*(?P<num>[^*]+?))(?P<dot>\.)?\*\*\s*(?P<rest>.*)$")
+_BR_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
+    r"^\*\*(?P<label>Art\.\s*(?P<num>[^*]+?))(?P<dot>\.)?\*\*\s*(?P<rest>.*)$"
+)
 _DISPOSITION_RE: Final[re.Pattern[str]] = re.compile(
     r"^(?P<label>Disposici[óo]n\s+(?P<kind>adicional|transitoria|derogatoria|final)"
     r"(?:\s+(?P<num>[A-Za-zÁÉÍÓÚáéíóú]+(?:\s+[A-Za-zÁÉÍÓÚáéíóú]+){0,2}?))?)"
@@ -47,19 +49,26 @@ _STRUCTURE_RANKS: Final[dict[str, int]] = {
     "libro": 0, "livro": 0, "titulo": 1, "capitulo": 2, "seccion": 3, "secao": 3, "subseccion": 4, "subsecao": 4,
 }
 _STRUCTURE_RE: Final[re.Pattern[str]] = re.compile(
-    r"^(?P<kw>libro|livro|t[íi]tulo|cap[íi]tulo|secci[óo]n|se[çc][ãa]o|subsecci[óo]n|subse[çc][ãa]o)\b", re.IGNORECASE
+    r"^(?P<kw>libro|livro|t[íi]tulo|cap[íi]tulo|secci[óo]n|se[çc][ãa]o|subsecci[óo]n|subse[çc][ãa]o)\b",
+    re.IGNORECASE,
 )
 # numbering that makes a plain line a heading: "CAPÍTULO II", "Sección 1.ª De ...", "TÍTULO PRELIMINAR"
 _STRUCTURE_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
-    r"^\S+\s+(?:[IVXLCDM]+|\d+\s*\.?\s*[ºª°]?(?:\s*bis)?|PRELIMINAR|Preliminar|[A-ZÁÉÍÓÚ]+[OA]|[Úú]nic[oa])\b\.?"
+    r"^\S+\s+(?:[IVXLCDM]+|\d+\s*\.?\s*[ºª°]?(?:\s*bis)?|PRELIMINAR|Preliminar|[A-ZÁÉÍÓÚ]+[OA]"
+    r"|[Úú]nic[oa])\b\.?"
     r"(?:\s*$|\s*[.:\-–—]|\s+[A-ZÁÉÍÓÚ«\"(])"
 )
-_GROUP_LABEL_RE: Final[re.Pattern[str]] = re.compile(r"^[A-Z]\)\s+[^.;:]{3,150}$")  # "A) Trabajadores por cuenta propia"
+# a grouping label right before an article: "A) Trabajadores por cuenta propia"
+_GROUP_LABEL_RE: Final[re.Pattern[str]] = re.compile(r"^[A-Z]\)\s+[^.;:]{3,150}$")
 _DISPOSITION_GROUP_RE: Final[re.Pattern[str]] = re.compile(
     r"^Disposiciones\s+(?:adicionales|transitorias|derogatorias|finales)\.?$", re.IGNORECASE
 )
-_ANNEX_RE: Final[re.Pattern[str]] = re.compile(r"^(?:ANEXO|Anexo)(?:\s+(?P<num>[IVXLC]+|\d+|[ÚU]NICO|[Úú]nico))?\.?$")
-_ADCT_RE: Final[re.Pattern[str]] = re.compile(r"^Ato das Disposi[çc][õo]es Constitucionais Transit[óo]rias$", re.IGNORECASE)
+_ANNEX_RE: Final[re.Pattern[str]] = re.compile(
+    r"^(?:ANEXO|Anexo)(?:\s+(?P<num>[IVXLC]+|\d+|[ÚU]NICO|[Úú]nico))?\.?$"
+)
+_ADCT_RE: Final[re.Pattern[str]] = re.compile(
+    r"^Ato das Disposi[çc][õo]es Constitucionais Transit[óo]rias$", re.IGNORECASE
+)
 _APPROVAL_TITLE_RE: Final[re.Pattern[str]] = re.compile(r"\bpor (?:el|la) que se aprueb[a-z]+\b", re.IGNORECASE)
 _APPROVAL_INSTRUMENT_RE: Final[re.Pattern[str]] = re.compile(
     r"^(Real Decreto Legislativo|Real Decreto-ley|Real Decreto|Decreto Legislativo|Decreto-ley|Decreto|Orden)\b",
@@ -209,7 +218,8 @@ class ArticleParser:
         if not units:
             logger.warning("No articles found in {law_id}: keeping the whole text as one Document", law_id=law_id)
             title = str(law_meta.get("law_title") or law_id)
-            units = [_Unit("texto", "Texto", title, title, [], [_clean(line) for line in (doc.content or "").split("\n")])]
+            lines = [_clean(line) for line in (doc.content or "").split("\n")]
+            units = [_Unit("texto", "Texto", title, title, [], lines)]
         elif self.include_preamble and len(_body(preamble.lines)) >= self.min_preamble_chars:
             units.insert(0, preamble)
 
@@ -308,7 +318,8 @@ class _LawSplitter:
         kind = (groups.get("kind") or "articulo").lower()
         label = re.sub(r"\s+", " ", groups["label"]).strip()
         title = (groups.get("title") or "").strip().rstrip(".").strip()
-        return {"kind": kind, "num": groups.get("num") or "", "label": label, "title": title, "heading": text, "rest": ""}
+        num = groups.get("num") or ""
+        return {"kind": kind, "num": num, "label": label, "title": title, "heading": text, "rest": ""}
 
     def _structure(self, line: str) -> tuple[int, str] | None:
         """(rank, heading text) of a Título / Capítulo / Sección / Subsección heading, or None."""
@@ -367,7 +378,12 @@ class _LawSplitter:
                 self.in_heading = True
             elif _DISPOSITION_GROUP_RE.match(text):
                 continue
-            elif self.layout == "md" and not heading and _GROUP_LABEL_RE.match(text) and self._article(self._next_nonempty(index)):
+            elif (
+                self.layout == "md"
+                and not heading
+                and _GROUP_LABEL_RE.match(text)
+                and self._article(self._next_nonempty(index))
+            ):
                 self._add_structure(5, text)
             elif (annex := _ANNEX_RE.match(text)) and self.current is not self.preamble:
                 self._start_annex(annex.group("num") or "", text, self._next_nonempty(index))
@@ -415,7 +431,8 @@ class _LawSplitter:
     def _start_annex(self, number: str, text: str, next_line: str) -> None:
         title = _clean(next_line)
         label = f"Anexo {number}".strip() if number else "Anexo"
-        unit = _Unit(normalize_article_key(number, "anexo"), label, title if len(title) <= 300 else "", text, ["Anexos"])
+        key = normalize_article_key(number, "anexo")
+        unit = _Unit(key, label, title if len(title) <= 300 else "", text, ["Anexos"])
         self.path = []
         self.in_heading = False
         self.units.append(unit)

@@ -132,8 +132,8 @@ ARTICLE_KINDS: Final[dict[str, str]] = {
     "anexo": "anexo",
 }
 _KIND_ALIASES: Final[dict[str, str]] = {"artigo": "articulo", "article": "articulo", "art": "articulo"}
-_LATIN_SUFFIXES: Final[str] = "bis|ter|quater|quinquies|sexies|septies|octies|novies|nonies|decies"
-_SUFFIX_RE: Final[re.Pattern[str]] = re.compile(rf"^(.*?)(?:(?<=\d)\s*|\s+)({_LATIN_SUFFIXES})$", re.IGNORECASE)
+LATIN_SUFFIXES: Final[str] = "bis|ter|quater|quinquies|sexies|septies|octies|novies|nonies|decies"
+_SUFFIX_RE: Final[re.Pattern[str]] = re.compile(rf"^(.*?)(?:(?<=\d)\s*|\s+)({LATIN_SUFFIXES})$", re.IGNORECASE)
 _PREFIX_RE: Final[re.Pattern[str]] = re.compile(
     r"^(?:disposicion\s+(?P<kind>adicional|transitoria|derogatoria|final)\b|(?P<art>articulos?|artigos?|arts?\.?)"
     r"|(?P<anexo>anexo)\b)\s*",
@@ -215,7 +215,9 @@ def normalize_article_key(raw: str, kind: str = "articulo", *, strict: bool = Fa
 
 _LANG_MARKERS: Final[dict[str, frozenset[str]]] = {
     "es": frozenset({"el", "los", "las", "del", "y", "una", "con", "al", "según", "también", "artículo", "ley"}),
-    "pt": frozenset({"o", "os", "do", "dos", "das", "e", "um", "uma", "com", "não", "ao", "pelo", "pela", "artigo", "lei"}),
+    "pt": frozenset(
+        {"o", "os", "do", "dos", "das", "e", "um", "uma", "com", "não", "ao", "pelo", "pela", "artigo", "lei"}
+    ),
 }
 
 
@@ -261,17 +263,19 @@ _ALL_ABBREVIATIONS: Final[frozenset[str]] = _COMMON_ABBREVIATIONS.union(*_LANG_A
 # candidate boundary: terminal punctuation (+ closing quotes/brackets) followed by whitespace
 _TERMINAL_RE: Final[re.Pattern[str]] = re.compile(r"[.!?…]+[»\"”’')\]*]*(?=\s)")
 _SENTENCE_START_CHARS: Final[str] = "«\"“‘'¿¡([§"
-# an enumeration marker opening a line, not a sentence end: "1. ", "«2. ", "2 bis. ", "a. ", "IV. ", "Uno. ", "Primera. "
+# an enumeration marker opening a line, not a sentence end: "1. ", "«2. ", "2 bis. ", "a. ", "IV. ", "Uno. ",
+# "Primera. "
 _ENUMERATOR_LEAD_RE: Final[re.Pattern[str]] = re.compile(
-    rf"[«\"“]?(?:\d+(?:\.\d+)*(?:\s+(?:{_LATIN_SUFFIXES}))?|[a-zA-ZñÑ]|[IVXLCDM]+|(?P<word>[A-ZÁÉÍÓÚ][a-záéíóúñ]+))\."
+    rf"[«\"“]?(?:\d+(?:\.\d+)*(?:\s+(?:{LATIN_SUFFIXES}))?|[a-zA-ZñÑ]|[IVXLCDM]+"
+    r"|(?P<word>[A-ZÁÉÍÓÚ][a-záéíóúñ]+))\."
 )
 # a lowercase line that starts a list item ("a) ", "iv) ", "b. "): never joined to the previous line
 _LIST_ITEM_RE: Final[re.Pattern[str]] = re.compile(r"(?:[a-zñ]{1,4}\)|[a-zñ]\.)\s")
 # label at the start of a line whose final period is not a sentence end: "Artículo 38.", "Art. 10.",
 # "Disposición adicional primera.", "CAPÍTULO II.", "§ 2.", "Parágrafo único."
 _LABEL_RE: Final[re.Pattern[str]] = re.compile(
-    rf"\s*(?:\*\*)?(?:(?:art[íi]culos?|arts?\.|artigos?|t[íi]tulo|cap[íi]tulo|secci[óo]n|se[çc][ãa]o|subsecci[óo]n"
-    rf"|subse[çc][ãa]o|libro|livro|anexo|§)\s*[\wºª°-]+?(?:\s+(?:{_LATIN_SUFFIXES}))?"
+    r"\s*(?:\*\*)?(?:(?:art[íi]culos?|arts?\.|artigos?|t[íi]tulo|cap[íi]tulo|secci[óo]n|se[çc][ãa]o"
+    rf"|subsecci[óo]n|subse[çc][ãa]o|libro|livro|anexo|§)\s*[\wºª°-]+?(?:\s+(?:{LATIN_SUFFIXES}))?"
     rf"|disposici[óo]n\s+(?:adicional|transitoria|derogatoria|final)(?:\s+\w+){{0,2}}?|par[áa]grafo\s+[úu]nico)\.",
     re.IGNORECASE,
 )
@@ -358,7 +362,9 @@ def split_sentences(text: str, lang: str = "es") -> list[str]:
     :param lang: "es" or "pt" selects the abbreviation list; any other value uses both lists.
     :returns: The sentences, in order.
     """
-    abbreviations = _COMMON_ABBREVIATIONS | _LANG_ABBREVIATIONS[lang] if lang in _LANG_ABBREVIATIONS else _ALL_ABBREVIATIONS
+    abbreviations = (
+        _COMMON_ABBREVIATIONS | _LANG_ABBREVIATIONS[lang] if lang in _LANG_ABBREVIATIONS else _ALL_ABBREVIATIONS
+    )
     sentences: list[str] = []
     for block in _blocks(text):
         lead_end = _lead_end(block)

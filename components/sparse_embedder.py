@@ -55,7 +55,7 @@ def _language_name(language: str) -> str:
     return LANGUAGE_CODES.get(language.lower(), language.lower())
 
 
-class _Bm25Models:
+class Bm25Models:
     """The BM25 settings shared by the document and the query embedder, with one `Bm25` model per language."""
 
     def __init__(self, *, k: float, b: float, avg_len: float | None, ascii_folding: bool) -> None:
@@ -170,8 +170,8 @@ class SparseDocumentEmbedder:
         self.meta_fields_to_embed = meta_fields_to_embed or []
         self.embedding_separator = embedding_separator
         self.language_meta_field = language_meta_field
-        self._models: _Bm25Models | None = None
-        _Bm25Models(k=k, b=b, avg_len=avg_len, ascii_folding=ascii_folding).get(language)  # validates early
+        self._models: Bm25Models | None = None
+        Bm25Models(k=k, b=b, avg_len=avg_len, ascii_folding=ascii_folding).get(language)  # validates early
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -204,7 +204,7 @@ class SparseDocumentEmbedder:
     def warm_up(self) -> None:
         """Builds the BM25 model of the default language. Calling it again does nothing."""
         if self._models is None:
-            self._models = _Bm25Models(k=self.k, b=self.b, avg_len=self.avg_len, ascii_folding=self.ascii_folding)
+            self._models = Bm25Models(k=self.k, b=self.b, avg_len=self.avg_len, ascii_folding=self.ascii_folding)
             self._models.get(self.language)
 
     def _text_to_embed(self, document: Document) -> str:
@@ -286,7 +286,7 @@ class SparseTextEmbedder:
         self.avg_len = avg_len
         self.ascii_folding = ascii_folding
         self._model: Bm25 | None = None
-        _Bm25Models(k=k, b=b, avg_len=avg_len, ascii_folding=ascii_folding).get(language)  # validates early
+        Bm25Models(k=k, b=b, avg_len=avg_len, ascii_folding=ascii_folding).get(language)  # validates early
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -311,7 +311,7 @@ class SparseTextEmbedder:
     def warm_up(self) -> None:
         """Builds the BM25 model. Calling it again does nothing."""
         if self._model is None:
-            models = _Bm25Models(k=self.k, b=self.b, avg_len=self.avg_len, ascii_folding=self.ascii_folding)
+            models = Bm25Models(k=self.k, b=self.b, avg_len=self.avg_len, ascii_folding=self.ascii_folding)
             self._model = models.get(self.language)
 
     @component.output_types(sparse_embedding=SparseEmbedding)

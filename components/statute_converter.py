@@ -1,4 +1,4 @@
-"""Statute files (legalize Markdown with YAML front matter, Brazilian Markdown, plain text, PDF) -> one Document per law."""
+"""Statute files (Markdown with YAML front matter, Brazilian Markdown, plain text, PDF) -> one Document per law."""
 
 import datetime as dt
 import re
@@ -17,7 +17,6 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_LAWS_FILE: Final[Path] = Path(__file__).parent / "data" / "laws.yaml"
 SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {".md": "md", ".markdown": "md", ".txt": "text", ".pdf": "pdf"}
-STATUSES: Final[tuple[str, ...]] = ("in_force", "repealed", "partially_repealed")
 
 # rank: 1 Constitución / ley orgánica, 2 ley / RDL / RD-ley, 3 reglamento general, 4 real decreto, 5 other
 _RANK_BY_NAME: Final[dict[str, int]] = {
@@ -54,7 +53,8 @@ _SHORT_ES: Final[dict[str, str]] = {
     "real decreto": "RD", "decreto legislativo": "DLeg", "decreto-ley": "DL", "decreto": "Decreto", "orden": "Orden",
 }
 _SHORT_PT_RE: Final[re.Pattern[str]] = re.compile(
-    r"^(Lei Complementar|Lei|Decreto-Lei|Decreto|Medida Provisória)\s+(?:n[º°o.]\s*)?(\d[\d.]*)(?:,\s*de\s[^,]*?(\d{4}))?",
+    r"^(Lei Complementar|Lei|Decreto-Lei|Decreto|Medida Provisória)\s+(?:n[º°o.]\s*)?(\d[\d.]*)"
+    r"(?:,\s*de\s[^,]*?(\d{4}))?",
     re.IGNORECASE,
 )
 _SHORT_PT: Final[dict[str, str]] = {
@@ -66,9 +66,14 @@ _STATUS_ALIASES: Final[dict[str, str]] = {
     "partially_repealed": "partially_repealed", "derogada_parcialmente": "partially_repealed",
     "parcialmente_derogada": "partially_repealed",
 }
+_DATE_LAYOUTS: Final[tuple[tuple[str, str], ...]] = (
+    (r"\d{4}-\d{2}-\d{2}", "%Y-%m-%d"), (r"\d{8}", "%Y%m%d"), (r"\d{1,2}/\d{1,2}/\d{4}", "%d/%m/%Y")
+)
 _COUNTRY_LANG: Final[dict[str, str]] = {"es": "es", "br": "pt", "pt": "pt"}
 # BOE consolidated texts open with e.g. "Norma derogada, con efectos de ..., por ... Ref. BOE-A-2015-11430#ddunica."
-_DEROGATION_RE: Final[re.Pattern[str]] = re.compile(r"^Norma derogada(?P<partial>\s+parcialmente)?\b(?P<rest>[^\n]*)", re.M)
+_DEROGATION_RE: Final[re.Pattern[str]] = re.compile(
+    r"^Norma derogada(?P<partial>\s+parcialmente)?\b(?P<rest>[^\n]*)", re.M
+)
 _BOE_REF_RE: Final[re.Pattern[str]] = re.compile(r"Ref\.\s*(BOE-[A-Z]-\d{4}-\d+)")
 _PRINTABLE_RE: Final[re.Pattern[str]] = re.compile(r"[\w\s.,;:()¿?¡!«»\"'/%§ºª°*#\-–—]")
 
@@ -100,7 +105,7 @@ def rank_for(rank_name: str, title: str = "") -> int:
 
 
 def short_name(title: str) -> str | None:
-    """Short name from a title: "Ley 31/1995, de 8 ..." -> "Ley 31/1995", "Real Decreto 295/2009 ..." -> "RD 295/2009"."""
+    """Short name from a title: "Ley 31/1995, de ..." -> "Ley 31/1995", "Real Decreto 295/2009 ..." -> "RD 295/2009"."""
     match = _SHORT_ES_RE.match(title.strip())
     if match:
         return f"{_SHORT_ES[match.group(1).lower()]} {match.group(2)}"
@@ -118,7 +123,7 @@ def iso_date(value: Any) -> str | None:
     if isinstance(value, dt.date):
         return value.isoformat()
     text = str(value or "").strip()
-    for pattern, layout in ((r"\d{4}-\d{2}-\d{2}", "%Y-%m-%d"), (r"\d{8}", "%Y%m%d"), (r"\d{1,2}/\d{1,2}/\d{4}", "%d/%m/%Y")):
+    for pattern, layout in _DATE_LAYOUTS:
         if re.fullmatch(pattern, text):
             try:
                 return dt.datetime.strptime(text, layout).date().isoformat()
@@ -230,7 +235,9 @@ class StatuteConverter:
         if not isinstance(collection, str) or not collection.strip() or re.search(r"\s", collection):
             raise ValueError(f"collection must be a non-empty name without spaces, got {collection!r}")
         if not isinstance(default_lang, str) or not re.fullmatch(r"[a-z]{2}", default_lang):
-            raise ValueError(f"default_lang must be a two-letter lowercase language code such as 'es', got {default_lang!r}")
+            raise ValueError(
+                f"default_lang must be a two-letter lowercase language code such as 'es', got {default_lang!r}"
+            )
         laws_path = Path(laws_file) if laws_file else DEFAULT_LAWS_FILE
         if not laws_path.is_file():
             raise ValueError(f"laws_file {str(laws_path)!r} does not exist")
@@ -288,7 +295,8 @@ class StatuteConverter:
                 else [path]
             )
             if not files:
-                errors.append({"source": str(path), "error": f"directory has no supported files ({', '.join(SUPPORTED_EXTENSIONS)})"})
+                supported = ", ".join(SUPPORTED_EXTENSIONS)
+                errors.append({"source": str(path), "error": f"directory has no supported files ({supported})"})
             for file in files:
                 try:
                     documents.append(self._convert(file, source_meta))
@@ -314,7 +322,8 @@ class StatuteConverter:
         meta = self._law_meta(path, kind, front, body)
         meta.update(user_meta)
         known = self._laws.get(str(meta["law_id"]), {})
-        meta.setdefault("law_short", known.get("law_short") or short_name(str(meta["law_title"])) or str(meta["law_id"]))
+        law_short = known.get("law_short") or short_name(str(meta["law_title"])) or str(meta["law_id"])
+        meta.setdefault("law_short", law_short)
         meta.setdefault("rank", rank_for(str(meta["rank_name"]), str(meta["law_title"])))
         return Document(content=body, meta=meta)
 
@@ -333,7 +342,8 @@ class StatuteConverter:
         """Law-level meta from the front matter, the known-laws table and the text (law_short and rank come later)."""
         law_id = str(front.get("identifier") or path.stem)
         known = self._laws.get(law_id, {})
-        title = str(front.get("title") or (_first_heading(body) if kind == "md" else None) or _first_line(body) or law_id)
+        heading = _first_heading(body) if kind == "md" else None
+        title = str(front.get("title") or heading or _first_line(body) or law_id)
         country = str(front.get("country") or "").lower()
         lang = _COUNTRY_LANG.get(country) or known.get("lang") or detect_language(body, default=self.default_lang)
         if kind == "md":
@@ -371,7 +381,9 @@ class StatuteConverter:
             if value and iso_date(value):
                 meta[field] = iso_date(value)
             elif value:
-                logger.warning("{source}: ignoring unparseable {field} {value!r}", source=str(path), field=field, value=value)
+                logger.warning(
+                    "{source}: ignoring unparseable {field} {value!r}", source=str(path), field=field, value=value
+                )
         if front.get("source"):
             meta["source_url"] = str(front["source"])
         if front.get("official_number"):

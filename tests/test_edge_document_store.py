@@ -6,10 +6,11 @@ from pathlib import Path
 import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
-from haystack.document_stores.errors import DuplicateDocumentError
+from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.errors import FilterError
 
+from components import edge_document_store
 from components.edge_document_store import DEFAULT_PAYLOAD_INDEXES, EdgeDocumentStore
 from components.sparse_embedder import SparseDocumentEmbedder, SparseTextEmbedder
 
@@ -24,11 +25,13 @@ LAWS = {
     STS: {"law_short": "STS", "rank": 5, "publication_date": "2020-03-05"},
 }
 # topic -> axis of the synthetic dense vectors
-TOPICS = ["vacaciones", "jornada", "despido", "salario", "contratacion", "seguridad_social", "derechos", "prevencion"]
+TOPICS = [
+    "vacaciones", "jornada", "despido", "salario", "contratacion", "seguridad_social", "derechos", "prevencion"
+]
 PASSAGES = [
-    ("et-38", ET, "38", "vacaciones", "Vacaciones anuales. El periodo de vacaciones anuales retribuidas, no sustituible "
-     "por compensación económica, será el pactado en convenio colectivo. En ningún caso la duración será inferior a "
-     "treinta días naturales."),
+    ("et-38", ET, "38", "vacaciones", "Vacaciones anuales. El periodo de vacaciones anuales retribuidas, no "
+     "sustituible por compensación económica, será el pactado en convenio colectivo. En ningún caso la duración "
+     "será inferior a treinta días naturales."),
     ("et-34", ET, "34", "jornada", "Jornada. La duración máxima de la jornada ordinaria de trabajo será de cuarenta "
      "horas semanales de trabajo efectivo de promedio en cómputo anual."),
     ("et-37", ET, "37", "vacaciones", "Descanso semanal, fiestas y permisos. Los trabajadores tendrán derecho a un "
@@ -107,9 +110,27 @@ def corpus() -> list[Document]:
     return make_corpus()
 
 
+# Creating a payload index costs ~0.15 s of fsyncs on an empty shard: stores the tests modify skip them.
+NO_INDEXES: dict[str, str] = {}
+
+
+def new_store(path: Path, **kwargs) -> EdgeDocumentStore:
+    return EdgeDocumentStore(path=str(path), payload_indexes=NO_INDEXES, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, corpus) -> EdgeDocumentStore:
+    """The corpus in a store with the default payload indexes, shared by the tests that only read."""
+    document_store = EdgeDocumentStore(path=str(tmp_path_factory.mktemp("shared") / "store"))
+    document_store.write_documents(corpus)
+    yield document_store
+    document_store.close()
+
+
 @pytest.fixture
-def store(tmp_path, corpus) -> EdgeDocumentStore:
-    document_store = EdgeDocumentStore(path=str(tmp_path / "store"))
+def fresh_store(tmp_path, corpus) -> EdgeDocumentStore:
+    """The corpus in a store of its own, for the tests that modify it."""
+    document_store = new_store(tmp_path / "store")
     document_store.write_documents(corpus)
     yield document_store
     document_store.close()
@@ -141,18 +162,16 @@ def test_init_defaults(tmp_path, monkeypatch):
     assert (store.similarity, store.sparse_idf, store.payload_indexes) == ("cosine", True, None)
     assert (store.hnsw_m, store.hnsw_ef_construct, store.rrf_k, store.write_batch_size) == (16, 100, 2, 256)
     assert store.return_embedding is False
-    assert not (tmp_path / ".lexhay").exists()  # opened lazily
     assert store.resolved_path == tmp_path / ".lexhay"
-    assert store.count_documents() == 0
-    assert (tmp_path / ".lexhay" / "shard").is_dir()
-    store.close()
+    assert not (tmp_path / ".lexhay").exists()  # opened lazily
 
 
 def test_init_path_from_env(tmp_path, monkeypatch):
     monkeypatch.setenv("LEXHAY_STORE", str(tmp_path / "from-env"))
-    store = EdgeDocumentStore()
+    store = EdgeDocumentStore(payload_indexes=NO_INDEXES)
     store.write_documents([Document(id="a", content="texto")])
     assert store.resolved_path == tmp_path / "from-env"
+    assert (tmp_path / "from-env" / "shard").is_dir()
     assert (tmp_path / "from-env" / "edge_store.json").is_file()
     assert store.to_dict()["init_parameters"]["path"] is None
     store.close()
@@ -218,7 +237,7 @@ def test_write_documents_roundtrip_content_and_meta(store, corpus):
 
 
 def test_return_embedding(tmp_path, corpus):
-    store = EdgeDocumentStore(path=str(tmp_path / "s"), return_embedding=True)
+    store = new_store(tmp_path / "s", return_embedding=True)
     store.write_documents(corpus[:2] + corpus[-1:])
     first, second, parent = store.get_documents_by_id([corpus[0].id, corpus[1].id, corpus[-1].id])
     assert first.embedding == pytest.approx(corpus[0].embedding)  # unit vectors stay unchanged by cosine normalization
@@ -229,41 +248,41 @@ def test_return_embedding(tmp_path, corpus):
 
 
 @pytest.mark.parametrize("policy", [DuplicatePolicy.NONE, DuplicatePolicy.FAIL])
-def test_write_duplicate_fails(store, policy):
+def test_write_duplicate_fails(fresh_store, policy):
     new = Document(id="new", content="nuevo")
     with pytest.raises(DuplicateDocumentError, match="et-38"):
-        store.write_documents([new, Document(id="et-38", content="otro")], policy=policy)
-    assert store.get_documents_by_id(["new"]) == []  # nothing written
+        fresh_store.write_documents([new, Document(id="et-38", content="otro")], policy=policy)
+    assert fresh_store.get_documents_by_id(["new"]) == []  # nothing written
     with pytest.raises(DuplicateDocumentError, match="more than once"):
-        store.write_documents([new, Document(id="new", content="otra vez")], policy=policy)
+        fresh_store.write_documents([new, Document(id="new", content="otra vez")], policy=policy)
 
 
-def test_write_duplicate_skip(store, corpus):
-    written = store.write_documents(
+def test_write_duplicate_skip(fresh_store, corpus):
+    written = fresh_store.write_documents(
         [Document(id="et-38", content="otro"), Document(id="new", content="nuevo"), Document(id="new", content="2")],
         policy=DuplicatePolicy.SKIP,
     )
     assert written == 1
-    assert store.count_documents() == len(corpus) + 1
-    assert store.get_documents_by_id(["et-38", "new"])[0].content == corpus[0].content
-    assert store.get_documents_by_id(["new"])[0].content == "nuevo"
+    assert fresh_store.count_documents() == len(corpus) + 1
+    assert fresh_store.get_documents_by_id(["et-38", "new"])[0].content == corpus[0].content
+    assert fresh_store.get_documents_by_id(["new"])[0].content == "nuevo"
 
 
-def test_write_duplicate_overwrite(store, corpus):
-    written = store.write_documents(
+def test_write_duplicate_overwrite(fresh_store, corpus):
+    written = fresh_store.write_documents(
         [Document(id="et-38", content="reemplazado", meta={"law_id": "X"}), Document(id="new", content="nuevo")],
         policy=DuplicatePolicy.OVERWRITE,
     )
     assert written == 2
-    assert store.count_documents() == len(corpus) + 1
-    replaced = store.get_documents_by_id(["et-38"])[0]
+    assert fresh_store.count_documents() == len(corpus) + 1
+    replaced = fresh_store.get_documents_by_id(["et-38"])[0]
     assert (replaced.content, replaced.meta) == ("reemplazado", {"law_id": "X"})
     # the replaced point has no vectors anymore
-    assert "et-38" not in ids(store.query_dense(topic_vector("vacaciones"), top_k=20))
+    assert "et-38" not in ids(fresh_store.query_dense(topic_vector("vacaciones"), top_k=20))
 
 
 def test_write_rejects_invalid_input(tmp_path):
-    store = EdgeDocumentStore(path=str(tmp_path / "s"))
+    store = new_store(tmp_path / "s")
     with pytest.raises(ValueError, match="list of Documents"):
         store.write_documents("not documents")
     with pytest.raises(ValueError, match="JSON"):
@@ -276,31 +295,31 @@ def test_write_rejects_invalid_input(tmp_path):
 
 def test_embedding_dim_is_inferred_and_persisted(tmp_path):
     path = tmp_path / "s"
-    store = EdgeDocumentStore(path=str(path))
+    store = new_store(path)
     store.write_documents([Document(id="parent", content="sin vectores")])  # no dense vector yet
     assert json.loads((path / "edge_store.json").read_text())["embedding_dim"] is None
     store.write_documents([Document(id="child", content="con vector", embedding=[0.0, 1.0, 0.0])])
     assert json.loads((path / "edge_store.json").read_text())["embedding_dim"] == 3
     store.close()
     with pytest.raises(ValueError, match="3-dimensional"):
-        EdgeDocumentStore(path=str(path), embedding_dim=4).count_documents()
+        new_store(path, embedding_dim=4).count_documents()
     with pytest.raises(ValueError, match="similarity"):
-        EdgeDocumentStore(path=str(path), similarity="l2").count_documents()
+        new_store(path, similarity="l2").count_documents()
 
 
-def test_delete_documents(store, corpus):
-    store.delete_documents(["et-38", "et-34", "does-not-exist"])
-    assert store.count_documents() == len(corpus) - 2
-    assert store.get_documents_by_id(["et-38", "et-34", "et-37"])[0].id == "et-37"
+def test_delete_documents(fresh_store, corpus):
+    fresh_store.delete_documents(["et-38", "et-34", "does-not-exist"])
+    assert fresh_store.count_documents() == len(corpus) - 2
+    assert fresh_store.get_documents_by_id(["et-38", "et-34", "et-37"])[0].id == "et-37"
 
 
-def test_delete_and_count_by_filter(store, corpus):
+def test_delete_and_count_by_filter(fresh_store, corpus):
     law_filter = {"field": "meta.law_id", "operator": "==", "value": CE}
-    assert store.count_documents_by_filter(law_filter) == 2
-    assert store.delete_by_filter(law_filter) == 2
-    assert store.count_documents() == len(corpus) - 2
+    assert fresh_store.count_documents_by_filter(law_filter) == 2
+    assert fresh_store.delete_by_filter(law_filter) == 2
+    assert fresh_store.count_documents() == len(corpus) - 2
     with pytest.raises(FilterError):
-        store.delete_by_filter({})
+        fresh_store.delete_by_filter({})
 
 
 def test_get_documents_by_id_keeps_order_and_skips_missing(store):
@@ -318,7 +337,10 @@ FILTER_CASES = [
     ({"field": "meta.rank", "operator": ">=", "value": 5}, {"sts-1"}),
     ({"field": "meta.rank", "operator": "in", "value": [1, 5]}, {"ce-35", "ce-40", "sts-1"}),
     ({"field": "meta.rank", "operator": "==", "value": 5.0}, {"sts-1"}),
-    ({"field": "meta.publication_date", "operator": ">", "value": "2015-10-25"}, {p[0] for p in PASSAGES if p[1] in (LGSS, STS)}),
+    (
+        {"field": "meta.publication_date", "operator": ">", "value": "2015-10-25"},
+        {p[0] for p in PASSAGES if p[1] in (LGSS, STS)},
+    ),
     (
         {
             "operator": "AND",
@@ -384,7 +406,7 @@ def test_filter_documents(store, filters, expected):
 
 
 def test_filter_documents_bool_values(tmp_path):
-    store = EdgeDocumentStore(path=str(tmp_path / "s"))
+    store = new_store(tmp_path / "s")
     store.write_documents(
         [
             Document(id="t", content="t", meta={"vigente": True, "n": 1}),
@@ -398,7 +420,7 @@ def test_filter_documents_bool_values(tmp_path):
 
 
 def test_filter_documents_pages_through_all_results(tmp_path):
-    store = EdgeDocumentStore(path=str(tmp_path / "s"))
+    store = new_store(tmp_path / "s")
     store.write_documents([Document(id=str(i), content=f"doc {i}", meta={"group": i % 2}) for i in range(2500)])
     assert len(store.filter_documents()) == 2500
     assert len(store.filter_documents({"field": "meta.group", "operator": "==", "value": 1})) == 1250
@@ -461,7 +483,8 @@ def test_query_hybrid(store):
 
 def test_query_hybrid_fuses_dense_and_sparse(store):
     # the dense side points at "salario", the sparse side at the vacation article: both appear in the fused list
-    hits = store.query_hybrid(topic_vector("salario"), sparse("vacaciones anuales treinta días"), top_k=4, prefetch_k=2)
+    query = sparse("vacaciones anuales treinta días")
+    hits = store.query_hybrid(topic_vector("salario"), query, top_k=4, prefetch_k=2)
     assert {"et-38", "et-26", "et-27"} <= ids(hits)
 
 
@@ -513,7 +536,7 @@ def test_query_invalid_requests(store):
 
 
 def test_queries_on_a_store_without_dense_vectors(tmp_path, corpus):
-    store = EdgeDocumentStore(path=str(tmp_path / "s"))
+    store = new_store(tmp_path / "s")
     store.write_documents([corpus[-1]])  # the parent: no vectors at all
     assert store.query_dense(topic_vector("vacaciones")) == []
     assert store.query_sparse(sparse("vacaciones")) == []
@@ -525,10 +548,9 @@ def test_queries_on_a_store_without_dense_vectors(tmp_path, corpus):
 
 
 def test_two_instances_share_one_shard(tmp_path, corpus):
-    first = EdgeDocumentStore(path=str(tmp_path / "store"))
-    second = EdgeDocumentStore.from_dict(
-        EdgeDocumentStore(path=str(tmp_path / "other" / ".." / "store")).to_dict()
-    )  # a different spelling of the same path, as in a pipeline loaded from YAML
+    first = new_store(tmp_path / "store")
+    # a different spelling of the same path, deserialized as in a pipeline loaded from YAML
+    second = EdgeDocumentStore.from_dict(new_store(tmp_path / "other" / ".." / "store").to_dict())
     first.write_documents(corpus[:3])
     assert second.count_documents() == 3
     assert first._open().shard is second._open().shard
@@ -540,9 +562,19 @@ def test_two_instances_share_one_shard(tmp_path, corpus):
     second.close()
 
 
+def test_store_open_elsewhere_raises_a_clear_error(tmp_path, monkeypatch):
+    holder = new_store(tmp_path / "store")
+    holder.count_documents()
+    monkeypatch.setattr(edge_document_store, "_OPEN_SHARDS", {})  # as if the shard were open in another process
+    with pytest.raises(DocumentStoreError, match="only one process"):
+        new_store(tmp_path / "store").count_documents()
+    monkeypatch.undo()
+    holder.close()
+
+
 def test_persistence_across_processes(tmp_path, corpus):
     path = tmp_path / "store"
-    store = EdgeDocumentStore(path=str(path))
+    store = new_store(path)
     store.write_documents(corpus)
     store.close()
 
@@ -550,7 +582,7 @@ def test_persistence_across_processes(tmp_path, corpus):
         "import json\n"
         "from components.edge_document_store import EdgeDocumentStore\n"
         "from components.sparse_embedder import SparseTextEmbedder\n"
-        f"store = EdgeDocumentStore(path={str(path)!r})\n"
+        f"store = EdgeDocumentStore(path={str(path)!r}, payload_indexes={{}})\n"
         "query = SparseTextEmbedder().run(text='indemnización despido improcedente')['sparse_embedding']\n"
         f"hits = store.query_hybrid({topic_vector('despido')!r}, query, top_k=1)\n"
         "from haystack import Document\n"
@@ -559,7 +591,7 @@ def test_persistence_across_processes(tmp_path, corpus):
     )
     assert json.loads(run_python(reader)) == {"count": len(corpus) + 1, "top": "et-56"}
 
-    reopened = EdgeDocumentStore(path=str(path))
+    reopened = new_store(path)
     assert reopened.count_documents() == len(corpus) + 1
     assert reopened.get_documents_by_id(["from-subprocess"])[0].content == "escrito en otro proceso"
     reopened.write_documents([Document(id="dense-again", content="x", embedding=topic_vector("jornada"))])

@@ -17,7 +17,7 @@ def _article(number: str) -> Document:
 
 def test_init_defaults_and_validation():
     s = SemanticParentSplitter()
-    assert (s.max_chars, s.overlap, s.min_chars, s.percentile, s.breakpoint_model) == (2000, 200, 300, 90.0, "use-multilingual")
+    assert (s.max_chars, s.overlap, s.min_chars, s.percentile, s.breakpoint_model) == (2000, 200, 300, 90.0, "lexical")
     for kwargs, match in [
         ({"max_chars": 100}, "max_chars"),
         ({"overlap": 1500}, "overlap"),
@@ -47,10 +47,11 @@ def test_short_article_stays_one_block():
     assert block.id == parent_id_for("BOE-A-2015-11430", "4", 1)
 
 
-def test_long_article_semantic_split_covers_text_within_bounds():
+@pytest.mark.parametrize("model", ["lexical", "use-multilingual"])
+def test_long_article_semantic_split_covers_text_within_bounds(model):
     doc = _article("48")  # suspension with job reservation: several thousand characters
     assert len(doc.content) > 6000
-    splitter = SemanticParentSplitter()
+    splitter = SemanticParentSplitter(breakpoint_model=model)
     splitter.warm_up()
     blocks = splitter.run(documents=[doc])["documents"]
     assert len(blocks) >= 3
@@ -78,3 +79,26 @@ def test_safety_split_only_mode_respects_overlap():
 def test_missing_meta_is_a_clear_error():
     with pytest.raises(ValueError, match="ArticleParser"):
         SemanticParentSplitter().run(documents=[Document(content="texto", meta={})])
+
+
+def test_lexical_breakpoint_falls_at_the_topic_change():
+    vacaciones = [
+        "Las vacaciones anuales retribuidas serán de treinta días naturales.",
+        "El calendario de vacaciones se fijará en cada empresa.",
+        "El trabajador conocerá las fechas de sus vacaciones dos meses antes.",
+        "Las vacaciones no disfrutadas por incapacidad temporal podrán disfrutarse después.",
+    ]
+    despido = [
+        "El despido disciplinario deberá ser notificado por escrito al trabajador.",
+        "La carta de despido hará figurar los hechos que lo motivan.",
+        "El despido improcedente obliga a readmitir o a indemnizar al trabajador.",
+        "La indemnización por despido improcedente será de treinta y tres días de salario.",
+    ]
+    text = " ".join(vacaciones + despido) * 1
+    splitter = SemanticParentSplitter(max_chars=400, min_chars=100, percentile=80.0, overlap=0)
+    distances = splitter._lexical_distances(vacaciones + despido, "es")
+    assert int(distances.argmax()) == 3  # the gap between the last vacation and the first dismissal sentence
+    doc = Document(id="a", content=text, meta={"law_id": "X", "article": "1", "lang": "es"})
+    blocks = [b.content for b in splitter.run(documents=[doc])["documents"]]
+    assert any("vacaciones" in b and "despido" not in b for b in blocks)
+    assert any("despido" in b and "vacaciones" not in b for b in blocks)

@@ -59,7 +59,13 @@ def test_to_dict():
     }
     assert SparseTextEmbedder(k=1.5).to_dict() == {
         "type": "components.sparse_embedder.SparseTextEmbedder",
-        "init_parameters": {"language": "spanish", "k": 1.5, "b": 0.75, "avg_len": DEFAULT_AVG_LEN, "ascii_folding": True},
+        "init_parameters": {
+            "language": "spanish",
+            "k": 1.5,
+            "b": 0.75,
+            "avg_len": DEFAULT_AVG_LEN,
+            "ascii_folding": True,
+        },
     }
 
 
@@ -115,7 +121,8 @@ def test_run_document_embedder_keeps_documents_and_sets_sparse_embedding():
 
 
 def test_run_meta_fields_to_embed():
-    document = Document(content="Despido disciplinario", meta={"article_title": "Vacaciones", "heading_path": ["Título I"]})
+    meta = {"article_title": "Vacaciones", "heading_path": ["Título I"]}
+    document = Document(content="Despido disciplinario", meta=meta)
     vacaciones = _indices(SparseTextEmbedder().run(text="vacaciones")["sparse_embedding"])
     titulo = _indices(SparseTextEmbedder().run(text="título")["sparse_embedding"])
     plain = SparseDocumentEmbedder().run([document])["documents"][0].sparse_embedding
@@ -186,4 +193,5 @@ def test_indices_are_stable_across_processes():
     ).stdout
     query_there, document_there = json.loads(output)
     assert query_there == SparseTextEmbedder().run(text=text)["sparse_embedding"].to_dict()
-    assert document_there == SparseDocumentEmbedder().run([Document(content=text)])["documents"][0].sparse_embedding.to_dict()
+    document_here = SparseDocumentEmbedder().run([Document(content=text)])["documents"][0]
+    assert document_there == document_here.sparse_embedding.to_dict()
