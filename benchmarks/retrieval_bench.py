@@ -32,7 +32,7 @@ from pipelines.evaluation import article_ranking, load_labelled, percentile, sco
 from pipelines.sdk import LexHay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-console = Console()
+console = Console(width=240)
 
 
 def keys(docs):
@@ -131,7 +131,12 @@ def main() -> int:
 
 def peer(store, text_embedder, datasets, top_k):
     """Haystack's stock hybrid over the same chunks and embeddings, resolved to parents the same way."""
-    docs = store.filter_documents(return_embedding=True) if _accepts_return_embedding(store) else store.filter_documents()
+    previous = getattr(store, "return_embedding", False)
+    store.return_embedding = True  # the peer needs the same stored vectors
+    try:
+        docs = store.filter_documents()
+    finally:
+        store.return_embedding = previous
     memory = InMemoryDocumentStore()
     memory.write_documents(docs)
     pipe = Pipeline()
@@ -150,12 +155,6 @@ def peer(store, text_embedder, datasets, top_k):
 
     scores, lat = run_mode(ask, datasets)
     return "haystack stock hybrid (peer)", scores, lat
-
-
-def _accepts_return_embedding(store) -> bool:
-    import inspect
-
-    return "return_embedding" in inspect.signature(store.filter_documents).parameters
 
 
 if __name__ == "__main__":
