@@ -119,7 +119,9 @@ _SEPARATOR_RE: Final[re.Pattern[str]] = re.compile(
     r"\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e|o|ou)\s+|\s+(?P<range>a|al|hasta|ate)\s+", re.IGNORECASE
 )
 _CONNECTOR: Final[str] = r"\s*,?\s*(?:(?:del?|de\s+la|de\s+los|da|do|das|dos|en\s+(?:el|la)|na|no)\s+)?"
-_LEADING_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(r"^(?:(?:el|la|los|las|o|a|os|as|del?|da|do)\s+)+", re.I)
+_LEADING_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
+    r"^(?:(?:el|la|los|las|o|a|os|as|del?|da|do)\s+)+", re.IGNORECASE
+)
 MAX_RANGE_EXPANSION: Final[int] = 20
 
 
@@ -328,7 +330,7 @@ class CitationDetector:
         consumed: list[tuple[int, int]] = []
         position = 0
         while head := _HEAD_RE.search(folded, position):
-            group = self._parse_group(folded, head)
+            group = self._parse_group(folded, original, head)
             if group is None:
                 position = head.start() + 1
                 continue
@@ -339,7 +341,7 @@ class CitationDetector:
         for match in self._law_ref_re.finditer(folded):
             if any(s < match.end() and match.start() < e for s, e in consumed):
                 continue
-            law = self._interpret(match)
+            law = self._interpret(match, original)
             if law is not None and (law.law_id or law.law):
                 found.append((match.start(), match.end(), None, law))
         found.sort(key=lambda item: item[0])
@@ -361,9 +363,9 @@ class CitationDetector:
         :returns: (`law_id`, `law`): the id (None when unknown or ambiguous) and the short name (the norm as
             written when it is not in the table); (None, None) when `name` is not a recognised law.
         """
-        folded = _LEADING_ARTICLE_RE.sub("", _fold(unicodedata.normalize("NFC", name)).strip(" \t.,;:"))
-        match = self._law_name_re.fullmatch(folded)
-        law = self._interpret(match) if match else None
+        original = _LEADING_ARTICLE_RE.sub("", unicodedata.normalize("NFC", name).strip(" \t.,;:"))
+        match = self._law_name_re.fullmatch(_fold(original))
+        law = self._interpret(match, original) if match else None
         return (law.law_id, law.law) if law else (None, None)
 
     def article_key(self, raw: str) -> str | None:
@@ -377,80 +379,85 @@ class CitationDetector:
             kind, position = (head.group("disp") or "articulo").lower(), head.end()
         else:
             kind, position = "articulo", 0
-        parsed = self._parse_items(folded, position, kind, words=True)
+        parsed = _parse_items(folded, position, kind, words=True)
         return parsed[0][0] if parsed else None
 
     # -- parsing -------------------------------------------------------------------------------------------------
 
     def _parse_group(
-        self, folded: str, head: re.Match[str]
+        self, folded: str, original: str, head: re.Match[str]
     ) -> tuple[int, int, list[str], _LawRef] | None:
         """One citation group from a head: its span, the article keys and the law (None fields when absent)."""
         bare = head.group("bare") is not None
         kind = (head.group("disp") or "articulo").lower()
-        parsed = self._parse_items(folded, head.end(), kind, words=not bare)
+        parsed = _parse_items(folded, head.end(), kind, words=not bare)
         if not parsed:
             return None
         articles, end = parsed
         tail = self._tail_re.match(folded, end)
-        law = self._interpret(tail) if tail else None
+        law = self._interpret(tail, original) if tail else None
         if bare and (law is None or not (law.law_id or law.law)):
             return None  # "el 10 de mayo": a bare number needs a known law after it
         start = head.end() if bare else head.start()
         return start, tail.end() if tail and law else end, articles, law or _LawRef(None, None)
 
-    def _parse_items(self, folded: str, position: int, kind: str, *, words: bool) -> tuple[list[str], int] | None:
-        """A list of article numbers ("40, 41 y 42", "14 a 16", "primera y segunda") at `position`: keys and end."""
-        keys: list[str] = []
-        pending_range = False
-        while True:
-            item = self._parse_item(folded, position, kind, words=words)
-            if item is None:
-                break
-            key, end = item
-            if pending_range and keys:
-                keys.extend(_expand_range(keys[-1], key))
-            else:
-                keys.append(key)
-            position = end
-            separator = _SEPARATOR_RE.match(folded, position)
-            if separator is None or self._parse_item(folded, separator.end(), kind, words=words) is None:
-                break
-            pending_range = separator.group("range") is not None
-            position = separator.end()
-        return (list(dict.fromkeys(keys)), position) if keys else None
-
-    @staticmethod
-    def _parse_item(folded: str, position: int, kind: str, *, words: bool) -> tuple[str, int] | None:
-        number = _ITEM_NUMBER_RE.match(folded, position)
-        if number:
-            raw = number.group("n") + (f"-{number.group('letter')}" if number.group("letter") else "")
-            raw += f" {number.group('suffix')}" if number.group("suffix") else ""
-            end = number.end()
-        elif words and (match := _ITEM_WORDS_RE.match(folded, position)):
-            raw, end = _ordinal_words(match)
-            if raw is None:
-                return None
-        else:
-            return None
-        subdivision = _SUBDIVISION_RE.match(folded, end)
-        try:
-            return normalize_article_key(raw, kind, strict=True), subdivision.end() if subdivision else end
-        except ValueError:
-            return None
-
-    def _interpret(self, match: re.Match[str]) -> _LawRef | None:
-        """The law of a law-reference match; None for an invalid numbered norm ("ley 30")."""
+    def _interpret(self, match: re.Match[str], original: str) -> _LawRef | None:
+        """
+        The law of a law-reference match on the folded copy of `original`; None for an invalid numbered norm
+        ("ley 30"). A numbered norm outside the table keeps its name as written in `original`.
+        """
         if match.group("numbered"):
             start, end = match.span("numbered")
             key = _numbered_key(_NUMBERED_RE.fullmatch(match.string, start, end))  # type: ignore[arg-type]
             if key is None:
                 return None
-            as_written = match.string[start:end]
+            as_written = original[start:end]
         else:
             key, as_written = law_key(match.group("alias")), None
         law_id = self._lookup.get(key)
         return _LawRef(law_id, self._short_by_id.get(law_id, law_id) if law_id else as_written)
+
+
+def _parse_items(folded: str, position: int, kind: str, *, words: bool) -> tuple[list[str], int] | None:
+    """A list of article numbers ("40, 41 y 42", "14 a 16", "primera y segunda") at `position`: keys and end."""
+    keys: list[str] = []
+    pending_range = False
+    while True:
+        item = _parse_item(folded, position, kind, words=words)
+        if item is None:
+            break
+        key, end = item
+        if pending_range and keys:
+            keys.extend(_expand_range(keys[-1], key))
+        else:
+            keys.append(key)
+        position = end
+        separator = _SEPARATOR_RE.match(folded, position)
+        if separator is None or _parse_item(folded, separator.end(), kind, words=words) is None:
+            break
+        pending_range = separator.group("range") is not None
+        position = separator.end()
+    return (list(dict.fromkeys(keys)), position) if keys else None
+
+
+def _parse_item(folded: str, position: int, kind: str, *, words: bool) -> tuple[str, int] | None:
+    """One article number or ordinal at `position`, subdivisions (".4", ", apartado 2") skipped: key and end."""
+    number = _ITEM_NUMBER_RE.match(folded, position)
+    if number:
+        raw = number.group("n") + (f"-{number.group('letter')}" if number.group("letter") else "")
+        raw += f" {number.group('suffix')}" if number.group("suffix") else ""
+        end = number.end()
+    elif words and (match := _ITEM_WORDS_RE.match(folded, position)):
+        raw, end = _ordinal_words(match)
+        if raw is None:
+            return None
+    else:
+        return None
+    subdivision = _SUBDIVISION_RE.match(folded, end)
+    try:
+        return normalize_article_key(raw, kind, strict=True), subdivision.end() if subdivision else end
+    except ValueError:
+        return None
 
 
 def _is_ordinal(word: str) -> bool:

@@ -13,7 +13,6 @@ from components.legal_text import fold_accents
 
 logger = logging.getLogger(__name__)
 
-ROUTES: Final[tuple[str, ...]] = ("ACCEPT", "RETRY", "REJECT")
 SCORE_TYPES: Final[tuple[str, ...]] = ("rrf", "cosine", "bm25", "unit")
 SCORE_MODES: Final[tuple[str, ...]] = ("auto", *SCORE_TYPES)
 REJECTED_MESSAGE: Final[str] = (
@@ -257,13 +256,7 @@ class CRAGRouter:
         if len(keywords) > MIN_KEPT_TERMS:
             dropped = (attempt - 1) * math.ceil(len(keywords) / 4)
             keywords = keywords[: max(MIN_KEPT_TERMS, len(keywords) - dropped)]
-        seen: set[str] = set()
-        terms = []
-        for term in [*keywords, *legal]:
-            if _folded(term) not in seen:
-                seen.add(_folded(term))
-                terms.append(term)
-        return " ".join(terms)
+        return " ".join([*keywords, *legal])  # both free of repeats, and disjoint
 
     def _infer_score_type(self, scores: list[float]) -> str:
         if any(score > 1.0 for score in scores):

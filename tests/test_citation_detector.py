@@ -95,7 +95,8 @@ def test_run_law_only_citations(detector):
         {"law_id": None, "law": "Lei 8.213", "article": None, "text": "Lei 8.213", "span": [start, start + 9]}
     ]
     assert result["filters"] is None  # a whole law is not a direct fetch
-    assert _pairs(detector.run(query="¿Qué dice el Estatuto de los Trabajadores sobre las vacaciones?")) == [(ET, None)]
+    law_only = detector.run(query="¿Qué dice el Estatuto de los Trabajadores sobre las vacaciones?")
+    assert _pairs(law_only) == [(ET, None)]
     assert _pairs(detector.run(query="Real Decreto 1561/1995")) == [("BOE-A-1995-21346", None)]
     # a law cited with an article is not repeated as a law-only citation
     assert _pairs(detector.run(query="El ET regula en su art. 38 ET las vacaciones")) == [(ET, "38")]
@@ -122,7 +123,9 @@ def test_run_citation_fields_and_filters(detector):
     query = "¿Qué dicen los arts. 40 y 41 ET y el artículo 122?"
     result = detector.run(query=query)
     first, start = result["citations"][0], query.index("arts.")
-    assert first == {"law_id": ET, "law": "ET", "article": "40", "text": "arts. 40 y 41 ET", "span": [start, start + 16]}
+    assert first == {
+        "law_id": ET, "law": "ET", "article": "40", "text": "arts. 40 y 41 ET", "span": [start, start + 16]
+    }
     assert result["filters"] == {
         "operator": "OR",
         "conditions": [

@@ -113,3 +113,37 @@ def test_run_on_qdrant_server_store_in_memory_mode():
     assert sparse[0].id == "h-norm"
     only_sent = r.run(query_embedding=[1, 0, 0, 0], query_sparse_embedding=_sparse("vacaciones"), collections=["sentencias"])["documents"]
     assert [d.id for d in only_sent] == ["v-sent"]
+
+
+def test_parent_level_fusion_collapses_children_and_weights_lists(store):
+    r = HybridRetriever(document_store=store, rrf_k=2, dense_weight=1.1, sparse_weight=1.0)
+
+    def parent(pid):
+        return Document(id=pid, content=pid, meta={"level": "parent"})
+
+    def child(cid, pid):
+        return Document(id=cid, content=cid, meta={"level": "child", "parent_id": pid})
+
+    dense = [parent("P2"), parent("P1"), parent("P3")]
+    sparse = [child("c1a", "P1"), child("c1b", "P1"), child("c3a", "P3"), parent("P1")]
+    fused = r._fuse_by_parent(dense, sparse)
+    scores = {}
+    for doc in fused:
+        key = doc.id if doc.meta["level"] == "parent" else doc.meta["parent_id"]
+        scores.setdefault(key, doc.score)
+        assert doc.score == scores[key]  # every chunk of a parent carries the parent's fused score
+    # P1: dense rank 1, sparse rank 0 (its two children and itself count once, at the best rank)
+    assert scores["P1"] == pytest.approx(1.1 / 4 + 1.0 / 3)
+    assert scores["P2"] == pytest.approx(1.1 / 3)
+    assert scores["P3"] == pytest.approx(1.1 / 5 + 1.0 / 4)
+    assert {d.id for d in fused[:2]} == {"c1a", "P1"}  # the best chunk of each list for the top parent
+    assert "c1b" not in {d.id for d in fused}
+    assert sorted(scores, key=scores.get, reverse=True) == ["P1", "P3", "P2"]
+
+
+def test_chunk_level_fusion_is_available(store):
+    r = HybridRetriever(document_store=store, top_k=3, fuse_by_parent=False)
+    docs = r.run(query_embedding=[1, 0, 0, 0], query_sparse_embedding=_sparse("vacaciones anuales"))["documents"]
+    assert docs[0].id == "v-norm"
+    with pytest.raises(ValueError, match="fusion weights"):
+        HybridRetriever(document_store=store, dense_weight=0, sparse_weight=0)

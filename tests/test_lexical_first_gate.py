@@ -109,5 +109,6 @@ def test_run_missing_article_and_no_citations(store):
 
 def test_run_drops_documents_matching_no_citation():
     citations = [{"law_id": ET, "law": "ET", "article": "38"}]
-    result = LexicalFirstGate().run(citations=citations, documents=[_doc("a", ET, "ET", "39"), _doc("b", ET, "ET", "38")])
+    fetched = [_doc("a", ET, "ET", "39"), _doc("b", ET, "ET", "38")]
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
     assert [d.id for d in result["documents"]] == ["b"]
