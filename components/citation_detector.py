@@ -9,14 +9,12 @@ check the articles an answer cites.
 import re
 import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
-import yaml
 from haystack import component, default_from_dict, default_to_dict, logging
 
 from components.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key, ordinal_to_int
-from components.statute_converter import DEFAULT_LAWS_FILE
+from components.statute_converter import load_laws_table
 
 logger = logging.getLogger(__name__)
 
@@ -240,12 +238,7 @@ class CitationDetector:
             `DEFAULT_ALIASES` and the table.
         :raises ValueError: If `laws_file` does not exist or is not a valid table, or an alias is not a string.
         """
-        laws_path = Path(laws_file) if laws_file else DEFAULT_LAWS_FILE
-        if not laws_path.is_file():
-            raise ValueError(f"laws_file {str(laws_path)!r} does not exist")
-        table = yaml.safe_load(laws_path.read_text(encoding="utf-8")) or {}
-        if not isinstance(table, dict) or not isinstance(table.get("laws", {}), dict):
-            raise ValueError(f"laws_file {str(laws_path)!r} must hold a mapping 'laws: {{<law_id>: {{...}}}}'")
+        laws = load_laws_table(laws_file)
         for alias, target in (aliases or {}).items():
             if not isinstance(alias, str) or not alias.strip() or not (target is None or isinstance(target, str)):
                 raise ValueError(
@@ -257,7 +250,7 @@ class CitationDetector:
         self._short_by_id: dict[str, str] = {}
         self._lookup: dict[str, str | None] = {}
         originals: dict[str, list[str]] = {}
-        for law_id, info in table.get("laws", {}).items():
+        for law_id, info in laws.items():
             law_id, short = str(law_id), str((info or {}).get("law_short") or law_id)
             self._short_by_id[law_id] = short
             for name in (law_id, short):

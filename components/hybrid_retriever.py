@@ -75,7 +75,7 @@ class HybridRetriever:
         :param collections: Collection name -> weight. Defaults to normativa 1.0, sentencias 0.8, criterios 0.9.
         :param filters: Haystack filters always applied (AND) together with the per-run filters.
         :param prefetch_k: Candidates taken from each of the dense and sparse searches before fusion
-            (default `max(4 * top_k, 100)`).
+            (default `max(2 * top_k, 50)`; more measured no better on the dev sets and costs ~0.1 ms per hit).
         :param fuse_by_parent: Fuse the dense and sparse rankings per parent block (see above) instead of per chunk.
         :param rrf_k: RRF rank constant for parent-level fusion (2, as Qdrant's own fusion).
         :param dense_weight: Weight of the dense ranking in parent-level fusion (1.1 breaks RRF ties toward the
@@ -160,7 +160,7 @@ class HybridRetriever:
 
         base = _and(self.filters, filters)
         per_collection = [_and(base, {"field": "meta.collection", "operator": "==", "value": c}) for c in names]
-        prefetch_k = self.prefetch_k or max(4 * top_k, 100)
+        prefetch_k = self.prefetch_k or max(2 * top_k, 50)
         if mode == "hybrid" and self.fuse_by_parent:
             dense = self._search("dense", query_embedding, None, per_collection, prefetch_k, prefetch_k)
             sparse = self._search("sparse", None, query_sparse_embedding, per_collection, prefetch_k, prefetch_k)

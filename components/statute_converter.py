@@ -188,6 +188,21 @@ def _first_line(body: str) -> str | None:
     return None
 
 
+def load_laws_table(laws_file: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """
+    The table of known norms (`laws: {<law_id>: {law_short: ..., ...}}`), from `laws_file` or the bundled one.
+
+    :raises ValueError: If the file does not exist or is not such a table.
+    """
+    laws_path = Path(laws_file) if laws_file else DEFAULT_LAWS_FILE
+    if not laws_path.is_file():
+        raise ValueError(f"laws_file {str(laws_path)!r} does not exist")
+    table = yaml.safe_load(laws_path.read_text(encoding="utf-8")) or {}
+    if not isinstance(table, dict) or not isinstance(table.get("laws", {}), dict):
+        raise ValueError(f"laws_file {str(laws_path)!r} must hold a mapping 'laws: {{<law_id>: {{...}}}}'")
+    return {str(k): dict(v or {}) for k, v in table.get("laws", {}).items()}
+
+
 @component
 class StatuteConverter:
     """
@@ -238,16 +253,10 @@ class StatuteConverter:
             raise ValueError(
                 f"default_lang must be a two-letter lowercase language code such as 'es', got {default_lang!r}"
             )
-        laws_path = Path(laws_file) if laws_file else DEFAULT_LAWS_FILE
-        if not laws_path.is_file():
-            raise ValueError(f"laws_file {str(laws_path)!r} does not exist")
-        table = yaml.safe_load(laws_path.read_text(encoding="utf-8")) or {}
-        if not isinstance(table, dict) or not isinstance(table.get("laws", {}), dict):
-            raise ValueError(f"laws_file {str(laws_path)!r} must hold a mapping 'laws: {{<law_id>: {{...}}}}'")
         self.collection = collection
         self.default_lang = default_lang
         self.laws_file = laws_file
-        self._laws: dict[str, dict[str, Any]] = {str(k): dict(v or {}) for k, v in table.get("laws", {}).items()}
+        self._laws = load_laws_table(laws_file)
 
     def to_dict(self) -> dict[str, Any]:
         """
