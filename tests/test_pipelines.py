@@ -89,6 +89,9 @@ def test_sdk_index_report_and_reindex_is_idempotent(indexed):
     assert report.children > report.parents
     count = lex.document_store.count_documents()
     assert count == report.parents + report.children
+    parents = lex.document_store.filter_documents({"field": "meta.level", "operator": "==", "value": "parent"})
+    assert all(isinstance(d.meta.get("topics"), list) and d.meta.get("content_type") for d in parents)
+    assert any("contratos" in d.meta["topics"] for d in parents)  # RD 2720/1998 regulates temporary contracts
     again = lex.index([RD_2720])
     assert again.pruned == 0
     assert lex.document_store.count_documents() == count
