@@ -86,7 +86,7 @@ def main() -> int:
 
     lex.retrieve("warm up", top_k=args.top_k)  # models loaded, caches warm
     rows = []
-    for mode in ("sparse", "dense", "hybrid"):
+    for mode in ("sparse", "dense", "hybrid", "full"):
         scores, lat = run_mode(lambda q, m=mode: lex.retrieve_articles(q, top_k=args.top_k, mode=m), datasets)
         rows.append((f"lexhay {mode}", scores, lat))
 

@@ -181,7 +181,8 @@ class LexHay:
 
         :param question: The question, in natural language.
         :param top_k: Number of parent blocks.
-        :param mode: `sparse`, `dense`, `hybrid`, or `full` (the best retrieval the product has; now hybrid).
+        :param mode: `sparse`, `dense`, `hybrid`, or `full` (the best retrieval the product has: hybrid + legal
+            re-ranking).
         :param filters: Haystack metadata filters, e.g. `{"field": "meta.law_short", "operator": "==", "value": "ET"}`.
         :param collections: Restrict to these logical collections.
         """
@@ -203,9 +204,11 @@ class LexHay:
                     "collections": collections,
                 },
                 "parent_resolver": {"top_k": top_k},
-            }
+            },
+            include_outputs_from={"parent_resolver"},
         )
-        return result["parent_resolver"]["documents"]
+        # `full` = hybrid + legal re-ranking; the other modes are the plain retrievers (for ablations)
+        return result["reranker" if mode == "full" else "parent_resolver"]["documents"]
 
     def retrieve_articles(self, question: str, top_k: int = 10, **kwargs: Any) -> list[Document]:
         """
