@@ -162,11 +162,14 @@ class HybridRetriever:
         per_collection = [_and(base, {"field": "meta.collection", "operator": "==", "value": c}) for c in names]
         prefetch_k = self.prefetch_k or max(2 * top_k, 50)
         if mode == "hybrid" and self.fuse_by_parent:
-            dense = self._search("dense", query_embedding, None, per_collection, prefetch_k, prefetch_k)
-            sparse = self._search("sparse", None, query_sparse_embedding, per_collection, prefetch_k, prefetch_k)
-            results = [self._fuse_by_parent(d, s) for d, s in zip(dense, sparse)]
+            # dense and sparse lists of every collection in one batch, fused per parent block
+            searches = [("dense", f) for f in per_collection] + [("sparse", f) for f in per_collection]
+            lists = self._search(searches, query_embedding, query_sparse_embedding, prefetch_k, prefetch_k)
+            n = len(per_collection)
+            results = [self._fuse_by_parent(d, s) for d, s in zip(lists[:n], lists[n:])]
         else:
-            results = self._search(mode, query_embedding, query_sparse_embedding, per_collection, top_k, prefetch_k)
+            searches = [(mode, f) for f in per_collection]
+            results = self._search(searches, query_embedding, query_sparse_embedding, top_k, prefetch_k)
 
         best: dict[str, Document] = {}
         for name, hits in zip(names, results):
@@ -203,27 +206,27 @@ class HybridRetriever:
 
     def _search(
         self,
-        mode: str,
+        searches: list[tuple[str, dict[str, Any] | None]],
         embedding: list[float] | None,
         sparse: SparseEmbedding | None,
-        filters_per_collection: list[dict[str, Any] | None],
         top_k: int,
         prefetch_k: int,
     ) -> list[list[Document]]:
+        """Run `(mode, filters)` searches: one batched call on the embedded store, one call each on a server."""
         if hasattr(self.document_store, "query_batch"):
             requests = [
                 {
                     "mode": mode,
-                    "embedding": embedding,
-                    "sparse_embedding": sparse,
+                    "embedding": embedding if mode != "sparse" else None,
+                    "sparse_embedding": sparse if mode != "dense" else None,
                     "filters": f,
                     "top_k": top_k,
-                    "prefetch_k": prefetch_k,
+                    **({"prefetch_k": prefetch_k} if mode == "hybrid" else {}),
                 }
-                for f in filters_per_collection
+                for mode, f in searches
             ]
             return self.document_store.query_batch(requests)
-        return [self._qdrant_search(mode, embedding, sparse, f, top_k) for f in filters_per_collection]
+        return [self._qdrant_search(mode, embedding, sparse, f, top_k) for mode, f in searches]
 
     def _qdrant_search(
         self,
