@@ -16,12 +16,16 @@ from typing import Any
 
 import yaml
 from haystack import component, default_from_dict, default_to_dict, logging
-from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage, ChatRole
-from haystack.utils import deserialize_chatgenerator_inplace
 
 from components.legal_text import fold_accents
-from components.llm_backends import chat_json, strip_fences, warm_up_generator
+from components.llm_backends import (
+    chat_json,
+    generator_to_dict,
+    strip_fences,
+    warm_up_generator,
+    with_deserialized_generator,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -387,10 +391,9 @@ class DecomposeQuery:
 
         :returns: Dictionary with serialized data.
         """
-        generator = self.chat_generator
         return default_to_dict(
             self,
-            chat_generator=component_to_dict(generator, name="chat_generator") if generator is not None else None,
+            chat_generator=generator_to_dict(self.chat_generator),
             max_queries=self.max_queries,
             equivalences_file=self.equivalences_file,
             timeout=self.timeout,
@@ -404,10 +407,7 @@ class DecomposeQuery:
         :param data: Dictionary to deserialize from.
         :returns: Deserialized component.
         """
-        init_params = dict(data.get("init_parameters", {}))  # a copy: `data` is left as it was
-        if init_params.get("chat_generator") is not None:
-            deserialize_chatgenerator_inplace(init_params, key="chat_generator")
-        return default_from_dict(cls, {**data, "init_parameters": init_params})
+        return default_from_dict(cls, with_deserialized_generator(data))
 
     def warm_up(self) -> None:
         """

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from haystack import component, default_from_dict, default_to_dict, logging
+from haystack.core.serialization import component_to_dict
 from haystack.dataclasses import ChatMessage
-from haystack.utils import Secret
+from haystack.utils import Secret, deserialize_chatgenerator_inplace
 
 from components.models import REGISTRY, is_installed, resolve_model
 
@@ -420,6 +421,19 @@ def default_chat_generator(*, timeout: float | None = None) -> Any | None:
         value=local,
     )
     return None
+
+
+def generator_to_dict(generator: Any | None) -> dict[str, Any] | None:
+    """Serialized form of an LLM stage's nested `chat_generator` init parameter (None stays None)."""
+    return component_to_dict(generator, name="chat_generator") if generator is not None else None
+
+
+def with_deserialized_generator(data: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a serialized LLM stage whose nested `chat_generator` is deserialized; `data` is left as it was."""
+    init_params = dict(data.get("init_parameters", {}))
+    if init_params.get("chat_generator") is not None:
+        deserialize_chatgenerator_inplace(init_params, key="chat_generator")
+    return {**data, "init_parameters": init_params}
 
 
 def warm_up_generator(generator: Any | None) -> None:
