@@ -28,29 +28,11 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from components.parent_resolver import ParentResolver  # noqa: E402
-from pipelines.evaluation import article_ranking, load_labelled, percentile, score_rankings  # noqa: E402
+from pipelines.evaluation import evaluate_mode, load_labelled, percentile  # noqa: E402
 from pipelines.sdk import LexHay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 console = Console(width=240)
-
-
-def keys(docs):
-    return article_ranking((d.meta.get("law_id"), d.meta.get("article")) for d in docs)
-
-
-def run_mode(fn, datasets):
-    """Run `fn(question) -> docs` over every dataset; returns {name: metrics} and the latencies in ms."""
-    scores, latencies = {}, []
-    for name, items in datasets.items():
-        rankings = []
-        for item in items:
-            t0 = time.perf_counter()
-            docs = fn(item["question"])
-            latencies.append((time.perf_counter() - t0) * 1000)
-            rankings.append(keys(docs))
-        scores[name] = score_rankings(rankings, items)
-    return scores, latencies
 
 
 def main() -> int:
@@ -87,7 +69,7 @@ def main() -> int:
     lex.retrieve("warm up", top_k=args.top_k)  # models loaded, caches warm
     rows = []
     for mode in ("sparse", "dense", "hybrid", "full"):
-        scores, lat = run_mode(lambda q, m=mode: lex.retrieve_articles(q, top_k=args.top_k, mode=m), datasets)
+        scores, lat = evaluate_mode(lambda q, m=mode: lex.retrieve_articles(q, top_k=args.top_k, mode=m), datasets)
         rows.append((f"lexhay {mode}", scores, lat))
 
     # The engine's own share of a hybrid query: retriever + parent resolution with precomputed query vectors.
@@ -153,7 +135,7 @@ def peer(store, text_embedder, datasets, top_k):
         result = pipe.run({"bm25": {"query": question}, "dense": {"query_embedding": embedding}})
         return result["parents"]["documents"]
 
-    scores, lat = run_mode(ask, datasets)
+    scores, lat = evaluate_mode(ask, datasets)
     return "haystack stock hybrid (peer)", scores, lat
 
 

