@@ -30,6 +30,7 @@ models-llm: setup                                ## the default local LLM (Qwen2
 demo: models
 	$(BIN)/lexhay index --store $(DEMO_STORE) $(DEMO_FILES)
 	$(BIN)/lexhay retrieve --store $(DEMO_STORE) --top-k 5 "$(DEMO_QUESTION)"
+	$(BIN)/lexhay ask --store $(DEMO_STORE) "$(DEMO_QUESTION)"
 
 test: models
 	$(BIN)/pytest -q

@@ -16,6 +16,7 @@ from haystack.dataclasses import ChatMessage
 
 from components.answer_prompt import article_body, law_name
 from components.decompose_query import STOPWORDS
+from components.citation_detector import CitationDetector
 from components.legal_text import cardinal_to_int, fold_accents, split_sentences
 from components.meta_parser import META_DELIMITER
 
@@ -147,6 +148,7 @@ class ExtractiveAnswer:
             )
         self.max_articles = max_articles
         self.max_sentences = max_sentences
+        self._citations = CitationDetector()
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -185,10 +187,26 @@ class ExtractiveAnswer:
             logger.debug("ExtractiveAnswer: no documents with text")
             return {"replies": [ChatMessage.from_assistant(answer, meta={"model": "extractive"})], "answer": answer}
 
-        scores = self._scores(question, sentences)
+        # only the best-ranked blocks are candidates (retrieval already ordered them); within those, blocks are
+        # quoted in retrieval order, in-force norms before repealed ones, when their best sentence matches well
+        pool = {i: found for i, found in sentences.items() if i < 2 * self.max_articles} or sentences
+        # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998")
+        # are left out of the sentence scoring, they would favour any block that merely names the law
+        found_citations = self._citations.extract(question)
+        cited = {(c["law_id"], c["article"]) for c in found_citations if c.get("law_id") and c.get("article")}
+        for citation_found in sorted(found_citations, key=lambda c: c["span"][0], reverse=True):
+            start, end = citation_found["span"]
+            question = question[:start] + " " + question[end:]
+        scores = self._scores(question, pool)
         best = {i: max(doc_scores) for i, doc_scores in scores.items()}
-        ranked = sorted((i for i in best if best[i] > 0), key=lambda i: (-best[i], i))
-        chosen = [i for i in ranked if best[i] >= ARTICLE_MIN_RATIO * best[ranked[0]]][: self.max_articles]
+        top = max(best.values())
+        matching = [i for i in sorted(best) if top > 0 and best[i] >= ARTICLE_MIN_RATIO * top]
+        in_force = [i for i in matching if documents[i].meta.get("status") != "repealed"]
+        first = [i for i in sorted(sentences) if (documents[i].meta.get("law_id"), documents[i].meta.get("article")) in cited]
+        chosen = list(dict.fromkeys(first + (in_force or matching)))[: self.max_articles]
+        for i in first:
+            if i not in scores:  # a cited block beyond the candidate pool
+                scores[i] = self._scores(question, {i: sentences[i]})[i]
         if chosen:
             intro = EXTRACTIVE_INTRO
             positions = {i: self._best_positions(scores[i]) for i in chosen}
@@ -219,4 +237,6 @@ class ExtractiveAnswer:
     def _best_positions(self, scores: list[float]) -> list[int]:
         """The positions of the best-scoring sentences (ties: the earlier), in text order."""
         ranked = sorted((p for p, score in enumerate(scores) if score > 0), key=lambda p: (-scores[p], p))
+        if not ranked:  # a cited article sharing no word with the question: its opening sentences
+            return list(range(min(self.max_sentences, len(scores))))
         return sorted(ranked[: self.max_sentences])

