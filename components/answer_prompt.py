@@ -178,7 +178,7 @@ class AnswerPromptBuilder:
     ```
     """
 
-    def __init__(self, *, max_history: int = 6, system_prompt: str | None = None) -> None:
+    def __init__(self, *, max_history: int = 6, system_prompt: str | None = None, max_documents: int = 25) -> None:
         """
         Create an AnswerPromptBuilder.
 
@@ -186,14 +186,18 @@ class AnswerPromptBuilder:
             (0 sends none).
         :param system_prompt: Replaces `ANSWER_SYSTEM_PROMPT` (the role and the legal reasoning rules); the context
             and the format instructions are always sent.
-        :raises ValueError: `max_history` < 0 or an empty `system_prompt`.
+        :param max_documents: Score cap: at most this many blocks (the best-scored first) go to the model.
+        :raises ValueError: `max_history` < 0, `max_documents` < 1 or an empty `system_prompt`.
         """
+        if max_documents < 1:
+            raise ValueError(f"`max_documents` must be >= 1, got {max_documents}.")
         if max_history < 0:
             raise ValueError(f"`max_history` must be >= 0, got {max_history}.")
         if system_prompt is not None and not system_prompt.strip():
             raise ValueError("`system_prompt` must be None (the default prompt) or a non-empty string.")
         self.max_history = max_history
         self.system_prompt = system_prompt
+        self.max_documents = max_documents
         self._builder = ChatPromptBuilder(template=_TEMPLATE, required_variables="*")
 
     def to_dict(self) -> dict[str, Any]:
@@ -202,7 +206,9 @@ class AnswerPromptBuilder:
 
         :returns: Dictionary with serialized data.
         """
-        return default_to_dict(self, max_history=self.max_history, system_prompt=self.system_prompt)
+        return default_to_dict(
+            self, max_history=self.max_history, system_prompt=self.system_prompt, max_documents=self.max_documents
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "AnswerPromptBuilder":
@@ -222,7 +228,8 @@ class AnswerPromptBuilder:
         Builds the prompt.
 
         :param question: The user's question.
-        :param documents: The retrieved parent blocks, best first; they are numbered in this order.
+        :param documents: The retrieved parent blocks, best first; they are numbered in this order (when more than
+            `max_documents` come, the best-scored `max_documents` are kept).
         :param history: The conversation so far; its last `max_history` user / assistant messages with text are
             sent (system and tool messages are not).
         :returns: A dictionary with:
@@ -233,6 +240,9 @@ class AnswerPromptBuilder:
         if not isinstance(question, str) or not question.strip():
             raise ValueError("AnswerPromptBuilder needs a non-empty `question` string.")
         context = [doc for doc in documents if (doc.content or "").strip()]
+        if len(context) > self.max_documents:
+            context = sorted(context, key=lambda d: d.score if d.score is not None else 0.0, reverse=True)
+            context = context[: self.max_documents]
         if len(context) < len(documents):
             logger.debug(
                 "AnswerPromptBuilder: {count} block(s) without text left out", count=len(documents) - len(context)

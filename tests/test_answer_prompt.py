@@ -54,15 +54,15 @@ def test_init_defaults_and_validation():
 def test_to_dict():
     assert AnswerPromptBuilder(max_history=4, system_prompt="Eres un asistente.").to_dict() == {
         "type": "components.answer_prompt.AnswerPromptBuilder",
-        "init_parameters": {"max_history": 4, "system_prompt": "Eres un asistente."},
+        "init_parameters": {"max_history": 4, "system_prompt": "Eres un asistente.", "max_documents": 25},
     }
 
 
 def test_from_dict():
     data = {"type": "components.answer_prompt.AnswerPromptBuilder",
-            "init_parameters": {"max_history": 2, "system_prompt": "Eres un asistente."}}
+            "init_parameters": {"max_history": 2, "system_prompt": "Eres un asistente.", "max_documents": 10}}
     builder = AnswerPromptBuilder.from_dict(data)
-    assert (builder.max_history, builder.system_prompt) == (2, "Eres un asistente.")
+    assert (builder.max_history, builder.system_prompt, builder.max_documents) == (2, "Eres un asistente.", 10)
     assert builder.to_dict() == data
     assert AnswerPromptBuilder.from_dict({"type": data["type"], "init_parameters": {}}).max_history == 6
 
@@ -186,3 +186,13 @@ def test_pipeline_with_generator_and_meta_parser_yaml_round_trip():
     sent = loaded.get_component("llm").calls[0]
     assert len(sent) == 6 and [m.text for m in sent[3:5]] == ["pregunta 2", "respuesta 3"]
     assert "[2] ET > Artículo 14. Periodo de prueba" in sent[1].text
+
+
+def test_score_cap_keeps_the_best_scored_blocks():
+    from haystack import Document as Doc
+
+    docs = [Doc(id=f"d{i}", content=f"Texto {i}.", meta={"law_short": "ET", "article": str(i)}, score=i / 10) for i in range(6)]
+    out = AnswerPromptBuilder(max_documents=3).run(question="¿Pregunta?", documents=docs)
+    assert [d.id for d in out["context_documents"]] == ["d5", "d4", "d3"]
+    with pytest.raises(ValueError, match="max_documents"):
+        AnswerPromptBuilder(max_documents=0)
