@@ -4,7 +4,8 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.hybrid_retriever import _and
+from components.hybrid_retriever import and_filters
+from components.parent_resolver import parent_key
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +93,11 @@ class ChunkFetcher:
             for doc in self._by_ids(ids):
                 found.setdefault(doc.id, doc)
         if filters:
-            for doc in self.document_store.filter_documents(_and(filters, PARENT_FILTER))[: self.max_documents]:
+            for doc in self.document_store.filter_documents(and_filters(filters, PARENT_FILTER))[: self.max_documents]:
                 found.setdefault(doc.id, doc)
         need_filter = self._need_filter(need or [])
         if need_filter:
-            for doc in self.document_store.filter_documents(_and(need_filter, PARENT_FILTER)):
+            for doc in self.document_store.filter_documents(and_filters(need_filter, PARENT_FILTER)):
                 found.setdefault(doc.id, doc)
         documents = [Document(id=d.id, content=d.content, meta=d.meta, score=self.score) for d in found.values()]
         return {"documents": documents}
@@ -112,13 +113,7 @@ class ChunkFetcher:
             doc = chunks.get(chunk_id)
             if doc is None:
                 continue
-            if doc.meta.get("level", "parent") == "parent":
-                wanted.append(chunk_id)
-            elif doc.meta.get("parent_id"):
-                wanted.append(doc.meta["parent_id"])
-            else:
-                logger.warning("Chunk {chunk_id} has no parent_id; returned as is", chunk_id=chunk_id)
-                wanted.append(chunk_id)
+            wanted.append(parent_key(doc))
         parents = {p.id: p for p in self.document_store.get_documents_by_id([w for w in wanted if w not in chunks])}
         blocks = {**chunks, **parents}
         lost = [w for w in dict.fromkeys(wanted) if w not in blocks]

