@@ -222,7 +222,11 @@ class AnswerPromptBuilder:
 
     @component.output_types(prompt=list[ChatMessage], context_documents=list[Document])
     def run(
-        self, question: str, documents: list[Document], history: list[ChatMessage] | None = None
+        self,
+        question: str,
+        documents: list[Document],
+        history: list[ChatMessage] | None = None,
+        max_documents: int | None = None,
     ) -> dict[str, Any]:
         """
         Builds the prompt.
@@ -232,17 +236,21 @@ class AnswerPromptBuilder:
             `max_documents` come, the best-scored `max_documents` are kept).
         :param history: The conversation so far; its last `max_history` user / assistant messages with text are
             sent (system and tool messages are not).
+        :param max_documents: Overrides the init score cap for this run (the NEED retry raises it to 30).
         :returns: A dictionary with:
             - `prompt`: system prompt, context, format instructions, history, question.
             - `context_documents`: the numbered blocks, in order.
-        :raises ValueError: `question` is empty.
+        :raises ValueError: `question` is empty or `max_documents` < 1.
         """
         if not isinstance(question, str) or not question.strip():
             raise ValueError("AnswerPromptBuilder needs a non-empty `question` string.")
+        cap = self.max_documents if max_documents is None else max_documents
+        if cap < 1:
+            raise ValueError(f"`max_documents` must be >= 1, got {cap}.")
         context = [doc for doc in documents if (doc.content or "").strip()]
-        if len(context) > self.max_documents:
+        if len(context) > cap:
             context = sorted(context, key=lambda d: d.score if d.score is not None else 0.0, reverse=True)
-            context = context[: self.max_documents]
+            context = context[:cap]
         if len(context) < len(documents):
             logger.debug(
                 "AnswerPromptBuilder: {count} block(s) without text left out", count=len(documents) - len(context)

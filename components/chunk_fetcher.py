@@ -17,15 +17,17 @@ class ChunkFetcher:
     """
     Fetches parent blocks directly from the store, without a search, each with a fixed score.
 
-    Three inputs, combined and deduplicated by id (in this order):
+    Three selections, combined and deduplicated by id (in this order):
     - `ids`: chunk ids carried over from a previous turn; a parent is returned as is, a child is replaced by its
       parent (`meta["parent_id"]`). Unknown ids are skipped with a log line.
-    - `filters`: Haystack filters (e.g. a detected citation: `law_id` + `article`), AND-ed with
+    - `select`: Haystack filters (e.g. a detected citation: `law_id` + `article`), AND-ed with
       `meta.level == parent`, at most `max_documents` blocks.
     - `need`: `MetaParser` NEED items; `article` items with `law_id` and `article` fetch every part of that
       article. `keywords` items are ignored here: they go through retrieval.
 
-    Nothing given returns nothing (never the whole store).
+    `filters` (the request's access filter AND the caller's filters, see `AccessFilter`) restricts every one of
+    them: an id the caller may not read is skipped exactly like an unknown id. Nothing selected returns nothing
+    (never the whole store).
 
     ### Usage example
 
@@ -72,15 +74,17 @@ class ChunkFetcher:
     def run(
         self,
         ids: list[str] | None = None,
-        filters: dict[str, Any] | None = None,
+        select: dict[str, Any] | None = None,
         need: list[dict[str, Any]] | None = None,
+        filters: dict[str, Any] | None = None,
     ) -> dict[str, list[Document]]:
         """
-        Fetch parent blocks by id, by filters and by NEED items.
+        Fetch parent blocks by id, by a selecting filter and by NEED items, within `filters`.
 
         :param ids: Chunk ids (parents or children).
-        :param filters: Haystack filters selecting parent blocks.
+        :param select: Haystack filters selecting parent blocks.
         :param need: `MetaParser` NEED items (`{"type", "article", "law_id", "law", "query"}`).
+        :param filters: Restriction AND-ed into every read (access control, the caller's filters).
         :returns: `documents`: the parent blocks found, unique by id, each with the fixed `score`.
         :raises ValueError: `ids` is not a list of strings, or `need` is not a list of dicts.
         """
@@ -90,31 +94,42 @@ class ChunkFetcher:
             raise ValueError(f"need must be a list of MetaParser items (dicts), got {need!r}")
         found: dict[str, Document] = {}
         if ids:
-            for doc in self._by_ids(ids):
+            for doc in self._by_ids(ids, filters):
                 found.setdefault(doc.id, doc)
-        if filters:
-            for doc in self.document_store.filter_documents(and_filters(filters, PARENT_FILTER))[: self.max_documents]:
+        if select:
+            selected = self.document_store.filter_documents(and_filters(select, PARENT_FILTER, filters))
+            for doc in selected[: self.max_documents]:
                 found.setdefault(doc.id, doc)
         need_filter = self._need_filter(need or [])
         if need_filter:
-            for doc in self.document_store.filter_documents(and_filters(need_filter, PARENT_FILTER)):
+            for doc in self.document_store.filter_documents(and_filters(need_filter, PARENT_FILTER, filters)):
                 found.setdefault(doc.id, doc)
         documents = [Document(id=d.id, content=d.content, meta=d.meta, score=self.score) for d in found.values()]
         return {"documents": documents}
 
-    def _by_ids(self, ids: list[str]) -> list[Document]:
-        """The blocks of `ids`, children replaced by their parents, in the order of `ids`."""
-        chunks = {doc.id: doc for doc in self.document_store.get_documents_by_id(ids)}
+    def _read_ids(self, ids: list[str], filters: dict[str, Any] | None) -> list[Document]:
+        """Documents of `ids` the restriction lets through (all of them without one)."""
+        if not ids:
+            return []
+        if filters is None:
+            return self.document_store.get_documents_by_id(ids)
+        return self.document_store.filter_documents(
+            and_filters({"field": "id", "operator": "in", "value": list(ids)}, filters)
+        )
+
+    def _by_ids(self, ids: list[str], filters: dict[str, Any] | None) -> list[Document]:
+        """The blocks of `ids` (within `filters`), children replaced by their parents, in the order of `ids`."""
+        chunks = {doc.id: doc for doc in self._read_ids(list(dict.fromkeys(ids)), filters)}
         missing = [i for i in dict.fromkeys(ids) if i not in chunks]
         if missing:
-            logger.warning("ChunkFetcher: ids not in the store, skipped: {ids}", ids=missing)
+            logger.warning("ChunkFetcher: ids not in the store or not readable, skipped: {ids}", ids=missing)
         wanted = []
         for chunk_id in dict.fromkeys(ids):
             doc = chunks.get(chunk_id)
             if doc is None:
                 continue
             wanted.append(parent_key(doc))
-        parents = {p.id: p for p in self.document_store.get_documents_by_id([w for w in wanted if w not in chunks])}
+        parents = {p.id: p for p in self._read_ids([w for w in dict.fromkeys(wanted) if w not in chunks], filters)}
         blocks = {**chunks, **parents}
         lost = [w for w in dict.fromkeys(wanted) if w not in blocks]
         if lost:

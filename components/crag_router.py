@@ -88,6 +88,7 @@ class CRAGRouter:
     def __init__(
         self,
         *,
+        enabled: bool = True,
         accept_best: float = 0.5,
         accept_mean_top_n: float = 0.35,
         top_n: int = 5,
@@ -122,6 +123,8 @@ class CRAGRouter:
         :param equivalences_file: Colloquial -> statutory terms table used to broaden retry queries; `None` = the
             bundled `components/data/equivalences.yaml` when it exists (no table otherwise).
         :param rejected_message: Message sent on the `rejected` output.
+        :param enabled: Feature flag (`crag`; `False` accepts every retrieved set as is).
+            A run's `enabled` overrides it.
         :raises ValueError: If a threshold is outside [0, 1], `min_best > accept_best`, `top_n < 1`,
             `max_retries < 0`, `score_mode` is unknown, a calibration parameter is invalid, or `equivalences_file`
             cannot be read.
@@ -148,6 +151,7 @@ class CRAGRouter:
             raise ValueError(f"bm25_midpoint must be > 0, got {bm25_midpoint}")
         if not rejected_message.strip():
             raise ValueError("rejected_message must not be empty")
+        self.enabled = enabled
         self.accept_best = accept_best
         self.accept_mean_top_n = accept_mean_top_n
         self.top_n = top_n
@@ -172,7 +176,7 @@ class CRAGRouter:
         """Serialize this component to a dictionary."""
         return default_to_dict(
             self,
-            accept_best=self.accept_best,
+            enabled=self.enabled, accept_best=self.accept_best,
             accept_mean_top_n=self.accept_mean_top_n,
             top_n=self.top_n,
             max_retries=self.max_retries,
@@ -195,19 +199,24 @@ class CRAGRouter:
     @component.output_types(
         accepted=list[Document], retry_query=str, rejected=str, route=str, retries=int, confidence=float
     )
-    def run(self, query: str, documents: list[Document], retries: int = 0) -> dict[str, Any]:
+    def run(
+        self, query: str, documents: list[Document], retries: int = 0, enabled: bool | None = None
+    ) -> dict[str, Any]:
         """
         Grade `documents` and route them.
 
         :param query: The query the documents were retrieved for (the base of `retry_query`).
         :param documents: The retrieved documents, with retrieval scores.
         :param retries: RETRY rounds already done for this question (the loop counter).
+        :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
         :returns: One of `accepted` (the documents, unchanged), `retry_query` or `rejected` (the message), plus
             `route`, `retries` (incremented on RETRY) and `confidence` (in [0, 1]).
         :raises ValueError: If `retries` is negative.
         """
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
+        if not (self.enabled if enabled is None else enabled):
+            return {"accepted": documents, "route": "ACCEPT", "retries": retries, "confidence": 1.0}
         ranked = sorted(self.calibrate(documents), reverse=True)
         best = ranked[0] if ranked else 0.0
         top = ranked[: self.top_n]

@@ -153,6 +153,8 @@ class Equivalences:
 
         :param text: Any text (a question, a concept).
         :returns: `(colloquial expression, statutory terms)` pairs.
+        :param enabled: Feature flag (`multiquery`; `False` returns the question itself as the only query).
+            A run's `enabled` overrides it.
         """
         folded = fold_accents(text.lower())
         taken: list[tuple[int, int]] = []
@@ -357,6 +359,7 @@ class DecomposeQuery:
     def __init__(
         self,
         *,
+        enabled: bool = True,
         chat_generator: Any | None = None,
         max_queries: int = 4,
         equivalences_file: str | None = None,
@@ -379,6 +382,7 @@ class DecomposeQuery:
             raise ValueError(f"`max_queries` must be >= 1, got {max_queries}.")
         if timeout is not None and timeout <= 0:
             raise ValueError(f"`timeout` must be None or a positive number of seconds, got {timeout}.")
+        self.enabled = enabled
         self.chat_generator = chat_generator
         self.max_queries = max_queries
         self.equivalences_file = equivalences_file
@@ -393,7 +397,7 @@ class DecomposeQuery:
         """
         return default_to_dict(
             self,
-            chat_generator=generator_to_dict(self.chat_generator),
+            enabled=self.enabled, chat_generator=generator_to_dict(self.chat_generator),
             max_queries=self.max_queries,
             equivalences_file=self.equivalences_file,
             timeout=self.timeout,
@@ -420,7 +424,11 @@ class DecomposeQuery:
 
     @component.output_types(queries=list[str], fallback=bool, trace=dict[str, Any])
     def run(
-        self, query: str, history: list[ChatMessage] | None = None, carryover: list[str] | None = None
+        self,
+        query: str,
+        history: list[ChatMessage] | None = None,
+        carryover: list[str] | None = None,
+        enabled: bool | None = None,
     ) -> dict[str, Any]:
         """
         Decomposes a question into search queries.
@@ -428,6 +436,7 @@ class DecomposeQuery:
         :param query: The user's question.
         :param history: The conversation so far (follow-up mode sends its last 4 messages to the LLM).
         :param carryover: Ids of the chunks used by the previous answer; non-empty = follow-up mode.
+        :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
         :returns: A dictionary with:
             - `queries`: 1 to `max_queries` keyword queries; in follow-up mode 0 to 3, where `[]` means "skip
               retrieval and use the carryover".
@@ -440,6 +449,9 @@ class DecomposeQuery:
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError("DecomposeQuery needs a non-empty `query` string.")
+        if not (self.enabled if enabled is None else enabled):
+            trace = {"mode": "disabled", "path": "disabled", "queries": [query.strip()]}
+            return {"queries": [query.strip()], "fallback": False, "trace": trace}
         started = time.perf_counter()
         follow_up = bool(carryover)
         limit = min(FOLLOWUP_MAX_QUERIES, self.max_queries) if follow_up else self.max_queries

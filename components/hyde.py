@@ -81,6 +81,7 @@ class HyDE:
     def __init__(
         self,
         *,
+        enabled: bool = True,
         chat_generator: Any | None = None,
         equivalences_file: str | None = None,
         timeout: float | None = None,
@@ -93,10 +94,13 @@ class HyDE:
             `components/data/equivalences.yaml`.
         :param timeout: Seconds allowed to the LLM call, whatever the generator; `None` = only the generator's
             own timeout applies.
+        :param enabled: Feature flag (`hyde`; `False` writes nothing: `hypothetical_document` is None).
+            A run's `enabled` overrides it.
         :raises ValueError: `timeout` <= 0 or an unreadable equivalences file.
         """
         if timeout is not None and timeout <= 0:
             raise ValueError(f"`timeout` must be None or a positive number of seconds, got {timeout}.")
+        self.enabled = enabled
         self.chat_generator = chat_generator
         self.equivalences_file = equivalences_file
         self.timeout = timeout
@@ -110,7 +114,7 @@ class HyDE:
         """
         return default_to_dict(
             self,
-            chat_generator=generator_to_dict(self.chat_generator),
+            enabled=self.enabled, chat_generator=generator_to_dict(self.chat_generator),
             equivalences_file=self.equivalences_file,
             timeout=self.timeout,
         )
@@ -133,12 +137,13 @@ class HyDE:
         """
         warm_up_generator(self.chat_generator)
 
-    @component.output_types(hypothetical_document=str, fallback=bool)
-    def run(self, query: str) -> dict[str, Any]:
+    @component.output_types(hypothetical_document=str | None, fallback=bool)
+    def run(self, query: str, enabled: bool | None = None) -> dict[str, Any]:
         """
         Writes the hypothetical document of a question.
 
         :param query: The user's question.
+        :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
         :returns: A dictionary with:
             - `hypothetical_document`: The passage to embed (one paragraph).
             - `fallback`: `True` when it is the deterministic expansion of the question.
@@ -146,6 +151,8 @@ class HyDE:
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError("HyDE needs a non-empty `query` string.")
+        if not (self.enabled if enabled is None else enabled):
+            return {"hypothetical_document": None, "fallback": False}
         query = query.strip()
         matches = self.equivalences.matches(query)
         if self.chat_generator is not None:

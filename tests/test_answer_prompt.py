@@ -196,3 +196,15 @@ def test_score_cap_keeps_the_best_scored_blocks():
     assert [d.id for d in out["context_documents"]] == ["d5", "d4", "d3"]
     with pytest.raises(ValueError, match="max_documents"):
         AnswerPromptBuilder(max_documents=0)
+
+
+def test_score_cap_run_override_for_the_need_retry():
+    from haystack import Document as Doc
+
+    docs = [Doc(id=f"d{i}", content=f"Texto {i}.", meta={"law_short": "ET", "article": str(i)}, score=i / 10)
+            for i in range(6)]
+    builder = AnswerPromptBuilder(max_documents=3)
+    assert len(builder.run(question="¿Pregunta?", documents=docs, max_documents=5)["context_documents"]) == 5
+    assert len(builder.run(question="¿Pregunta?", documents=docs)["context_documents"]) == 3
+    with pytest.raises(ValueError, match="max_documents"):
+        builder.run(question="¿Pregunta?", documents=docs, max_documents=0)

@@ -83,12 +83,12 @@ def test_run_citation_filter_and_max_documents(fetcher, store):
             {"field": "meta.article", "operator": "==", "value": "2"},
         ],
     }
-    docs = fetcher.run(filters=citation)["documents"]
+    docs = fetcher.run(select=citation)["documents"]
     assert docs and {(d.meta["article"], d.meta["level"]) for d in docs} == {("2", "parent")}
     assert {d.id for d in docs} == {d.id for d in _article(store, "2", "parent")}
     law = {"field": "meta.law_id", "operator": "==", "value": RD_ID}
     assert len(store.filter_documents({"operator": "AND", "conditions": [law, PARENTS]})) > 3
-    assert len(ChunkFetcher(document_store=store, max_documents=3).run(filters=law)["documents"]) == 3
+    assert len(ChunkFetcher(document_store=store, max_documents=3).run(select=law)["documents"]) == 3
 
 
 def test_run_need_items_and_combination(fetcher, store):
@@ -101,7 +101,7 @@ def test_run_need_items_and_combination(fetcher, store):
     assert {d.id for d in docs} == {d.id for d in _article(store, "4", "parent")}
     parent4 = docs[0]
     combined = fetcher.run(ids=[parent4.id], need=need[:1],
-                           filters={"field": "meta.article", "operator": "==", "value": "3"})["documents"]
+                           select={"field": "meta.article", "operator": "==", "value": "3"})["documents"]
     assert len({d.id for d in combined}) == len(combined)  # deduplicated
     assert {d.meta["article"] for d in combined} == {"3", "4"}
     assert fetcher.run(need=need[1:])["documents"] == []
@@ -109,8 +109,23 @@ def test_run_need_items_and_combination(fetcher, store):
 
 def test_run_nothing_given_returns_nothing(fetcher):
     assert fetcher.run() == {"documents": []}
-    assert fetcher.run(ids=[], filters={}, need=[]) == {"documents": []}
+    assert fetcher.run(ids=[], select={}, need=[]) == {"documents": []}
     with pytest.raises(ValueError, match="ids"):
         fetcher.run(ids="abc")
     with pytest.raises(ValueError, match="need"):
         fetcher.run(need=["artículo 4"])
+
+
+def test_run_restriction_applies_to_ids_select_and_need(store, fetcher):
+    parent = _article(store, "3", "parent")[0]
+    child = _article(store, "3", "child")[0]
+    elsewhere = {"field": "meta.law_id", "operator": "==", "value": "BOE-A-0000-0"}
+    assert fetcher.run(ids=[parent.id, child.id], filters=elsewhere)["documents"] == []
+    assert fetcher.run(select={"field": "meta.article", "operator": "==", "value": "3"}, filters=elsewhere) == {
+        "documents": []
+    }
+    need = [{"type": "article", "law_id": RD_ID, "article": "3", "law": "RD", "query": "art. 3"}]
+    assert fetcher.run(need=need, filters=elsewhere)["documents"] == []
+    same_law = {"field": "meta.law_id", "operator": "==", "value": RD_ID}
+    docs = fetcher.run(ids=[child.id], filters=same_law)["documents"]
+    assert [d.id for d in docs] == [child.meta["parent_id"]]

@@ -152,3 +152,12 @@ def test_run_in_a_pipeline_loop(weak_calls, route, searches):
     assert result["route"] == route
     assert len(pipeline.get_component("retriever").queries) == searches
     assert result["retries"] == searches - 1
+
+
+def test_run_disabled_accepts_any_set():
+    weak = _docs([0.05, 0.02])
+    assert CRAGRouter().run(query=QUESTION, documents=weak)["route"] != "ACCEPT"
+    for router, override in ((CRAGRouter(enabled=False), None), (CRAGRouter(), False)):
+        result = router.run(query=QUESTION, documents=weak, retries=1, enabled=override)
+        assert result == {"accepted": weak, "route": "ACCEPT", "retries": 1, "confidence": 1.0}
+    assert CRAGRouter.from_dict(CRAGRouter(enabled=False).to_dict()).enabled is False

@@ -63,7 +63,7 @@ def test_init_defaults_and_validation(tmp_path):
 def test_to_dict_without_generator():
     assert DecomposeQuery(max_queries=3).to_dict() == {
         "type": "components.decompose_query.DecomposeQuery",
-        "init_parameters": {"chat_generator": None, "max_queries": 3, "equivalences_file": None, "timeout": None},
+        "init_parameters": {"enabled": True, "chat_generator": None, "max_queries": 3, "equivalences_file": None, "timeout": None},
     }
     assert DecomposeQuery.from_dict(DecomposeQuery(max_queries=3).to_dict()).chat_generator is None
 
@@ -306,3 +306,12 @@ def test_run_with_the_real_local_llm():
     queries = result["queries"]
     assert 1 <= len(queries) <= 4
     assert all(isinstance(q, str) and q.strip() for q in queries)
+
+
+def test_run_disabled_returns_the_question_without_an_llm_call():
+    llm = ScriptedChatGenerator(replies=['["paro"]'])
+    result = DecomposeQuery(chat_generator=llm, enabled=False).run(query="  ¿Cobro el paro si me despiden? ")
+    assert result == {"queries": ["¿Cobro el paro si me despiden?"], "fallback": False,
+                      "trace": {"mode": "disabled", "path": "disabled", "queries": ["¿Cobro el paro si me despiden?"]}}
+    assert DecomposeQuery(chat_generator=llm).run(query="¿paro?", enabled=False)["queries"] == ["¿paro?"]
+    assert llm.calls == []

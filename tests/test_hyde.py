@@ -27,6 +27,7 @@ def test_to_dict_from_dict_round_trip():
     assert data == {
         "type": "components.hyde.HyDE",
         "init_parameters": {
+            "enabled": True,
             "chat_generator": {"type": "tests.scripted_llm.ScriptedChatGenerator",
                                "init_parameters": {"replies": [PASSAGE], "error": None, "delay": 0.0}},
             "equivalences_file": None,
@@ -84,3 +85,11 @@ def test_run_without_llm_expands_with_the_equivalences():
     assert hyde.run(query="  ¿Qué es la jornada?  ")["hypothetical_document"] == "¿Qué es la jornada?"
     with pytest.raises(ValueError, match="query"):
         hyde.run(query="")
+
+
+def test_run_disabled_writes_nothing_and_calls_no_llm():
+    llm = ScriptedChatGenerator(replies=[PASSAGE])
+    assert HyDE(chat_generator=llm, enabled=False).run(query="¿Me pueden despedir?") == {
+        "hypothetical_document": None, "fallback": False}
+    assert HyDE(chat_generator=llm).run(query="¿Me pueden despedir?", enabled=False)["hypothetical_document"] is None
+    assert llm.calls == []

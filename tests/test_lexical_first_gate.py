@@ -49,7 +49,7 @@ def test_init_and_validation():
 def test_to_dict():
     assert LexicalFirstGate(min_results=2).to_dict() == {
         "type": "components.lexical_first_gate.LexicalFirstGate",
-        "init_parameters": {"min_results": 2},
+        "init_parameters": {"min_results": 2, "enabled": True},
     }
 
 
@@ -112,3 +112,12 @@ def test_run_drops_documents_matching_no_citation():
     fetched = [_doc("a", ET, "ET", "39"), _doc("b", ET, "ET", "38")]
     result = LexicalFirstGate().run(citations=citations, documents=fetched)
     assert [d.id for d in result["documents"]] == ["b"]
+
+
+def test_run_disabled_never_skips_but_keeps_the_cited_documents(store):
+    citations, fetched = _fetch(store, "¿Cuántos días de vacaciones dice el art. 38 ET?")
+    for gate, override in ((LexicalFirstGate(enabled=False), None), (LexicalFirstGate(), False)):
+        result = gate.run(citations=citations, documents=fetched, enabled=override)
+        assert result["skip_expansion"] is False
+        assert result["reason"] == "lexical-first gating disabled: expansion runs"
+        assert sorted(d.id for d in result["documents"]) == ["et38", "et38c0"]

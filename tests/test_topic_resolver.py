@@ -22,7 +22,7 @@ def test_init_defaults_and_validation(tmp_path):
 def test_to_dict():
     assert TopicResolver(timeout=5.0).to_dict() == {
         "type": "components.topic_resolver.TopicResolver",
-        "init_parameters": {"chat_generator": None, "topics_file": None, "timeout": 5.0},
+        "init_parameters": {"enabled": True, "chat_generator": None, "topics_file": None, "timeout": 5.0},
     }
 
 
@@ -155,3 +155,14 @@ def test_adding_a_topic_needs_no_code_change(tmp_path):
     by_llm = TopicResolver(chat_generator=llm, topics_file=str(path)).run(query=question)
     assert (by_llm["topic"], by_llm["fallback"]) == ("trabajo_autonomo", False)
     assert "- trabajo_autonomo: Trabajadores autónomos" in llm.calls[0][0].text
+
+
+def test_run_ands_the_topic_into_given_filters_and_disabled_passes_them_on():
+    access = {"field": "meta.scope", "operator": "not in", "value": ["tenant"]}
+    result = TopicResolver().run(query=VACATIONS, filters=access)
+    assert result["filters"] == {"operator": "AND", "conditions": [access, VACATIONS_FILTER]}
+    llm = ScriptedChatGenerator(replies=['{"topic": "vacaciones_permisos"}'])
+    disabled = TopicResolver(chat_generator=llm, enabled=False).run(query=VACATIONS, filters=access)
+    assert (disabled["topic"], disabled["filters"], disabled["trace"]) == ("general", access, {"path": "disabled"})
+    assert llm.calls == []  # no LLM call when the flag is off
+    assert TopicResolver().run(query=VACATIONS, enabled=False)["filters"] is None

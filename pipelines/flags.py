@@ -1,0 +1,92 @@
+"""Feature flags: one set per deployment (env + config file), overridable per request."""
+
+import os
+from typing import Any
+
+# flag -> default. Defaults follow the measurements in the README (a stage that did not help is off).
+DEFAULT_FLAGS: dict[str, bool] = {
+    "lexical_first_gating": True,  # a strongly cited article is fetched directly, expansion skipped
+    "multiquery": True,  # DecomposeQuery: 1-4 keyword queries (LLM, else keywords + equivalences)
+    "hyde": False,  # a hypothetical passage embedded on the dense side
+    "topic_filter": False,  # restrict retrieval to the resolved topic
+    "crag": True,  # CRAG grading: RETRY loop / REJECT
+    "rerank": True,  # LegalReranker
+    "chunk_expansion": False,  # reference + sibling expansion of the retrieved blocks
+    "graph_enrich": False,  # 2-hop legal graph summary in the context
+    "compression": True,  # ContextCompressor: context within the token budget
+    "need_retry": True,  # one NEED retry when the answer asks for an article it lacks
+    "tracing": True,  # per-stage trace in the answer and the JSONL trace file
+}
+# per-request options that are not `use_<flag>`: name -> (flag, value it sets)
+ALIASES: dict[str, tuple[str, bool]] = {"force_vector": ("lexical_first_gating", False)}
+TRUE = {"1", "true", "yes", "on"}
+FALSE = {"0", "false", "no", "off"}
+
+
+def _bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in TRUE:
+        return True
+    if text in FALSE:
+        return False
+    raise ValueError(f"Flag {name!r} needs a boolean (1/0, true/false, on/off), got {value!r}")
+
+
+def check_flags(values: dict[str, Any] | None) -> dict[str, bool]:
+    """Validated flag values (a subset of `DEFAULT_FLAGS`); unknown names are an error listing the known ones."""
+    values = values or {}
+    if not isinstance(values, dict):
+        raise ValueError(f"flags must be a mapping of flag names to booleans, got {values!r}")
+    unknown = sorted(set(values) - set(DEFAULT_FLAGS))
+    if unknown:
+        raise ValueError(f"Unknown flag(s) {unknown}; known: {sorted(DEFAULT_FLAGS)}")
+    return {name: _bool(name, value) for name, value in values.items()}
+
+
+def env_flags(environ: dict[str, str] | None = None) -> dict[str, bool]:
+    """
+    Flags from the environment: `LEXHAY_FLAGS="hyde=on,rerank=off"` and/or `LEXHAY_FLAG_<NAME>=1|0`.
+
+    The per-flag variables win over `LEXHAY_FLAGS`.
+    """
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for item in filter(None, (p.strip() for p in environ.get("LEXHAY_FLAGS", "").split(","))):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"LEXHAY_FLAGS items look like name=on|off, got {item!r}")
+        values[name.strip()] = value
+    for name in DEFAULT_FLAGS:
+        var = f"LEXHAY_FLAG_{name.upper()}"
+        if environ.get(var):
+            values[name] = environ[var]
+    return check_flags(values)
+
+
+def request_flags(base: dict[str, bool], options: dict[str, Any] | None) -> dict[str, bool]:
+    """
+    The flags of one request: the deployment's `base` with per-request `options` applied.
+
+    Options are `use_<flag>` booleans (`use_hyde`, `use_rerank`, `use_crag`, ...) and `force_vector` (always run
+    the vector search, even when a cited article was fetched directly).
+
+    :raises ValueError: An unknown option or a non-boolean value.
+    """
+    flags = {**DEFAULT_FLAGS, **base}
+    if not options:
+        return flags
+    if not isinstance(options, dict):
+        raise ValueError(f"options must be a mapping, got {options!r}")
+    known = sorted([f"use_{name}" for name in DEFAULT_FLAGS] + list(ALIASES))
+    for key, value in options.items():
+        if key in ALIASES:
+            flag, set_to = ALIASES[key]
+            if _bool(key, value):
+                flags[flag] = set_to
+        elif key.startswith("use_") and key[4:] in DEFAULT_FLAGS:
+            flags[key[4:]] = _bool(key, value)
+        else:
+            raise ValueError(f"Unknown option {key!r}; known: {known}")
+    return flags
