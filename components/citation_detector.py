@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from haystack import component, default_from_dict, default_to_dict, logging
 
+from components.article_parser import ADCT_PREFIX
 from components.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key, ordinal_to_int
 from components.statute_converter import load_laws_table
 
@@ -95,7 +96,7 @@ _NUMBERED_RE: Final[re.Pattern[str]] = re.compile(_NUMBERED_PATTERN, re.IGNORECA
 _HEAD_RE: Final[re.Pattern[str]] = re.compile(
     r"(?<!\w)(?:(?P<art>articulos?|artigos?|arts?(?![a-z]))\.?"
     r"|disposicion(?:es)?\s+(?P<disp>adicional|transitoria|derogatoria|final)(?:es|s)?(?!\w)"
-    r"|(?P<bare>(?:el|al|del|los|o|os|ao|do|no|nos|y|e)(?!\w)|,))\s*",
+    r"|(?P<bare>(?:el|al|del|los|o|os|ao|do|no|nos|y|e)(?!\w)|,))[^\S\n]*",
     re.IGNORECASE,
 )
 _ITEM_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
@@ -107,8 +108,8 @@ _ITEM_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
 _ITEM_WORDS_RE: Final[re.Pattern[str]] = re.compile(r"(?P<w1>[a-z]+)(?:[\s-]+(?P<w2>[a-z]+))?", re.IGNORECASE)
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
-    r"(?:\.\d+(?!\d))*(?:\.?\s?[a-z]\))?"
-    r"(?:\s*,?\s*(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.|numeros?|num\.|\u00a7+|paragrafos?"
+    r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z]\))?"
+    r"(?:[^\S\n]*,?[^\S\n]*(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.|numeros?|num\.|\u00a7+|paragrafos?"
     r"|alineas?)\s*(?:(?-i:[IVXLC]+)(?!\w)|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
     r"|\s*,\s*(?:(?-i:[IVXLC]+)(?!\w)|[a-z]\)|caput(?!\w))|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w))*",
     re.IGNORECASE,
@@ -116,7 +117,47 @@ _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
 _SEPARATOR_RE: Final[re.Pattern[str]] = re.compile(
     r"\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e|o|ou)\s+|\s+(?P<range>a|al|hasta|ate)\s+", re.IGNORECASE
 )
-_CONNECTOR: Final[str] = r"\s*,?\s*(?:(?:del?|de\s+la|de\s+los|da|do|das|dos|en\s+(?:el|la)|na|no)\s+)?"
+_CONNECTOR: Final[str] = (
+    r"\s*,?\s*(?:(?:del\s+texto\s+refundido\s+de\s+la|del?|de\s+la|de\s+los|da|do|das|dos|en\s+(?:el|la)"
+    r"|na|no)\s+)?"
+)
+# "..., aprobado por el Real Decreto Legislativo 1/1994": the approving norm pins the version of a named law
+_APPROVED_BY_RE: Final[re.Pattern[str]] = re.compile(
+    r"\s*,?\s*(?:(?:su\s+)?texto\s+refundido\s*,?\s*)?(?:que\s+fue\s+)?aprobad[oa]\s+(?:por|mediante)\s+(?:el\s+|la\s+)?" + _NUMBERED_PATTERN, re.IGNORECASE
+)
+# What follows an article citation that names no known law (see `CitationDetector.extract_references`):
+# the text being read ("de esta ley", "desta Constituição"), an earlier-named law ("de la citada ley", "del mismo
+# texto legal", "de la Ley."), or a norm that is not in the table ("del Reglamento General de Recaudación").
+_NORM_WORDS: Final[str] = (
+    r"ley(?:\s+organica)?|real\s+decreto(?:[\s-]+ley|\s+legislativo)?|texto\s+refundido|texto\s+legal|reglamento"
+    r"|constitucion|estatuto|norma|disposicion|orden|decreto(?:[\s-]+lei)?|codigo|convenio|lei(?:\s+complementar)?"
+    r"|constituicao|emenda(?:\s+constitucional)?|regulamento"
+    r"|(?P<adct>ato\s+das\s+disposicoes\s+constitucionais\s+transitorias)"
+)
+_SELF_TAIL_RE: Final[re.Pattern[str]] = re.compile(
+    r"\s*,?\s*(?:de|del|da|do|en|na|no)\s+(?:esta|este|esto|la\s+presente|el\s+presente|desta|deste"
+    rf"|da\s+presente|do\s+presente|presente)\s+(?:{_NORM_WORDS})(?!\w)"
+    r"|\s*,?\s*(?P<adct2>deste\s+ato|do\s+ato\s+das\s+disposicoes\s+constitucionais\s+transitorias|do\s+adct)(?!\w)",
+    re.IGNORECASE,
+)
+_ANAPHORA_TAIL_RE: Final[re.Pattern[str]] = re.compile(
+    r"\s*,?\s*(?:de|del|da|do|en|na|no)\s+(?:(?:la|el|o|a)\s+)?"
+    r"(?:(?:citad|mencionad|referid|precitad|dich|mism|aludid|indicad)[oa]s?(?!\w)"
+    r"|aquel(?:la)?(?!\w)|(?:ley|lei)(?=[^\S\n]*(?:[.,;:)]|$)))",
+    re.IGNORECASE,
+)
+_OTHER_NORM_TAIL_RE: Final[re.Pattern[str]] = re.compile(
+    rf"\s*,?\s*(?:de\s+la|de\s+las|de\s+los|del|de|da|do|das|dos)\s+(?:{_NORM_WORDS}|leyes|directiva|tratado"
+    r"|carta|resolucion|instrumento|acuerdo)(?!\w)",
+    re.IGNORECASE,
+)
+# between two citation groups of one list: "artículos 14 y el 38", "la disposición adicional primera y la final"
+_LIST_JOIN_RE: Final[re.Pattern[str]] = re.compile(
+    r"[^\S\n]*,?[^\S\n]*(?:(?:y|e|o|ou)[^\S\n]+)?(?:(?:en|a)[^\S\n]+)?(?:(?:el|la|los|las|o|a|os|as)[^\S\n]*)?",
+    re.IGNORECASE,
+)
+# how an article citation names its law (`extract_references`)
+REFERENCE_SCOPES: Final[tuple[str, ...]] = ("law", "self", "anaphora", "other", "none")
 _LEADING_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
     r"^(?:(?:el|la|los|las|o|a|os|as|del?|da|do)\s+)+", re.IGNORECASE
 )
@@ -317,9 +358,26 @@ class CitationDetector:
         Every citation in `text`, in order, repeats included (one dict per cited article, sharing the `text` and
         `span` of their group for lists like "arts. 40 y 41 ET").
         """
+        return [{k: v for k, v in ref.items() if k != "scope"} for ref in self.extract_references(text)]
+
+    def extract_references(self, text: str) -> list[dict[str, Any]]:
+        """
+        `extract`, for statute text: each citation also says how it names its law, in `scope`:
+
+        - `law`: a law is named (`law_id` set when known, else `law` as written: "Ley 36/2011"); law-only
+          citations ("la Ley 39/2015") always have this scope;
+        - `self`: the text being read ("artículo 48 de esta ley", "del presente real decreto", "art. 7º desta
+          Constituição"; "deste Ato das Disposições Constitucionais Transitórias" prefixes the key with `adct-`);
+        - `anaphora`: a law named earlier ("de la citada ley", "del mismo texto legal", "de la Ley.");
+        - `other`: a norm that is not in the table and has no number ("del Reglamento General de Recaudación");
+        - `none`: nothing follows the article: by drafting convention, the text being read.
+
+        A named law followed by its approving norm ("texto refundido de la Ley General de la Seguridad Social,
+        aprobado por el Real Decreto Legislativo 1/1994") resolves to the approving norm's law when it is known.
+        """
         original = unicodedata.normalize("NFC", text or "")
         folded = _fold(original)
-        found: list[tuple[int, int, str | None, _LawRef]] = []
+        found: list[tuple[int, int, str | None, _LawRef, str]] = []
         consumed: list[tuple[int, int]] = []
         position = 0
         while head := _HEAD_RE.search(folded, position):
@@ -327,8 +385,8 @@ class CitationDetector:
             if group is None:
                 position = head.start() + 1
                 continue
-            start, end, articles, law = group
-            found.extend((start, end, article, law) for article in articles)
+            start, end, articles, law, scope = group
+            found.extend((start, end, article, law, scope) for article in articles)
             consumed.append((start, end))
             position = end
         for match in self._law_ref_re.finditer(folded):
@@ -336,8 +394,23 @@ class CitationDetector:
                 continue
             law = self._interpret(match, original)
             if law is not None and (law.law_id or law.law):
-                found.append((match.start(), match.end(), None, law))
+                law, end = self._approved_by(folded, match.end(), law)
+                found.append((match.start(), end, None, law, "law"))
+                consumed.append((match.start(), end))
         found.sort(key=lambda item: item[0])
+        # "las disposiciones adicionales primera y segunda y la disposición final quinta de la Ley 27/2011", "el
+        # artículo 14 y el 38 del ET": a group joined to the next one by a list word takes the next group's law
+        for i in range(len(found) - 2, -1, -1):
+            start, end, article, law, scope = found[i]
+            following = next((item for item in found[i + 1 :] if item[0] >= end), None)
+            if (
+                scope == "none"
+                and article is not None
+                and following is not None
+                and following[2] is not None
+                and _LIST_JOIN_RE.fullmatch(folded, end, following[0])
+            ):
+                found[i] = (start, end, article, following[3], following[4])
         return [
             {
                 "law_id": law.law_id,
@@ -345,8 +418,9 @@ class CitationDetector:
                 "article": article,
                 "text": original[start:end],
                 "span": [start, end],
+                "scope": scope,
             }
-            for start, end, article, law in found
+            for start, end, article, law, scope in found
         ]
 
     def resolve_law(self, name: str) -> tuple[str | None, str | None]:
@@ -379,8 +453,11 @@ class CitationDetector:
 
     def _parse_group(
         self, folded: str, original: str, head: re.Match[str]
-    ) -> tuple[int, int, list[str], _LawRef] | None:
-        """One citation group from a head: its span, the article keys and the law (None fields when absent)."""
+    ) -> tuple[int, int, list[str], _LawRef, str] | None:
+        """
+        One citation group from a head: its span, the article keys, the law (None fields when absent) and how the
+        law is named (`REFERENCE_SCOPES`).
+        """
         bare = head.group("bare") is not None
         kind = (head.group("disp") or "articulo").lower()
         parsed = _parse_items(folded, head.end(), kind, words=not bare)
@@ -392,7 +469,29 @@ class CitationDetector:
         if bare and (law is None or not (law.law_id or law.law)):
             return None  # "el 10 de mayo": a bare number needs a known law after it
         start = head.end() if bare else head.start()
-        return start, tail.end() if tail and law else end, articles, law or _LawRef(None, None)
+        if tail and law:
+            law, end = self._approved_by(folded, tail.end(), law)
+            return start, end, articles, law, "law"
+        if self_tail := _SELF_TAIL_RE.match(folded, end):
+            if self_tail.group("adct") or self_tail.group("adct2"):
+                articles = [f"{ADCT_PREFIX}{key}" for key in articles]
+            return start, self_tail.end(), articles, _LawRef(None, None), "self"
+        if anaphora := _ANAPHORA_TAIL_RE.match(folded, end):
+            return start, anaphora.end(), articles, _LawRef(None, None), "anaphora"
+        scope = "other" if _OTHER_NORM_TAIL_RE.match(folded, end) else "none"
+        return start, end, articles, _LawRef(None, None), scope
+
+    def _approved_by(self, folded: str, position: int, law: _LawRef) -> tuple[_LawRef, int]:
+        """
+        `law` and `position`, or the known law of an "aprobado por <numbered norm>" clause right after `position`
+        and the end of that clause.
+        """
+        clause = _APPROVED_BY_RE.match(folded, position)
+        key = _numbered_key(clause) if clause else None
+        law_id = self._lookup.get(key) if key else None
+        if not law_id:
+            return law, position
+        return _LawRef(law_id, self._short_by_id.get(law_id, law_id)), clause.end()  # type: ignore[union-attr]
 
     def _interpret(self, match: re.Match[str], original: str) -> _LawRef | None:
         """
@@ -415,15 +514,19 @@ def _parse_items(folded: str, position: int, kind: str, *, words: bool) -> tuple
     """A list of article numbers ("40, 41 y 42", "14 a 16", "primera y segunda") at `position`: keys and end."""
     keys: list[str] = []
     pending_range = False
+    dotted = False
     while True:
         item = _parse_item(folded, position, kind, words=words)
         if item is None:
             break
-        key, end = item
+        key, end, item_dotted = item
         if pending_range and keys:
             keys.extend(_expand_range(keys[-1], key))
+        elif dotted and keys and key.isdigit() and keys[-1].isdigit() and int(key) < int(keys[-1]):
+            pass  # "168.1 y 2": after a numbered apartado, a smaller bare number is another apartado
         else:
             keys.append(key)
+        dotted = item_dotted or (dotted and key.isdigit())
         position = end
         separator = _SEPARATOR_RE.match(folded, position)
         if separator is None or _parse_item(folded, separator.end(), kind, words=words) is None:
@@ -433,8 +536,11 @@ def _parse_items(folded: str, position: int, kind: str, *, words: bool) -> tuple
     return (list(dict.fromkeys(keys)), position) if keys else None
 
 
-def _parse_item(folded: str, position: int, kind: str, *, words: bool) -> tuple[str, int] | None:
-    """One article number or ordinal at `position`, subdivisions (".4", ", apartado 2") skipped: key and end."""
+def _parse_item(folded: str, position: int, kind: str, *, words: bool) -> tuple[str, int, bool] | None:
+    """
+    One article number or ordinal at `position`, subdivisions (".4", ", apartado 2") skipped: key, end and
+    whether a dotted apartado (".4") followed the number.
+    """
     number = _ITEM_NUMBER_RE.match(folded, position)
     if number:
         raw = number.group("n") + (f"-{number.group('letter')}" if number.group("letter") else "")
@@ -448,9 +554,10 @@ def _parse_item(folded: str, position: int, kind: str, *, words: bool) -> tuple[
         return None
     subdivision = _SUBDIVISION_RE.match(folded, end)
     try:
-        return normalize_article_key(raw, kind, strict=True), subdivision.end() if subdivision else end
+        key = normalize_article_key(raw, kind, strict=True)
     except ValueError:
         return None
+    return key, subdivision.end() if subdivision else end, bool(subdivision and subdivision.group("dotted"))
 
 
 def _is_ordinal(word: str) -> bool:
