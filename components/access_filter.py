@@ -116,6 +116,18 @@ def tenant_meta(access: dict[str, Any] | None, scope: str | None = None) -> dict
     return {"scope": scope, **access}
 
 
+def owner_key(meta: dict[str, Any]) -> str:
+    """
+    Namespace of a document's owner for deterministic ids: "" for global documents, else tenant / scope / user /
+    case / groups. Two tenants (or two cases) indexing the same statute get distinct ids, never each other's.
+    """
+    scope = meta.get("scope")
+    if scope not in PRIVATE_SCOPES:
+        return ""
+    groups = ",".join(sorted(str(g) for g in meta.get("group_ids") or []))
+    return "/".join(str(meta.get(k) or "") for k in ("tenant_id", "scope", "user_id", "case_id")) + f"/{groups}"
+
+
 @component
 class AccessFilter:
     """

@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components.access_filter import owner_key
 from components.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key
 
 logger = logging.getLogger(__name__)
@@ -245,7 +246,8 @@ class ArticleParser:
                 "heading_path": list(unit.heading_path),
                 "article_order": order,
             }
-            doc_id = hashlib.sha256(f"{law_id}|{key}".encode()).hexdigest()
+            owner = owner_key(meta)
+            doc_id = hashlib.sha256(f"{owner + '|' if owner else ''}{law_id}|{key}".encode()).hexdigest()
             out.append(Document(id=doc_id, content=content, meta=meta))
         return out
 

@@ -5,6 +5,7 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.citation_detector import CitationDetector, citation_condition, law_key
+from components.hybrid_retriever import and_filters
 
 logger = logging.getLogger(__name__)
 
@@ -73,12 +74,16 @@ class CitationVerifier:
     @component.output_types(
         answer=str, unverified_citations=list[dict[str, Any]], verified_citations=list[dict[str, Any]]
     )
-    def run(self, answer: str, context_documents: list[Document]) -> dict[str, Any]:
+    def run(
+        self, answer: str, context_documents: list[Document], filters: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """
         Verify the citations of `answer`.
 
         :param answer: The generated answer (without its metadata block).
         :param context_documents: The documents given to the model as context.
+        :param filters: Restriction of the index check (the request's access filter): a document the caller may
+            not read counts as absent.
         :returns: `answer` with unverified citations marked; `unverified_citations`: unique citations
             (`law_id`, `law`, `article`, `text`, `span` of the first occurrence) with a `reason`;
             `verified_citations`: the unique verified ones.
@@ -96,7 +101,7 @@ class CitationVerifier:
             if _in_context(citation, context_documents):
                 verified.append(citation)
                 continue
-            reason = REASON_NOT_IN_CONTEXT if self._in_index(citation) else REASON_NOT_IN_INDEX
+            reason = REASON_NOT_IN_CONTEXT if self._in_index(citation, filters) else REASON_NOT_IN_INDEX
             unverified.append({**citation, "reason": reason})
             unverified_keys.add(key)
             logger.info("Unverified citation {text!r}: {reason}", text=citation["text"], reason=reason)
@@ -108,9 +113,9 @@ class CitationVerifier:
                 marked = f"{marked[:end]} {UNVERIFIED_MARK}{marked[end:]}"
         return {"answer": marked, "unverified_citations": unverified, "verified_citations": verified}
 
-    def _in_index(self, citation: dict[str, Any]) -> bool:
+    def _in_index(self, citation: dict[str, Any], filters: dict[str, Any] | None) -> bool:
         """Whether the store holds the citation; True (benefit of the doubt) when it cannot be checked."""
-        condition = citation_condition(citation)
+        condition = and_filters(citation_condition(citation), filters) if citation_condition(citation) else None
         if self.document_store is None or condition is None or (citation["law"] and not citation["law_id"]):
             return True
         if hasattr(self.document_store, "count_documents_by_filter"):

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components.access_filter import owner_key
 from components.chunking import pack_sentences
 from components.legal_text import split_sentences
 from components.sparse_embedder import Bm25Models
@@ -31,9 +32,10 @@ def _use_model() -> Any:
         return _USE_MODEL
 
 
-def parent_id_for(law_id: str, article: str, part: int) -> str:
-    """Deterministic id of parent block `part` of an article."""
-    return hashlib.sha256(f"{law_id}|{article}|{part}|parent".encode()).hexdigest()
+def parent_id_for(law_id: str, article: str, part: int, owner: str = "") -> str:
+    """Deterministic id of parent block `part` of an article (`owner`: `access_filter.owner_key`, "" = global)."""
+    prefix = f"{owner}|" if owner else ""
+    return hashlib.sha256(f"{prefix}{law_id}|{article}|{part}|parent".encode()).hexdigest()
 
 
 @component
@@ -168,7 +170,7 @@ class SemanticParentSplitter:
                     "article_id": doc.id,
                 }
                 out.append(
-                    Document(id=parent_id_for(meta["law_id"], meta["article"], part), content=block, meta=meta)
+                    Document(id=parent_id_for(meta["law_id"], meta["article"], part, owner_key(meta)), content=block, meta=meta)
                 )
         return {"documents": out}
 

