@@ -1,5 +1,6 @@
-"""Dense + BM25 hybrid retrieval across logical collections, on Qdrant Edge or a Qdrant server."""
+"""Dense + BM25 hybrid retrieval across logical collections, on Qdrant Edge or a Qdrant server (+ OpenSearch BM25)."""
 
+import copy
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
@@ -11,6 +12,19 @@ logger = logging.getLogger(__name__)
 
 MODES = ("dense", "sparse", "hybrid")
 DEFAULT_COLLECTION_WEIGHTS = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
+
+# BM25 request on the OpenSearch lexical store: the chunk text and its article title (the fields the embedded BM25
+# vectors embed), any term may match; `$filters` always holds at least the collection condition.
+LEXICAL_BM25_QUERY: dict[str, Any] = {
+    "query": {
+        "bool": {
+            "must": [
+                {"multi_match": {"query": "$query", "type": "most_fields", "fields": ["content", "article_title"]}}
+            ],
+            "filter": "$filters",
+        }
+    }
+}
 
 
 def and_filters(*filters: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -42,6 +56,12 @@ class HybridRetriever:
     qdrant-haystack's `QdrantDocumentStore` for a Qdrant server (through qdrant-haystack's own hybrid /
     embedding / sparse retrievers), with the same payload schema and the same BM25 sparse vectors.
 
+    With a `lexical_store` (an opensearch-haystack `OpenSearchDocumentStore` holding the child chunks, written by
+    `OpenSearchWriter`), the BM25 side comes from `OpenSearchBM25Retriever` on the query text (`query` input), with
+    the same filters and collections, and the dense side from `document_store`; the two are fused as above (the loader
+    sets `rrf_k=60` for this backend), or per chunk by Haystack's `DocumentJoiner` reciprocal rank fusion
+    (k=60) with `fuse_by_parent=False`.
+
     ### Usage example
 
     ```python
@@ -51,6 +71,10 @@ class HybridRetriever:
     retriever = HybridRetriever(document_store=EdgeDocumentStore(path="./.lexhay"), top_k=40)
     hits = retriever.run(query_embedding=dense, query_sparse_embedding=sparse,
                          filters={"field": "meta.status", "operator": "==", "value": "in_force"})["documents"]
+
+    # BM25 on OpenSearch instead of the store's sparse vectors
+    retriever = HybridRetriever(document_store=qdrant_store, lexical_store=opensearch_store, rrf_k=60)
+    hits = retriever.run(query="vacaciones anuales", query_embedding=dense)["documents"]
     ```
     """
 
@@ -67,6 +91,7 @@ class HybridRetriever:
         rrf_k: int = 2,
         dense_weight: float = 1.1,
         sparse_weight: float = 1.0,
+        lexical_store: Any | None = None,
     ) -> None:
         """
         Create a HybridRetriever.
@@ -83,6 +108,8 @@ class HybridRetriever:
         :param dense_weight: Weight of the dense ranking in parent-level fusion (1.1 breaks RRF ties toward the
             dense side, which measured better on colloquial questions without losing on textual ones).
         :param sparse_weight: Weight of the BM25 ranking in parent-level fusion.
+        :param lexical_store: An opensearch-haystack `OpenSearchDocumentStore`: when given, the BM25 side is
+            searched there on the query text (`query` run input) instead of the store's sparse vectors.
         """
         if top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
@@ -93,6 +120,13 @@ class HybridRetriever:
             raise ValueError(f"collections must map names to positive weights, got {collections}")
         if rrf_k < 0 or dense_weight < 0 or sparse_weight < 0 or dense_weight + sparse_weight == 0:
             raise ValueError("rrf_k and the fusion weights must be >= 0, with at least one positive weight")
+        if lexical_store is not None:
+            from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore  # noqa: PLC0415
+
+            if not isinstance(lexical_store, OpenSearchDocumentStore):
+                raise ValueError(
+                    f"lexical_store must be an opensearch-haystack OpenSearchDocumentStore, got {type(lexical_store)}"
+                )
         self.document_store = document_store
         self.top_k = top_k
         self.mode = mode
@@ -103,7 +137,9 @@ class HybridRetriever:
         self.rrf_k = rrf_k
         self.dense_weight = dense_weight
         self.sparse_weight = sparse_weight
+        self.lexical_store = lexical_store
         self._qdrant_retrievers: dict[str, Any] | None = None
+        self._lexical_retriever: Any | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary."""
@@ -119,12 +155,14 @@ class HybridRetriever:
             rrf_k=self.rrf_k,
             dense_weight=self.dense_weight,
             sparse_weight=self.sparse_weight,
+            # only when set, so the canonical YAML files (no OpenSearch) stay exactly what this serializes to
+            **({"lexical_store": self.lexical_store} if self.lexical_store is not None else {}),
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HybridRetriever":
-        """Deserialize this component from a dictionary."""
-        return default_from_dict(cls, data)
+        """Deserialize this component from a dictionary (a copy: OpenSearchDocumentStore.from_dict edits its input)."""
+        return default_from_dict(cls, copy.deepcopy(data))
 
     @component.output_types(documents=list[Document])
     def run(
@@ -135,16 +173,19 @@ class HybridRetriever:
         top_k: int | None = None,
         mode: str | None = None,
         collections: list[str] | None = None,
+        query: str | None = None,
     ) -> dict[str, list[Document]]:
         """
         Retrieve chunks for one query.
 
         :param query_embedding: Dense query embedding (needed by `dense` and `hybrid`).
-        :param query_sparse_embedding: BM25 query vector (needed by `sparse` and `hybrid`).
+        :param query_sparse_embedding: BM25 query vector (needed by `sparse` and `hybrid`, unless a
+            `lexical_store` is set).
         :param filters: Haystack filters for this run, AND-ed with the init filters.
         :param top_k: Overrides the init `top_k`.
         :param mode: Overrides the init `mode`.
         :param collections: Restricts the search to these collections (names must be configured).
+        :param query: The query text: the BM25 query on the `lexical_store` (needed by `sparse` and `hybrid` there).
         :returns: `documents`: chunks sorted by weighted score, unique by id.
         """
         mode = mode or self.mode
@@ -153,7 +194,10 @@ class HybridRetriever:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode in ("dense", "hybrid") and query_embedding is None:
             raise ValueError(f"mode {mode!r} needs query_embedding")
-        if mode in ("sparse", "hybrid") and query_sparse_embedding is None:
+        lexical = self.lexical_store is not None and mode in ("sparse", "hybrid")
+        if lexical and (not isinstance(query, str) or not query.strip()):
+            raise ValueError(f"mode {mode!r} with an OpenSearch lexical_store needs the query text (`query`)")
+        if mode in ("sparse", "hybrid") and not lexical and query_sparse_embedding is None:
             raise ValueError(f"mode {mode!r} needs query_sparse_embedding")
         names = list(self.collections) if collections is None else collections
         unknown = [c for c in names if c not in self.collections]
@@ -164,11 +208,19 @@ class HybridRetriever:
         per_collection = [and_filters(base, {"field": "meta.collection", "operator": "==", "value": c}) for c in names]
         prefetch_k = self.prefetch_k or max(2 * top_k, 50)
         if mode == "hybrid" and self.fuse_by_parent:
-            # dense and sparse lists of every collection in one batch, fused per parent block
-            searches = [("dense", f) for f in per_collection] + [("sparse", f) for f in per_collection]
-            lists = self._search(searches, query_embedding, query_sparse_embedding, prefetch_k, prefetch_k)
-            n = len(per_collection)
-            results = [self._fuse_by_parent(d, s) for d, s in zip(lists[:n], lists[n:])]
+            # dense and sparse lists of every collection (one batch on the embedded store), fused per parent block
+            dense, sparse = self._ranked_lists(
+                per_collection, query_embedding, query_sparse_embedding, query, prefetch_k
+            )
+            results = [self._fuse_by_parent(d, s) for d, s in zip(dense, sparse)]
+        elif mode == "hybrid" and lexical:
+            # chunk-level fusion across two stores: Haystack's reciprocal rank fusion (k=60)
+            dense, sparse = self._ranked_lists(
+                per_collection, query_embedding, query_sparse_embedding, query, prefetch_k
+            )
+            results = [self._joiner().run(documents=[d, s])["documents"][:top_k] for d, s in zip(dense, sparse)]
+        elif lexical:
+            results = [self._lexical_search(query or "", f, top_k) for f in per_collection]
         else:
             searches = [(mode, f) for f in per_collection]
             results = self._search(searches, query_embedding, query_sparse_embedding, top_k, prefetch_k)
@@ -205,6 +257,40 @@ class HybridRetriever:
             for key in sorted(scores, key=scores.__getitem__, reverse=True)
             for doc in chunks[key]
         ]
+
+    def _ranked_lists(
+        self,
+        per_collection: list[dict[str, Any] | None],
+        embedding: list[float] | None,
+        sparse: SparseEmbedding | None,
+        query: str | None,
+        k: int,
+    ) -> tuple[list[list[Document]], list[list[Document]]]:
+        """The dense and the BM25 ranking of each collection (BM25 from the lexical store when there is one)."""
+        n = len(per_collection)
+        if self.lexical_store is None:
+            searches = [("dense", f) for f in per_collection] + [("sparse", f) for f in per_collection]
+            lists = self._search(searches, embedding, sparse, k, k)
+            return lists[:n], lists[n:]
+        dense = self._search([("dense", f) for f in per_collection], embedding, None, k, k)
+        return dense, [self._lexical_search(query or "", f, k) for f in per_collection]
+
+    def _lexical_search(self, query: str, filters: dict[str, Any] | None, top_k: int) -> list[Document]:
+        """BM25 on the OpenSearch lexical store (`OpenSearchBM25Retriever` with `LEXICAL_BM25_QUERY`)."""
+        if self._lexical_retriever is None:
+            from haystack_integrations.components.retrievers.opensearch import (  # noqa: PLC0415
+                OpenSearchBM25Retriever,
+            )
+
+            self._lexical_retriever = OpenSearchBM25Retriever(
+                document_store=self.lexical_store, custom_query=LEXICAL_BM25_QUERY
+            )
+        return self._lexical_retriever.run(query=query, filters=filters, top_k=top_k)["documents"]
+
+    def _joiner(self) -> Any:
+        from haystack.components.joiners import DocumentJoiner  # noqa: PLC0415
+
+        return DocumentJoiner(join_mode="reciprocal_rank_fusion", weights=[self.dense_weight, self.sparse_weight])
 
     def _search(
         self,

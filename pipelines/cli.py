@@ -215,6 +215,38 @@ def cmd_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from pipelines.migrate import migrate_store
+    from pipelines.settings import Settings
+
+    if args.batch_size <= 0:
+        err.print("[red]--batch-size must be > 0[/red]")
+        return 2
+    settings = Settings.load(args.config, store_path=args.store)
+    with Progress(
+        TextColumn("[bold]migrating[/bold]"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=True,
+    ) as progress:
+        task = progress.add_task("", total=None)
+        report = migrate_store(
+            settings.store_path, to=args.to, opensearch_url=args.opensearch, settings=settings,
+            batch_size=args.batch_size, on_batch=lambda done, total: progress.update(task, completed=done, total=total),
+        )
+    table = Table(title=f"lexhay migrate ({settings.store_path})")
+    columns = ("source", "children", "qdrant written", "qdrant count", "opensearch written", "opensearch count")
+    for col in (*columns, "seconds"):
+        table.add_column(col, justify="right")
+    values = (report.source, report.children, report.qdrant_written, report.qdrant_count,
+              report.opensearch_written, report.opensearch_count)
+    table.add_row(*("-" if v is None else str(v) for v in values), f"{report.seconds:.1f}")
+    out.print(table)
+    for note in report.notes:
+        err.print(f"[yellow]note[/yellow] {note}")
+    for problem in report.problems:
+        err.print(f"[red]count check failed[/red] {problem}")
+    return 1 if report.problems else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lexhay", description="Legal RAG over statutes, offline.")
     parser.add_argument("--config", help="settings YAML (default LEXHAY_CONFIG or ./lexhay.yaml)")
@@ -250,6 +282,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--modes", default="sparse,dense,hybrid,full", help="comma-separated modes to compare")
     p.add_argument("--top-k", type=int, default=10)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("migrate", help="copy the embedded store to a Qdrant server (+ child chunks to OpenSearch)")
+    p.add_argument("--store", help="embedded store folder (default LEXHAY_STORE or ./.lexhay)")
+    p.add_argument("--to", help="Qdrant: qdrant://HOST:PORT, an http(s) URL or :memory: (default LEXHAY_QDRANT_URL)")
+    p.add_argument("--opensearch", help="OpenSearch URL for the BM25 child chunks (default LEXHAY_OPENSEARCH_URL)")
+    p.add_argument("--batch-size", type=int, default=256, help="documents per batch (default 256)")
+    p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("models", help="list or install the offline models")
     p.add_argument("action", choices=["list", "install"])

@@ -14,6 +14,14 @@ EDGE_STORE_TYPE = "components.edge_document_store.EdgeDocumentStore"
 QDRANT_STORE_TYPE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
 DENSE_EMBEDDER_TYPES = ("components.dense_embedder.DenseDocumentEmbedder", "components.dense_embedder.DenseTextEmbedder")
 RETRIEVER_TYPE = "components.hybrid_retriever.HybridRetriever"
+OPENSEARCH_STORE_TYPE = (
+    "haystack_integrations.document_stores.opensearch.document_store.OpenSearchDocumentStore"
+)
+OPENSEARCH_WRITER_TYPE = "components.opensearch_writer.OpenSearchWriter"
+DOCUMENT_WRITER_TYPE = "haystack.components.writers.document_writer.DocumentWriter"
+METADATA_ROUTER_TYPE = "haystack.components.routers.metadata_router.MetadataRouter"
+OPENSEARCH_WRITER_NAME = "opensearch_writer"
+OPENSEARCH_RRF_K = 60  # RRF rank constant of the dense + OpenSearch BM25 fusion (the issue's k=60)
 
 
 def yaml_dir() -> Path:
@@ -46,11 +54,70 @@ def _store_dict(settings: Settings) -> dict[str, Any]:
             "sparse_idf": True,
             "similarity": "cosine",
             "recreate_index": False,
+            "progress_bar": False,
         }
+        if "url" in where:  # the embedded store's payload indexes (local mode has none, and warns about them)
+            params["payload_fields_to_index"] = _qdrant_payload_indexes()
         if settings.qdrant_api_key:
             params["api_key"] = {"type": "env_var", "env_vars": ["LEXHAY_QDRANT_API_KEY"], "strict": True}
         return {"type": QDRANT_STORE_TYPE, "init_parameters": params}
     return {"type": EDGE_STORE_TYPE, "init_parameters": {"path": settings.store_path}}
+
+
+def _qdrant_payload_indexes() -> list[dict[str, str]]:
+    from components.edge_document_store import DEFAULT_PAYLOAD_INDEXES  # noqa: PLC0415
+
+    return [{"field_name": name, "field_schema": kind} for name, kind in DEFAULT_PAYLOAD_INDEXES.items()]
+
+
+def _opensearch_store_dict(settings: Settings) -> dict[str, Any]:
+    """The OpenSearch index of the BM25 child chunks (Spanish analyzer with accent folding, see OpenSearchWriter)."""
+    from components.opensearch_writer import OPENSEARCH_INDEX_SETTINGS, OPENSEARCH_MAPPINGS  # noqa: PLC0415
+
+    hosts = [url.strip() for url in (settings.opensearch_url or "").split(",") if url.strip()]
+    if not hosts:
+        raise ValueError("opensearch_url (LEXHAY_OPENSEARCH_URL) is empty")
+    return {
+        "type": OPENSEARCH_STORE_TYPE,
+        "init_parameters": {
+            "hosts": hosts,
+            "index": settings.opensearch_index,
+            "mappings": OPENSEARCH_MAPPINGS,
+            "settings": OPENSEARCH_INDEX_SETTINGS,
+            "create_index": True,
+        },
+    }
+
+
+def _add_opensearch_writer(data: dict[str, Any], settings: Settings) -> None:
+    """In an indexing pipeline (one with a DocumentWriter), also write the child chunks to OpenSearch."""
+    components = data.get("components", {})
+    if OPENSEARCH_WRITER_NAME in components or not any(
+        spec.get("type") == DOCUMENT_WRITER_TYPE for spec in components.values()
+    ):
+        return
+    routers = [
+        name
+        for name, spec in components.items()
+        if spec.get("type") == METADATA_ROUTER_TYPE
+        and "children" in (spec.get("init_parameters", {}).get("rules") or {})
+    ]
+    if len(routers) != 1:
+        raise ValueError(
+            "LEXHAY_OPENSEARCH_URL is set, but the indexing pipeline needs exactly one MetadataRouter with a "
+            f"'children' output to send the child chunks to OpenSearch; found {routers or 'none'}"
+        )
+    components[OPENSEARCH_WRITER_NAME] = {
+        "type": OPENSEARCH_WRITER_TYPE,
+        "init_parameters": {
+            "document_store": _opensearch_store_dict(settings),
+            "policy": "OVERWRITE",
+            "prune_stale": True,
+        },
+    }
+    data.setdefault("connections", []).append(
+        {"sender": f"{routers[0]}.children", "receiver": f"{OPENSEARCH_WRITER_NAME}.documents"}
+    )
 
 
 def _chat_generator_dict() -> dict[str, Any] | None:
@@ -68,7 +135,8 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
     Return a copy of a serialized pipeline with the deployment's settings applied.
 
     Store location (or a Qdrant server instead of the embedded store), embedder model and collection weights
-    come from settings, so the YAML files never need editing per deployment.
+    come from settings, so the YAML files never need editing per deployment. With `opensearch_url`, retrievers take
+    their BM25 side from OpenSearch and an indexing pipeline gets an `opensearch_writer` fed with the child chunks.
     """
     data = yaml.safe_load(yaml.safe_dump(data))  # deep copy
     llm: dict[str, Any] = {}
@@ -87,6 +155,9 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
             params["model"] = settings.embedder
         if spec.get("type") == RETRIEVER_TYPE:
             params["collections"] = dict(settings.collections)
+            if settings.opensearch_url:  # BM25 side from OpenSearch, fused with the dense side by RRF k=60
+                params["lexical_store"] = _opensearch_store_dict(settings)
+                params["rrf_k"] = OPENSEARCH_RRF_K
         if "chat_generator" in params and params["chat_generator"] is None:
             # LLM stages left without a generator in YAML get the deployment's LLM (LEXHAY_LLM_BASE_URL /
             # OPENAI_API_KEY, else the bundled local model; LEXHAY_LLM=none keeps the deterministic fallbacks)
@@ -96,6 +167,8 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
 
     for spec in data.get("components", {}).values():
         visit(spec)
+    if settings.opensearch_url:
+        _add_opensearch_writer(data, settings)
     return data
 
 

@@ -147,3 +147,16 @@ def test_chunk_level_fusion_is_available(store):
     assert docs[0].id == "v-norm"
     with pytest.raises(ValueError, match="fusion weights"):
         HybridRetriever(document_store=store, dense_weight=0, sparse_weight=0)
+
+
+def test_query_text_is_ignored_without_a_lexical_store(store):
+    """The embedded default: BM25 from the store's sparse vectors, whether or not the query text is passed."""
+    r = HybridRetriever(document_store=store, top_k=3)
+    assert "lexical_store" not in r.to_dict()["init_parameters"] and r.lexical_store is None
+    kwargs = {"query_embedding": [0, 0, 1, 0], "query_sparse_embedding": _sparse("derecho a la huelga")}
+    with_text = r.run(query="derecho a la huelga", **kwargs)["documents"]
+    without = r.run(**kwargs)["documents"]
+    assert [(d.id, d.score) for d in with_text] == [(d.id, d.score) for d in without]
+    assert with_text[0].id == "h-norm"
+    with pytest.raises(ValueError, match="query_sparse_embedding"):
+        r.run(query="huelga", mode="sparse")  # the text alone is not enough for the store's BM25 vectors
