@@ -57,7 +57,14 @@ usa ese número en las líneas USED y DROP.
 Texto: {{ block.text }}
 {%- else -%}
 No se ha recuperado ningún fragmento de normativa para esta consulta.
-{%- endfor %}"""
+{%- endfor %}
+{%- if graph_context %}
+
+---
+Relaciones entre normas (grafo legal):
+{{ graph_context }}
+(Estas relaciones orientan la respuesta; no son fragmentos numerados: no las incluyas en USED ni DROP.)
+{%- endif %}"""
 
 ANSWER_FORMAT_INSTRUCTIONS = f"""\
 Formato obligatorio de tu respuesta:
@@ -227,6 +234,7 @@ class AnswerPromptBuilder:
         documents: list[Document],
         history: list[ChatMessage] | None = None,
         max_documents: int | None = None,
+        graph_context: str | None = None,
     ) -> dict[str, Any]:
         """
         Builds the prompt.
@@ -237,6 +245,8 @@ class AnswerPromptBuilder:
         :param history: The conversation so far; its last `max_history` user / assistant messages with text are
             sent (system and tool messages are not).
         :param max_documents: Overrides the init score cap for this run (the NEED retry raises it to 30).
+        :param graph_context: `GraphEnricher`'s summary of related articles and precedents, placed after the
+            numbered blocks (not numbered: it is orientation, not a citable fragment).
         :returns: A dictionary with:
             - `prompt`: system prompt, context, format instructions, history, question.
             - `context_documents`: the numbered blocks, in order.
@@ -259,6 +269,7 @@ class AnswerPromptBuilder:
             system_prompt=self.system_prompt or ANSWER_SYSTEM_PROMPT,
             blocks=[_block(doc) for doc in context],
             question=question.strip(),
+            graph_context=(graph_context or "").strip(),
         )["prompt"]
         *instructions, user = rendered
         prompt = [*instructions, *self._recent_history(history), user]

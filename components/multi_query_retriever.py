@@ -196,7 +196,9 @@ class MultiQueryRetriever:
         """The foundation retrieval for one query: embeddings -> hybrid search -> parent blocks -> re-ranking."""
         embedding = hyde_embedding if hyde_embedding is not None else self.text_embedder.run(text=query)["embedding"]
         sparse = self.sparse_embedder.run(text=query)["sparse_embedding"]
-        hits = self.retriever.run(query_embedding=embedding, query_sparse_embedding=sparse, filters=filters)
+        hits = self.retriever.run(
+            query_embedding=embedding, query_sparse_embedding=sparse, filters=filters, query=query
+        )
         parents = self.parent_resolver.run(documents=hits["documents"])["documents"]
         if self.reranker is not None and rerank:
             parents = self.reranker.run(documents=parents)["documents"]

@@ -225,6 +225,7 @@ class LexHay:
                 "text_embedder": {"text": question},
                 "sparse_text_embedder": {"text": question},
                 "retriever": {
+                    "query": question,
                     "filters": filters,
                     "top_k": max(4 * top_k, 40),
                     "mode": "hybrid" if mode == "full" else mode,
@@ -300,7 +301,8 @@ class LexHay:
         if history is not None and any(not isinstance(m, ChatMessage) for m in history):
             raise ValueError("history must be a list of ChatMessage")
         stages = {"citation_detector", "gate", "decompose", "hyde", "topic_resolver", "retriever", "merger", "crag",
-                  "answer_prompt", "answer", "meta_parser", "need_fetcher", "verifier"}
+                  "ref_expander", "graph_enricher", "answer_prompt", "answer", "meta_parser", "need_fetcher",
+                  "verifier"}
         started = time.perf_counter()
         out = self.pipeline("query").run(
             {
@@ -315,6 +317,9 @@ class LexHay:
                 "carryover_fetcher": {"ids": previous_chunk_ids},
                 "retriever": {"rerank": flags["rerank"]},
                 "crag": {"query": question, "enabled": flags["crag"]},
+                "ref_expander": {"enabled": flags["chunk_expansion"]},
+                "sibling_expander": {"enabled": flags["chunk_expansion"]},
+                "graph_enricher": {"enabled": flags["graph_enrich"]},
                 "answer_prompt": {"question": question, "history": history},
                 "answer": {"question": question},
                 "need_router": {"use_need": flags["need_retry"]},
@@ -331,6 +336,8 @@ class LexHay:
             "topic": out.get("topic_resolver", {}).get("topic"),
             "retrieval": out.get("retriever", {}).get("per_query"),
             "crag": {k: crag.get(k) for k in ("route", "retries", "confidence")},
+            "expanded": out.get("ref_expander", {}).get("expanded"),
+            "graph_context": out.get("graph_enricher", {}).get("graph_context") or None,
             "need_retry": out.get("need_fetcher", {}).get("trace"),
             "seconds": round(time.perf_counter() - started, 3),
         }

@@ -208,3 +208,16 @@ def test_score_cap_run_override_for_the_need_retry():
     assert len(builder.run(question="¿Pregunta?", documents=docs)["context_documents"]) == 3
     with pytest.raises(ValueError, match="max_documents"):
         builder.run(question="¿Pregunta?", documents=docs, max_documents=0)
+
+
+def test_graph_context_goes_after_the_numbered_blocks_unnumbered():
+    from haystack import Document as Doc
+
+    docs = [Doc(id="d1", content="Texto del artículo.", meta={"law_short": "ET", "article": "15"}, score=1.0)]
+    summary = "- ET, art. 15 (Duración del contrato): desarrollado por RD 2720/1998"
+    prompt = AnswerPromptBuilder().run(question="¿Contrato temporal?", documents=docs, graph_context=summary)["prompt"]
+    text = "\n".join(m.text or "" for m in prompt)
+    assert summary in text and text.index("[1]") < text.index(summary)
+    assert "[2]" not in text
+    plain = "\n".join(m.text or "" for m in AnswerPromptBuilder().run(question="¿x?", documents=docs)["prompt"])
+    assert "grafo legal" not in plain
