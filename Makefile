@@ -41,5 +41,11 @@ test-fast: setup                                 ## without the tests that need 
 bench: models
 	$(BIN)/python benchmarks/retrieval_bench.py
 
+SERVE_HOST ?= 127.0.0.1
+SERVE_PORT ?= 1416
+SERVE_STORE ?= $(DEMO_STORE)
+serve: models                                    ## the HTTP API (hayhooks/README.md) on the demo store
+	$(BIN)/lexhay serve --host $(SERVE_HOST) --port $(SERVE_PORT) --store $(SERVE_STORE)
+
 clean:
 	rm -rf .lexhay .pytest_cache

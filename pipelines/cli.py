@@ -197,6 +197,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
+    from pipelines.serve import serve
+
+    if args.embedder:
+        os.environ["LEXHAY_EMBEDDER"] = args.embedder
+    if args.config:
+        os.environ["LEXHAY_CONFIG"] = args.config
+    err.print(f"lexhay serve: http://{args.host}:{args.port} (loading models and store, then deploying pipelines)")
+    serve(host=args.host, port=args.port, store=args.store)
+    return 0
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from components import models
 
@@ -289,6 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--opensearch", help="OpenSearch URL for the BM25 child chunks (default LEXHAY_OPENSEARCH_URL)")
     p.add_argument("--batch-size", type=int, default=256, help="documents per batch (default 256)")
     p.set_defaults(func=cmd_migrate)
+
+    p = sub.add_parser("serve", parents=[engine], help="HTTP API (hayhooks): index, retrieve, ask, OpenAI chat")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: the API has no auth)")
+    p.add_argument("--port", type=int, default=1416, help="port (default 1416)")
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("models", help="list or install the offline models")
     p.add_argument("action", choices=["list", "install"])

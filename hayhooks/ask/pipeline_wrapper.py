@@ -1,0 +1,57 @@
+"""hayhooks pipeline `ask`: answers with citations (`/ask/run`) and as an OpenAI-compatible chat model."""
+
+from typing import Any
+
+from hayhooks import BasePipelineWrapper
+
+from pipelines.serve import checked_filters, checked_ids, checked_question, engine_kwargs, get_engine, http_errors
+from pipelines.serve import chat_completion, to_history
+
+
+class PipelineWrapper(BasePipelineWrapper):
+    """
+    The query pipeline (`yaml/query.yaml`) through `LexHay.ask`, on the engine shared by this server's pipelines.
+
+    `POST /ask/run` answers one question (JSON in, JSON out); `POST /v1/chat/completions` with model `ask` (or its
+    alias `lexhay`) answers the last user message of a conversation, streaming included (see
+    `pipelines.serve.chat_completion`).
+    """
+
+    def setup(self) -> None:
+        self.engine = get_engine()
+        self.pipeline = self.engine.lex.pipeline("query")
+
+    def run_api(
+        self,
+        question: str,
+        history: list[dict[str, Any]] | None = None,
+        previous_chunk_ids: list[str] | None = None,
+        filters: dict[str, Any] | None = None,
+        access: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> dict:
+        """
+        Answer a question about the indexed statutes, with article-level citations.
+
+        :param question: The question, in natural language (at most LEXHAY_MAX_QUESTION_CHARS characters).
+        :param history: Earlier turns of the conversation: a list of {"role": "user" | "assistant", "content"}.
+        :param previous_chunk_ids: `context_chunk_ids` of the previous answer (carryover for follow-up questions).
+        :param filters: Haystack metadata filters, e.g. {"field": "meta.law_short", "operator": "==", "value": "ET"}.
+        :param access: Who asks (multi-tenant access): keys among tenant_id, user_id, group_ids, case_id.
+        :param options: Per-request feature flags, e.g. {"use_rerank": false}.
+        :returns: answer, citations, context_chunk_ids, need, route, fallbacks, unverified_citations and trace.
+        """
+        question = checked_question(question)
+        lex = self.engine.lex
+        kwargs = {
+            "history": to_history(history),
+            "previous_chunk_ids": checked_ids(previous_chunk_ids),
+            "filters": checked_filters(filters),
+            **engine_kwargs(lex.ask, access=access, options=options),
+        }
+        with http_errors(), self.engine.reading():
+            return lex.ask(question, **kwargs)
+
+    def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> Any:
+        """Answer the last user message of an OpenAI-style conversation (`stream: true` streams the answer)."""
+        return chat_completion(model, messages, body)

