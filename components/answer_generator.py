@@ -1,9 +1,10 @@
 """The answer stage: the LLM answers from the numbered context, or the extractive answer when it cannot."""
 
+from collections.abc import Callable
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
-from haystack.dataclasses import ChatMessage
+from haystack.dataclasses import ChatMessage, StreamingChunk
 
 from components.extractive_answer import ExtractiveAnswer
 from components.llm_backends import chat_text, generator_to_dict, warm_up_generator, with_deserialized_generator
@@ -76,17 +77,25 @@ class AnswerGenerator:
         warm_up_generator(self.chat_generator)
 
     @component.output_types(replies=list[ChatMessage], fallback=bool)
-    def run(self, prompt: list[ChatMessage], question: str, documents: list[Document]) -> dict[str, Any]:
+    def run(
+        self,
+        prompt: list[ChatMessage],
+        question: str,
+        documents: list[Document],
+        streaming_callback: Callable[[StreamingChunk], None] | None = None,
+    ) -> dict[str, Any]:
         """
         Answer the question.
 
         :param prompt: The chat messages built by `AnswerPromptBuilder`.
         :param question: The user's question (for the extractive fallback).
         :param documents: The numbered context documents, in prompt order (for the extractive fallback).
+        :param streaming_callback: Called with each token of the LLM reply as it is generated (META block included);
+            never called for the extractive answer.
         :returns: `replies` (one assistant message: answer + META block) and `fallback` (True = extractive).
         """
         if self.chat_generator is not None:
-            text = chat_text(self.chat_generator, prompt, timeout=self.timeout)
+            text = chat_text(self.chat_generator, prompt, timeout=self.timeout, streaming_callback=streaming_callback)
             if text and text.strip():
                 return {"replies": [ChatMessage.from_assistant(text)], "fallback": False}
             logger.warning("The LLM gave no answer; using the extractive answer")

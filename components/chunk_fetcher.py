@@ -104,7 +104,11 @@ class ChunkFetcher:
         if need_filter:
             for doc in self.document_store.filter_documents(and_filters(need_filter, PARENT_FILTER, filters)):
                 found.setdefault(doc.id, doc)
-        documents = [Document(id=d.id, content=d.content, meta=d.meta, score=self.score) for d in found.values()]
+        # the fixed score is a calibrated confidence (score_type `unit`), not a search score
+        documents = [
+            Document(id=d.id, content=d.content, meta={**d.meta, "score_type": "unit"}, score=self.score)
+            for d in found.values()
+        ]
         return {"documents": documents}
 
     def _read_ids(self, ids: list[str], filters: dict[str, Any] | None) -> list[Document]:

@@ -6,7 +6,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import SparseEmbedding
 
-from components.parent_resolver import parent_key
+from components.parent_resolver import DENSE_SCORE, parent_key
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,9 @@ class HybridRetriever:
     best chunk of each parent from each list is returned with the fused score. Measured on the dev sets
     (benchmarks/): chunk-level RRF lets the ~6x more numerous BM25 children crowd out the dense parent hits;
     parent-level fusion keeps hybrid at or above the better single retriever on both question sets.
-    `fuse_by_parent=False` uses the store's own chunk-level RRF (Qdrant's fusion).
+    `fuse_by_parent=False` uses the store's own chunk-level RRF (Qdrant's fusion). RRF only measures rank agreement,
+    so each fused chunk also carries its parent's best dense similarity in `meta["dense_score"]` (when the dense
+    search found it): an absolute relevance signal for `CRAGRouter`.
 
     Each logical collection (`normativa`, `sentencias`, `criterios`: a payload field, not a separate index) is
     searched with the caller's filters in one batched call per query; each collection's scores are multiplied by
@@ -241,11 +243,14 @@ class HybridRetriever:
         """Weighted RRF over the parent-level rankings of both lists; the best chunk per parent and list is kept."""
         scores: dict[str, float] = {}
         chunks: dict[str, list[Document]] = {}
+        cosine: dict[str, float] = {}  # best dense similarity per parent: an absolute relevance signal (CRAG)
         for hits, weight in ((dense, self.dense_weight), (sparse, self.sparse_weight)):
             rank = 0
             seen: set[str] = set()
             for doc in hits:
                 key = parent_key(doc)
+                if hits is dense and doc.score is not None:
+                    cosine[key] = max(cosine.get(key, doc.score), doc.score)
                 if key in seen:
                     continue
                 seen.add(key)
@@ -253,7 +258,13 @@ class HybridRetriever:
                 chunks.setdefault(key, []).append(doc)
                 rank += 1
         return [
-            Document(id=doc.id, content=doc.content, meta=doc.meta, score=scores[key], embedding=doc.embedding)
+            Document(
+                id=doc.id,
+                content=doc.content,
+                meta={**doc.meta, DENSE_SCORE: cosine[key]} if key in cosine else doc.meta,
+                score=scores[key],
+                embedding=doc.embedding,
+            )
             for key in sorted(scores, key=scores.__getitem__, reverse=True)
             for doc in chunks[key]
         ]

@@ -17,6 +17,7 @@ Environment read by `default_chat_generator`:
 - `LEXHAY_LLM_TIMEOUT`: seconds allowed to one LLM call (default 60).
 """
 
+import inspect
 import json
 import os
 import re
@@ -28,7 +29,7 @@ from typing import Any, TypeVar
 
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.core.serialization import component_to_dict
-from haystack.dataclasses import ChatMessage
+from haystack.dataclasses import ChatMessage, StreamingChunk
 from haystack.utils import Secret, deserialize_chatgenerator_inplace
 
 from components.models import REGISTRY, is_installed, resolve_model
@@ -151,7 +152,8 @@ def _run_with_deadline(call: Callable[[], T], timeout: float | None, on_timeout:
 class _StreamCollector:
     """Accumulates the chunks of one streamed chat completion; returning True from `__call__` stops it."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_content: Callable[[StreamingChunk], None] | None = None) -> None:
+        self.on_content = on_content
         self.parts: list[str] = []
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] = {}
@@ -168,6 +170,8 @@ class _StreamCollector:
             content = (choice.get("delta") or {}).get("content")
             if content:
                 self.parts.append(content)
+                if self.on_content is not None:
+                    self.on_content(StreamingChunk(content=content))
             if choice.get("finish_reason"):
                 self.finish_reason = choice["finish_reason"]
         self.usage = chunk.get("usage") or self.usage
@@ -309,13 +313,17 @@ class LocalLlamaChatGenerator:
 
     @component.output_types(replies=list[ChatMessage])
     def run(
-        self, messages: list[ChatMessage], generation_kwargs: dict[str, Any] | None = None
+        self,
+        messages: list[ChatMessage],
+        generation_kwargs: dict[str, Any] | None = None,
+        streaming_callback: Callable[[StreamingChunk], None] | None = None,
     ) -> dict[str, list[ChatMessage]]:
         """
         Generates one reply to the conversation.
 
         :param messages: The conversation (system, user, assistant messages).
         :param generation_kwargs: Per-call generation kwargs, merged over the init ones.
+        :param streaming_callback: Called with a `StreamingChunk` for each piece of text as it is generated.
         :returns: A dictionary with:
             - `replies`: One assistant `ChatMessage`; its meta holds `model`, `finish_reason`, `usage`
               (token counts) and `timings` (llama.cpp's prompt / generation speeds).
@@ -333,7 +341,7 @@ class LocalLlamaChatGenerator:
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        collector = _StreamCollector()
+        collector = _StreamCollector(streaming_callback)
 
         def complete() -> None:
             assert self._loaded is not None  # noqa: S101 - set by warm_up above
@@ -448,6 +456,7 @@ def chat_text(
     *,
     generation_kwargs: dict[str, Any] | None = None,
     timeout: float | None = None,
+    streaming_callback: Callable[[StreamingChunk], None] | None = None,
 ) -> str | None:
     """
     Calls a chat generator and returns the text of its first reply; never raises on backend errors.
@@ -456,9 +465,12 @@ def chat_text(
     :param messages: The conversation.
     :param generation_kwargs: Passed to `generator.run` when given.
     :param timeout: Seconds to wait for the reply (enforced here, whatever the generator); `None` = no limit.
+    :param streaming_callback: Passed to `generator.run` when given: called with each generated `StreamingChunk`.
     :returns: The reply text, or `None` when the call failed, timed out or returned no text (logged).
     """
-    kwargs = {"generation_kwargs": generation_kwargs} if generation_kwargs else {}
+    kwargs: dict[str, Any] = {"generation_kwargs": generation_kwargs} if generation_kwargs else {}
+    if streaming_callback is not None and _accepts(generator, "streaming_callback"):
+        kwargs["streaming_callback"] = streaming_callback  # OpenAIChatGenerator, LocalLlamaChatGenerator, ...
     name = type(generator).__name__
     started = time.perf_counter()
     try:
@@ -478,6 +490,14 @@ def chat_text(
         logger.warning("{generator} returned no text", generator=name)
         return None
     return text
+
+
+def _accepts(generator: Any, name: str) -> bool:
+    """Whether the generator's `run` takes the keyword `name` (a generator without streaming just doesn't stream)."""
+    try:
+        return name in inspect.signature(generator.run).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def strip_fences(text: str) -> str:

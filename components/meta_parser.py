@@ -26,8 +26,8 @@ WARN_UNKNOWN_LAW: Final[str] = "NEED law not in the laws table: {law!r}"
 WARN_USED_FROM_TEXT: Final[str] = "USED taken from the [n] references in the answer"
 
 # "===META===", "=== META ===", "==META==", "**===META===**"
-_DELIMITER_RE: Final[re.Pattern[str]] = re.compile(r"^[ \t*_`]*={2,}[ \t]*META[ \t]*={2,}[ \t*_`]*$", re.I | re.M)
-_META_LINE_RE: Final[re.Pattern[str]] = re.compile(
+DELIMITER_RE: Final[re.Pattern[str]] = re.compile(r"^[ \t*_`]*={2,}[ \t]*META[ \t]*={2,}[ \t*_`]*$", re.I | re.M)
+META_LINE_RE: Final[re.Pattern[str]] = re.compile(
     r"^[ \t*_`-]*(?P<key>USED|DROP|NEED)[ \t*_`]*[|:](?P<value>.*)$", re.IGNORECASE
 )
 _NONE_VALUES: Final[frozenset[str]] = frozenset(
@@ -126,7 +126,7 @@ class MetaParser:
 
         values: dict[str, list[str]] = {"USED": [], "DROP": [], "NEED": []}
         for line in meta_lines:
-            match = _META_LINE_RE.match(line)
+            match = META_LINE_RE.match(line)
             if match is None:
                 warnings.append(WARN_UNKNOWN_LINE.format(line=line.strip()))
                 continue
@@ -218,14 +218,14 @@ class MetaParser:
 
 def _split(reply: str) -> tuple[str, list[str], bool]:
     """(answer, metadata lines, whether the delimiter was found); trailing meta lines count without it."""
-    delimiters = list(_DELIMITER_RE.finditer(reply))
+    delimiters = list(DELIMITER_RE.finditer(reply))
     if delimiters:
         last = delimiters[-1]
         lines = [line for line in reply[last.end():].splitlines() if line.strip()]
         return reply[: last.start()].strip(), lines, True
     lines = reply.rstrip().splitlines()
     cut = len(lines)
-    while cut > 0 and (not lines[cut - 1].strip() or _META_LINE_RE.match(lines[cut - 1])):
+    while cut > 0 and (not lines[cut - 1].strip() or META_LINE_RE.match(lines[cut - 1])):
         cut -= 1
     meta = [line for line in lines[cut:] if line.strip()]
     return ("\n".join(lines[:cut]).strip() if meta else reply.strip()), meta, False

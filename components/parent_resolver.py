@@ -6,6 +6,8 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 logger = logging.getLogger(__name__)
 
+DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the query (absolute relevance signal)
+
 
 def parent_key(document: Document) -> str:
     """Id of the parent block `document` belongs to: its own id for a parent (or a chunk without `parent_id`)."""
@@ -25,7 +27,8 @@ class ParentResolver:
     Children are the precise search unit; parents (an article, or one part of a long article) are what the
     reader and the LLM get. Several hits of one parent return that parent once, with the best score among its
     hits; a hit that is itself a parent counts for itself. The ids of the chunks that matched are kept in the
-    parent's `meta["matched_chunk_ids"]` (traceability).
+    parent's `meta["matched_chunk_ids"]` (traceability); the best `meta["dense_score"]` of its hits (the absolute
+    dense similarity `HybridRetriever` records) is kept too.
 
     ### Usage example
 
@@ -72,8 +75,11 @@ class ParentResolver:
         best: dict[str, float] = {}
         matched: dict[str, list[str]] = {}
         known: dict[str, Document] = {}
+        cosine: dict[str, float] = {}
         for doc in documents:
             parent_id = parent_key(doc)
+            if isinstance(doc.meta.get(DENSE_SCORE), (int, float)):
+                cosine[parent_id] = max(cosine.get(parent_id, doc.meta[DENSE_SCORE]), doc.meta[DENSE_SCORE])
             if doc.id == parent_id:
                 known[doc.id] = doc
             score = doc.score or 0.0
@@ -92,6 +98,8 @@ class ParentResolver:
                 logger.warning("Parent {parent_id} not found in the store", parent_id=pid)
                 continue
             meta = {**doc.meta, "matched_chunk_ids": matched[pid]}
+            if pid in cosine:
+                meta[DENSE_SCORE] = cosine[pid]
             out.append(Document(id=doc.id, content=doc.content, meta=meta, score=best[pid]))
         return {"documents": out}
 

@@ -41,7 +41,7 @@ from haystack import Document, logging
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
 from components.citation_verifier import UNVERIFIED_MARK
-from components.meta_parser import _DELIMITER_RE, _META_LINE_RE  # the answer's META block, as MetaParser reads it
+from components.meta_parser import DELIMITER_RE, META_LINE_RE  # the META block, as MetaParser reads it
 from pipelines.sdk import INDEXED_SUFFIXES, LexHay, expand_paths
 from pipelines.settings import Settings, setup_environment
 
@@ -588,9 +588,9 @@ class AnswerTokenFilter:
             line, self.pending = self.pending[: newline + 1], self.pending[newline + 1 :]
             if self.line_open:
                 out.append(line)
-            elif _DELIMITER_RE.match(line.strip()):
+            elif DELIMITER_RE.match(line.strip()):
                 self.stopped = True
-            elif _META_LINE_RE.match(line.strip()):
+            elif META_LINE_RE.match(line.strip()):
                 self.held_meta.append(line)
             else:
                 out.extend([*self.held_meta, line])

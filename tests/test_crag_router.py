@@ -11,6 +11,9 @@ RRF_SCORES = [0.625, 0.53448278, 0.47619051, 0.375, 0.29545456, 0.29166669]
 QUESTION = "Me han despedido estando de baja médica en Madrid, ¿qué dice el art. 56 ET?"
 
 
+RANGE = {"cosine_floor": 0.3, "cosine_ceiling": 0.8}  # the cosine range these score examples use
+
+
 def _docs(scores, **meta):
     return [Document(content=f"doc {i}", score=score, meta=dict(meta)) for i, score in enumerate(scores)]
 
@@ -48,7 +51,7 @@ def test_from_dict():
 
 
 def test_calibration_auto_infers_score_types():
-    router = CRAGRouter()
+    router = CRAGRouter(**RANGE)
     assert router.calibrate(_docs(RRF_SCORES))[:2] == pytest.approx([0.625, 0.53448278])  # rrf: score * k / 2
     weighted = _docs([s * 0.8 for s in RRF_SCORES])  # a `sentencias` collection, weight 0.8
     assert router._infer_score_type([d.score for d in weighted]) == "rrf"
@@ -58,7 +61,7 @@ def test_calibration_auto_infers_score_types():
     assert router.calibrate(_docs([10.0, 30.0, 0.0])) == pytest.approx([0.5, 0.75, 0.0])  # bm25
     mixed = [*_docs([1.0], score_type="unit"), *_docs([0.5517, 0.5012, 0.4507])]  # exact hit + cosine
     assert router.calibrate(mixed) == pytest.approx([1.0, 0.5034, 0.4024, 0.3014], abs=1e-4)
-    assert CRAGRouter(score_mode="cosine").calibrate(_docs(RRF_SCORES[:1])) == pytest.approx([0.65])
+    assert CRAGRouter(**RANGE, score_mode="cosine").calibrate(_docs(RRF_SCORES[:1])) == pytest.approx([0.65])
     assert router.calibrate([Document(content="no score")]) == [0.0]
 
 
@@ -73,7 +76,7 @@ def test_run_accept_rrf_set():
 
 
 def test_run_retry_broadens_the_query():
-    result = CRAGRouter().run(query=QUESTION, documents=_docs([0.4121, 0.3518, 0.3307]), retries=0)
+    result = CRAGRouter(**RANGE).run(query=QUESTION, documents=_docs([0.4121, 0.3518, 0.3307]), retries=0)
     assert result["route"] == "RETRY"
     assert result["retries"] == 1
     assert "accepted" not in result and "rejected" not in result
@@ -99,15 +102,15 @@ def test_broaden_query_trims_more_on_later_attempts_and_works_without_equivalenc
 
 
 def test_run_reject_at_max_retries():
-    result = CRAGRouter(max_retries=2).run(query=QUESTION, documents=_docs([0.3512, 0.3021]), retries=2)
+    result = CRAGRouter(**RANGE, max_retries=2).run(query=QUESTION, documents=_docs([0.3512, 0.3021]), retries=2)
     assert result == {"rejected": REJECTED_MESSAGE, "route": "REJECT", "retries": 2, "confidence": 0.0779}
-    empty = CRAGRouter(max_retries=0).run(query=QUESTION, documents=[])
+    empty = CRAGRouter(**RANGE, max_retries=0).run(query=QUESTION, documents=[])
     assert empty["route"] == "REJECT" and empty["confidence"] == 0.0
 
 
 def test_run_low_confidence_accept_at_max_retries_above_min_best():
     docs = _docs([0.6013, 0.3512, 0.3107, 0.3034, 0.3021])  # cosine: best 0.60, mean 0.15 -> no ACCEPT yet
-    router = CRAGRouter(min_best=0.3)
+    router = CRAGRouter(**RANGE, min_best=0.3)
     assert router.run(query=QUESTION, documents=docs, retries=1)["route"] == "RETRY"
     final = router.run(query=QUESTION, documents=docs, retries=2)
     assert final["route"] == "ACCEPT" and final["accepted"] is docs
@@ -161,3 +164,21 @@ def test_run_disabled_accepts_any_set():
         result = router.run(query=QUESTION, documents=weak, retries=1, enabled=override)
         assert result == {"accepted": weak, "route": "ACCEPT", "retries": 1, "confidence": 1.0}
     assert CRAGRouter.from_dict(CRAGRouter(enabled=False).to_dict()).enabled is False
+
+
+def test_absolute_mode_grades_the_dense_similarity_not_the_relative_scores():
+    # re-ranked scores look strong for any set; the dense similarity tells an off-topic set apart (EmbeddingGemma)
+    off_topic = [Document(content=f"doc {i}", score=s, meta={"dense_score": c})
+                 for i, (s, c) in enumerate([(0.98, 0.21), (0.91, 0.18), (0.88, 0.15)])]
+    in_domain = [Document(content=f"doc {i}", score=s, meta={"dense_score": c})
+                 for i, (s, c) in enumerate([(0.98, 0.58), (0.91, 0.52), (0.88, 0.47)])]
+    router = CRAGRouter(max_retries=0)
+    assert router.calibrate(in_domain) == pytest.approx([0.95, 0.8, 0.675])
+    assert router.run(query=QUESTION, documents=in_domain)["route"] == "ACCEPT"
+    assert router.run(query=QUESTION, documents=off_topic)["route"] == "REJECT"
+    # a cited article fetched directly keeps its unit score; a block without a dense score counts 0
+    cited = Document(content="art. 38", score=1.0, meta={"score_type": "unit"})
+    bm25_only = Document(content="bm25 hit", score=0.99)
+    assert router.calibrate([cited, bm25_only, *off_topic[:1]]) == pytest.approx([1.0, 0.0, 0.025])
+    assert CRAGRouter(absolute_field=None).calibrate(off_topic)[0] > 0.9  # the relative scores, as before
+    assert CRAGRouter.from_dict(CRAGRouter(absolute_field=None).to_dict()).absolute_field is None

@@ -160,3 +160,16 @@ def test_query_text_is_ignored_without_a_lexical_store(store):
     assert with_text[0].id == "h-norm"
     with pytest.raises(ValueError, match="query_sparse_embedding"):
         r.run(query="huelga", mode="sparse")  # the text alone is not enough for the store's BM25 vectors
+
+
+def test_parent_level_fusion_records_each_parents_dense_similarity(store):
+    r = HybridRetriever(document_store=store)
+    dense = [Document(id="P1", content="p1", meta={"level": "parent"}, score=0.61),
+             Document(id="P2", content="p2", meta={"level": "parent"}, score=0.42)]
+    sparse = [Document(id="c3", content="c3", meta={"level": "child", "parent_id": "P3"}, score=7.0),
+              Document(id="c1", content="c1", meta={"level": "child", "parent_id": "P1"}, score=5.0)]
+    fused = {d.id: d for d in r._fuse_by_parent(dense, sparse)}
+    assert fused["P1"].meta["dense_score"] == 0.61 and fused["c1"].meta["dense_score"] == 0.61
+    assert fused["P2"].meta["dense_score"] == 0.42
+    assert "dense_score" not in fused["c3"].meta  # found by BM25 only: no absolute signal
+    assert "dense_score" not in dense[0].meta  # inputs untouched

@@ -241,3 +241,22 @@ def test_chat_json_sends_the_schema_as_a_grammar_to_the_local_backend(fake_model
     assert parsed == ["vacaciones anuales"] and raw == '["vacaciones anuales"]'
     assert server.requests[0]["response_format"] == {
         "type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+
+
+def test_run_streams_each_text_piece_to_the_callback(fake_model):
+    path, _ = fake_model
+    pieces = []
+    reply = LocalLlamaChatGenerator(model=path).run(messages=QUESTION, streaming_callback=pieces.append)["replies"][0]
+    assert len(pieces) > 1 and "".join(p.content for p in pieces) == reply.text == '["vacaciones anuales"]'
+
+
+def test_chat_text_streams_only_to_generators_that_take_a_callback(fake_model):
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    path, _ = fake_model
+    pieces = []
+    assert chat_text(LocalLlamaChatGenerator(model=path), QUESTION, streaming_callback=pieces.append) == (
+        '["vacaciones anuales"]')
+    assert pieces
+    # a generator without streaming still answers (no TypeError swallowed into a fallback)
+    assert chat_text(ScriptedChatGenerator(replies=["hola"]), QUESTION, streaming_callback=pieces.append) == "hola"

@@ -56,3 +56,11 @@ def test_run_groups_children_keeps_best_score_and_order(store):
 def test_run_skips_missing_parents(store):
     docs = ParentResolver(document_store=store).run(documents=[_child("c9", "gone", 0.4), _child("c1", "p14", 0.3)])["documents"]
     assert [d.id for d in docs] == ["p14"]
+
+
+def test_run_keeps_the_best_dense_similarity_of_a_parents_hits(store):
+    hits = [_child("c1", "p38", 0.9), _child("c2", "p38", 0.5), _child("c3", "p14", 0.4)]
+    hits[0].meta["dense_score"], hits[1].meta["dense_score"] = 0.41, 0.57
+    docs = {d.id: d for d in ParentResolver(document_store=store).run(documents=hits)["documents"]}
+    assert docs["p38"].meta["dense_score"] == 0.57
+    assert "dense_score" not in docs["p14"].meta
