@@ -225,7 +225,7 @@ class LocalLlamaChatGenerator:
         self,
         *,
         model: str = DEFAULT_LOCAL_MODEL,
-        n_ctx: int = 4096,
+        n_ctx: int = 8192,
         n_threads: int | None = None,
         generation_kwargs: dict[str, Any] | None = None,
         timeout: float | None = None,
@@ -234,7 +234,8 @@ class LocalLlamaChatGenerator:
         Create a LocalLlamaChatGenerator.
 
         :param model: Registry name (`qwen2.5-coder-1.5b`, `qwen2.5-coder-0.5b`) or path of a GGUF file.
-        :param n_ctx: Context window in tokens (prompt + reply). The first generator to load a model sets it.
+        :param n_ctx: Context window in tokens (prompt + reply); 8192 fits the answer prompt (a 4000-token context
+            budget, instructions, history) plus the reply. The first generator to load a model sets it.
         :param n_threads: CPU threads; `None` = half the CPUs available to the process (see `default_threads`).
         :param generation_kwargs: Defaults for every call, merged over `temperature=0, max_tokens=512`; the
             per-run `generation_kwargs` are merged over these.

@@ -57,7 +57,7 @@ def fake_model(tmp_path, monkeypatch):
     path = tmp_path / "fake.gguf"
     path.write_bytes(b"GGUF")
     server = FakeServer()
-    monkeypatch.setitem(llm_backends._MODELS, str(path), llm_backends._LoadedModel(server, 4096, 1))
+    monkeypatch.setitem(llm_backends._MODELS, str(path), llm_backends._LoadedModel(server, 8192, 1))
     return str(path), server
 
 
@@ -74,7 +74,7 @@ def clean_env(monkeypatch, tmp_path):
 
 def test_init_defaults_and_validation():
     llm = LocalLlamaChatGenerator()
-    assert (llm.model, llm.n_ctx, llm.n_threads, llm.timeout) == ("qwen2.5-coder-1.5b", 4096, None, None)
+    assert (llm.model, llm.n_ctx, llm.n_threads, llm.timeout) == ("qwen2.5-coder-1.5b", 8192, None, None)
     assert llm.generation_kwargs == {}
     with pytest.raises(ValueError, match="model"):
         LocalLlamaChatGenerator(model=" ")
