@@ -1,5 +1,6 @@
 """Multi-query retrieval: the foundation retrieval run for several queries in parallel, merged per parent block."""
 
+import contextvars
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -166,7 +167,9 @@ class MultiQueryRetriever:
             return documents, (time.perf_counter() - start) * 1000
 
         with ThreadPoolExecutor(max_workers=min(self.max_workers, len(kept))) as pool:
-            results = list(pool.map(retrieve, kept))
+            # each thread runs in a copy of the caller's context, so the request's trace sees its cache hits
+            futures = [pool.submit(contextvars.copy_context().run, retrieve, query) for query in kept]
+            results = [future.result() for future in futures]
 
         best: dict[str, Document] = {}
         matched: dict[str, list[str]] = {}

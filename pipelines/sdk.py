@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from haystack import Document, Pipeline
-from haystack.dataclasses import ChatMessage
+from haystack.dataclasses import ChatMessage, StreamingChunk
 
 from components.access_filter import access_filter, check_access, owner_key, tenant_meta
 from components.dense_embedder import query_embedding_cache
@@ -143,17 +143,19 @@ class LexHay:
         self.request_cache = TTLCache(max_entries=REQUEST_CACHE_ENTRIES, ttl=REQUEST_CACHE_TTL)
         self._generation = 0  # bumped by every index() of a file: cached requests of older generations miss
         self._local = threading.local()
+        self._load_lock = threading.RLock()  # pipelines load lazily; concurrent first requests load them once
         default_trace_file = None if self.settings.qdrant_url else Path(self.settings.store_path) / TRACE_FILENAME
         self.trace_sink = TraceSink.from_env(default_trace_file)
         install_tracer()
 
     def pipeline(self, name: str) -> Pipeline:
-        """The named canonical pipeline (`indexing`, `retrieval`), loaded once with this engine's settings."""
-        if name not in self._pipelines:
-            pipe = load_pipeline(name, self.settings, stores=self._stores)
-            pipe.warm_up()
-            self._pipelines[name] = pipe
-        return self._pipelines[name]
+        """The named canonical pipeline (`indexing`, `retrieval`, `query`), loaded once with this engine's settings."""
+        with self._load_lock:
+            if name not in self._pipelines:
+                pipe = load_pipeline(name, self.settings, stores=self._stores)
+                pipe.warm_up()
+                self._pipelines[name] = pipe
+            return self._pipelines[name]
 
     def close(self) -> None:
         """Release the stores of every loaded pipeline (the embedded shard is closed when no one uses it)."""
@@ -398,6 +400,7 @@ class LexHay:
         filters: dict[str, Any] | None = None,
         access: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
+        streaming_callback: Callable[[StreamingChunk], None] | None = None,
     ) -> dict[str, Any]:
         """
         Answer a question from the statutes, with citations (the `yaml/query.yaml` pipeline).
@@ -410,6 +413,8 @@ class LexHay:
         :param access: The caller (`tenant_id`, `user_id`, `group_ids`, `case_id`); None = global documents only.
         :param options: Per-request feature flags: `use_<flag>` (`use_hyde`, `use_rerank`, `use_crag`, ...) and
             `force_vector` (see `pipelines.flags`).
+        :param streaming_callback: Called with each token of the LLM answer as it is generated (`StreamingChunk`,
+            `===META===` block included); not called for the extractive answer or a cached one.
         :returns: `answer`, `citations` (`law_id`, `article`, `title`, `chunk_id`), `context_chunk_ids`, `need`,
             `route` (ACCEPT / REJECT), `fallbacks` (which stages ran without the LLM), `unverified_citations`,
             `flags` (the flags this request ran with) and `trace`: the request's `PipelineTrace` (`request_id`,
@@ -443,7 +448,9 @@ class LexHay:
                 result["flags"] = flags  # the same but for `tracing`, which the key leaves out
                 result["trace"]["cached_from"] = result["trace"].pop("request_id", None)
             else:
-                result = self._run_ask(question, history, previous_chunk_ids, filters, access, flags)
+                result = self._run_ask(
+                    question, history, previous_chunk_ids, filters, access, flags, streaming_callback
+                )
                 result["trace"]["request_id"] = request_id
                 self.request_cache.set(key, copy.deepcopy(result))
             details = {k: v for k, v in result["trace"].items() if k in ASK_TRACE_KEYS or k == "cached_from"}
@@ -466,6 +473,7 @@ class LexHay:
         filters: dict[str, Any] | None,
         access: dict[str, Any],
         flags: dict[str, bool],
+        streaming_callback: Callable[[StreamingChunk], None] | None = None,
     ) -> dict[str, Any]:
         """One run of the query pipeline; the result's `trace` holds the answer-level keys (`ASK_TRACE_KEYS`)."""
         stages = {"citation_detector", "gate", "decompose", "hyde", "topic_resolver", "retriever", "merger", "crag",
@@ -488,8 +496,9 @@ class LexHay:
                 "ref_expander": {"enabled": flags["chunk_expansion"]},
                 "sibling_expander": {"enabled": flags["chunk_expansion"]},
                 "graph_enricher": {"enabled": flags["graph_enrich"]},
+                "compressor": {"query": question, "enabled": flags["compression"]},
                 "answer_prompt": {"question": question, "history": history},
-                "answer": {"question": question},
+                "answer": {"question": question, "streaming_callback": streaming_callback},
                 "need_router": {"use_need": flags["need_retry"]},
             },
             include_outputs_from=stages,
