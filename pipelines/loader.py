@@ -8,12 +8,13 @@ from typing import Any
 import yaml
 from haystack import Pipeline
 
-from pipelines.settings import ALLOWED_MODULES, Settings, setup_environment
+from pipelines.settings import ALLOWED_MODULES, KNOWN_COSINE_RANGES, Settings, setup_environment
 
 EDGE_STORE_TYPE = "components.edge_document_store.EdgeDocumentStore"
 QDRANT_STORE_TYPE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
 DENSE_EMBEDDER_TYPES = ("components.dense_embedder.DenseDocumentEmbedder", "components.dense_embedder.DenseTextEmbedder")
 RETRIEVER_TYPE = "components.hybrid_retriever.HybridRetriever"
+CRAG_TYPE = "components.crag_router.CRAGRouter"
 OPENSEARCH_STORE_TYPE = (
     "haystack_integrations.document_stores.opensearch.document_store.OpenSearchDocumentStore"
 )
@@ -153,6 +154,8 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
                 visit(value)
         if spec.get("type") in DENSE_EMBEDDER_TYPES:
             params["model"] = settings.embedder
+        if spec.get("type") == CRAG_TYPE and settings.embedder in KNOWN_COSINE_RANGES:
+            params["cosine_floor"], params["cosine_ceiling"] = KNOWN_COSINE_RANGES[settings.embedder]
         if spec.get("type") == RETRIEVER_TYPE:
             params["collections"] = dict(settings.collections)
             if settings.opensearch_url:  # BM25 side from OpenSearch, fused with the dense side by RRF k=60

