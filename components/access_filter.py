@@ -22,6 +22,31 @@ def _text(name: str, value: Any) -> str | None:
     return value.strip()
 
 
+def check_filters(filters: Any) -> dict[str, Any] | None:
+    """
+    A caller's Haystack filters: None, or a well-formed filter (checked with Haystack's own filter evaluation
+    before any model runs; the store checks them again).
+
+    :raises ValueError: Not a non-empty dict, or malformed (unknown operator, missing field / value, ...).
+    """
+    from haystack import Document  # noqa: PLC0415
+    from haystack.errors import FilterError  # noqa: PLC0415
+    from haystack.utils.filters import document_matches_filter  # noqa: PLC0415
+
+    if filters is None:
+        return None
+    if not isinstance(filters, dict) or not filters:
+        raise ValueError(
+            'filters must be a non-empty Haystack filter dict, e.g. {"field": "meta.law_short", "operator": "==", '
+            f'"value": "ET"}}, got {filters!r}'
+        )
+    try:
+        document_matches_filter(filters, Document(content=""))
+    except FilterError as error:
+        raise ValueError(f"invalid filters: {error}") from None
+    return filters
+
+
 def check_access(access: dict[str, Any] | None) -> dict[str, Any]:
     """
     Validate an access context (`tenant_id`, `user_id`, `group_ids`, `case_id`); None or {} = anonymous.

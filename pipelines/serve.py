@@ -40,6 +40,7 @@ from typing import Any
 from haystack import Document, logging
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
+from components.access_filter import check_filters
 from components.citation_verifier import UNVERIFIED_MARK
 from components.meta_parser import DELIMITER_RE, META_LINE_RE  # the META block, as MetaParser reads it
 from pipelines.sdk import INDEXED_SUFFIXES, LexHay, expand_paths
@@ -333,23 +334,11 @@ def checked_ids(ids: Any) -> list[str] | None:
 
 
 def checked_filters(filters: Any) -> dict[str, Any] | None:
-    """
-    Haystack metadata filters: None or a well-formed filter (422 otherwise), checked before any model runs with
-    Haystack's own filter evaluation; the store checks them again.
-    """
-    from haystack.errors import FilterError  # noqa: PLC0415
-    from haystack.utils.filters import document_matches_filter  # noqa: PLC0415
-
-    if filters is None:
-        return None
-    if not isinstance(filters, dict) or not filters:
-        raise http_error(422, "filters must be a non-empty Haystack filter object, e.g. "
-                              '{"field": "meta.law_short", "operator": "==", "value": "ET"}')
+    """Haystack metadata filters: None or a well-formed filter (422 otherwise), checked before any model runs."""
     try:
-        document_matches_filter(filters, Document(content=""))
-    except FilterError as error:
-        raise http_error(422, f"invalid filters: {error}") from None
-    return filters
+        return check_filters(filters)
+    except ValueError as error:
+        raise http_error(422, str(error)) from None
 
 
 def checked_collections(engine: Engine, collections: Any) -> list[str] | None:

