@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 from haystack import Document, logging
 from haystack.dataclasses import ChatMessage
 
@@ -305,9 +306,11 @@ class EmbeddingScorer:
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=True))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.shape != y.shape:
+        raise ValueError(f"query and block vectors differ in size ({x.size} vs {y.size}): embed both with one model")
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y) / norm if norm else 0.0
 
 
 class LLMPointwiseScorer:

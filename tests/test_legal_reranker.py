@@ -182,6 +182,7 @@ def test_run_with_a_cross_encoder_orders_by_its_scores(tmp_path):
     blocks = _blocks()
     model = tiny_bert(tmp_path / "ce", [b.content for b in blocks] + [QUERY], num_labels=1, seed=3)
     r = LegalReranker(relevance="cross_encoder", model=str(model), max_length=128, relevance_weight=1.0,
+                      retrieval_blend=None,
                       hierarchy_weight=0.0, recency_weight=0.0, vigencia_weight=0.0)
     r.warm_up()
     out = r.run(documents=blocks, query=QUERY)
@@ -198,7 +199,7 @@ def test_run_with_the_embedding_backend_caches_block_vectors(tmp_path):
 
     blocks = _blocks()
     model = tiny_sentence_transformer(tmp_path / "st", [b.content for b in blocks] + [QUERY])
-    r = LegalReranker(relevance="embedding", model=str(model), max_length=64, retrieval_blend=0.5)
+    r = LegalReranker(relevance="embedding", model=str(model), max_length=64)  # blend 0.5 by default
     r.warm_up()
     calls = []
     embed = r._scorer.embed_documents

@@ -152,8 +152,20 @@ def test_embedding_scorer_cosine_of_whole_blocks(tiny_bi_encoder, blocks):
     assert scorer.score(QUERY, blocks[:1], query_embedding=[1.0, 0.0], document_embeddings=[[0.6, 0.8]]) == [
         pytest.approx(0.6)
     ]
+    with pytest.raises(ValueError, match="differ in size"):
+        scorer.score(QUERY, blocks[:1], query_embedding=[1.0, 0.0, 0.0], document_embeddings=[[0.6, 0.8]])
     with pytest.raises(ValueError, match="max_length"):
         EmbeddingScorer(max_length=8)
+
+
+@pytest.mark.model
+def test_embedding_scorer_with_embeddinggemma_prefers_the_vacations_article(blocks):
+    from components.models import is_installed
+
+    if not is_installed("embeddinggemma"):
+        pytest.skip("embeddinggemma is not installed: run `make models`")
+    scores = EmbeddingScorer(model="embeddinggemma", max_length=512).score(QUERY, blocks)
+    assert scores[0] == max(scores) and scores[0] > 0.4  # ET art. 38 (vacaciones) over 34 (jornada), 37 (permisos)
 
 
 def test_llm_init_validation():
