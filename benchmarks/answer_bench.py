@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""
+r"""
 Query-understanding and answer-loop benchmark (not a test), on the labelled dev question sets.
 
 1. Retrieval quality per configuration, driving the query pipeline's own components (`yaml/query.yaml` loaded by
