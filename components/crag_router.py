@@ -212,10 +212,23 @@ class CRAGRouter:
         return default_from_dict(cls, data)
 
     @component.output_types(
-        accepted=list[Document], retry_query=str, rejected=str, route=str, retries=int, confidence=float
+        accepted=list[Document],
+        retry_query=str,
+        retry_documents=list[Document],
+        retry_filters=dict[str, Any] | None,
+        rejected=str,
+        route=str,
+        retries=int,
+        confidence=float,
     )
     def run(
-        self, query: str, documents: list[Document], retries: int = 0, enabled: bool | None = None
+        self,
+        query: str,
+        documents: list[Document],
+        retries: int = 0,
+        enabled: bool | None = None,
+        filters: dict[str, Any] | None = None,
+        carried: list[Document] | None = None,
     ) -> dict[str, Any]:
         """
         Grade `documents` and route them.
@@ -224,12 +237,20 @@ class CRAGRouter:
         :param documents: The retrieved documents, with retrieval scores.
         :param retries: RETRY rounds already done for this question (the loop counter).
         :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
-        :returns: One of `accepted` (the documents, unchanged), `retry_query` or `rejected` (the message), plus
+        :param filters: The filters the documents were retrieved with; a RETRY sends them back on `retry_filters`
+            (connections deliver a value once: the retrieval of each loop round needs them again).
+        :param carried: The set graded in the previous round (`retry_documents` passed back): merged with
+            `documents` by id, the higher score winning, so the cited and carried-over blocks fetched before the
+            loop stay in the set.
+        :returns: One of `accepted` (the documents, unchanged), `retry_query` (with `retry_documents`: the graded
+            set, to merge with the retry's results) or `rejected` (the message), plus
             `route`, `retries` (incremented on RETRY) and `confidence` (in [0, 1]).
         :raises ValueError: If `retries` is negative.
         """
         if retries < 0:
             raise ValueError(f"retries must be >= 0, got {retries}")
+        if carried:
+            documents = _merge(carried, documents)
         if not (self.enabled if enabled is None else enabled):
             return {"accepted": documents, "route": "ACCEPT", "retries": retries, "confidence": 1.0}
         ranked = sorted(self.calibrate(documents), reverse=True)
@@ -245,7 +266,11 @@ class CRAGRouter:
             rewrite = self.broaden_query(query, attempt=retries + 1) if retries < self.max_retries else ""
             if rewrite and _folded(rewrite) != _folded(query):
                 route = "RETRY"
-                result.update(retry_query=rewrite, retries=retries + 1)
+                # the graded set goes back too, so the retry's results are merged with it (cited and carryover
+                # blocks are fetched once, before the loop)
+                result.update(
+                    retry_query=rewrite, retry_documents=documents, retry_filters=filters, retries=retries + 1
+                )
             else:
                 route = "ACCEPT" if documents and best >= self.min_best else "REJECT"
         if route == "ACCEPT":
@@ -327,6 +352,15 @@ class CRAGRouter:
         else:
             value = score
         return min(1.0, max(0.0, value))
+
+
+def _merge(first: list[Document], second: list[Document]) -> list[Document]:
+    """Union by id, the higher score winning; best first."""
+    best: dict[str, Document] = {}
+    for doc in [*first, *second]:
+        if doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
+            best[doc.id] = doc
+    return sorted(best.values(), key=lambda d: d.score or 0.0, reverse=True)
 
 
 def _absolute(document: Document, field: str) -> float | None:

@@ -52,6 +52,7 @@ class MultiQueryRetriever:
         reranker: Any | None = None,
         top_k: int = 30,
         max_workers: int = 4,
+        require_filters: bool = False,
     ) -> None:
         """
         Create a MultiQueryRetriever.
@@ -63,6 +64,8 @@ class MultiQueryRetriever:
         :param reranker: Optional `LegalReranker` applied to each query's parent blocks before merging.
         :param top_k: Maximum number of merged parent blocks returned.
         :param max_workers: Maximum number of queries retrieved at the same time (threads).
+        :param require_filters: Refuse to run without `filters` (the query pipeline sets it: every run there must
+            carry the request's access filter, including the runs of the CRAG retry loop).
         :raises ValueError: A component without `run`, or a non-positive `top_k` / `max_workers`.
         """
         nested = {
@@ -86,6 +89,7 @@ class MultiQueryRetriever:
         self.reranker = reranker
         self.top_k = top_k
         self.max_workers = max_workers
+        self.require_filters = require_filters
         self._is_warmed_up = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -98,7 +102,9 @@ class MultiQueryRetriever:
             name: component_to_dict(getattr(self, name), name) if getattr(self, name) is not None else None
             for name in NESTED_COMPONENTS
         }
-        return default_to_dict(self, **nested, top_k=self.top_k, max_workers=self.max_workers)
+        return default_to_dict(
+            self, **nested, top_k=self.top_k, max_workers=self.max_workers, require_filters=self.require_filters
+        )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "MultiQueryRetriever":
@@ -125,7 +131,9 @@ class MultiQueryRetriever:
                 warm_up()
         self._is_warmed_up = True
 
-    @component.output_types(documents=list[Document], per_query=list[dict[str, Any]])
+    @component.output_types(
+        documents=list[Document], per_query=list[dict[str, Any]], applied_filters=dict[str, Any] | None
+    )
     def run(
         self,
         queries: list[str],
@@ -145,17 +153,21 @@ class MultiQueryRetriever:
         :param top_k: Overrides the init `top_k`.
         :param rerank: Feature flag `rerank` for this run: `False` skips the `reranker` (plain hybrid scores).
         :returns: `documents`: merged parent blocks sorted by their best score, at most `top_k`, each with
-            `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query run, for the trace.
-        :raises ValueError: `queries` is not a list of strings, or `top_k` is not positive.
+            `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query run, for the trace;
+            `applied_filters`: the `filters` used (a loop passes them on to the next run, see `CRAGRouter`).
+        :raises ValueError: `queries` is not a list of strings, `top_k` is not positive, or `filters` is missing
+            while `require_filters` is set.
         """
         if not isinstance(queries, list) or any(not isinstance(q, str) for q in queries):
             raise ValueError(f"queries must be a list of strings, got {queries!r}")
+        if self.require_filters and not filters:
+            raise ValueError("MultiQueryRetriever: filters are required here (the request's access filter)")
         top_k = self.top_k if top_k is None else top_k
         if top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
         kept = list(dict.fromkeys(q.strip() for q in queries if q.strip()))
         if not kept:
-            return {"documents": [], "per_query": []}
+            return {"documents": [], "per_query": [], "applied_filters": filters}
         self.warm_up()
         hyde_embedding = None
         if hypothetical_document and hypothetical_document.strip():
@@ -191,7 +203,7 @@ class MultiQueryRetriever:
             n_queries=len(kept),
             n_docs=len(documents),
         )
-        return {"documents": documents, "per_query": per_query}
+        return {"documents": documents, "per_query": per_query, "applied_filters": filters}
 
     def _retrieve(
         self, query: str, filters: dict[str, Any] | None, hyde_embedding: list[float] | None, rerank: bool = True

@@ -70,7 +70,7 @@ CONTENT_TAGS = frozenset(
      "haystack.pipeline.output_data"}
 )
 # input / output keys summarized by presence only (the caller's filters and identity, the conversation)
-PRESENCE_ONLY = frozenset({"filters", "user_id", "group_ids", "case_id", "prompt", "replies", "history"})
+PRESENCE_ONLY = frozenset({"filters", "applied_filters", "retry_filters", "user_id", "group_ids", "case_id", "prompt", "replies", "history"})
 # output keys (top level, or inside a `trace` / `stats` dict) that are a stage's decisions
 DECISION_KEYS = (
     "reason", "skip_expansion", "has_citations", "route", "confidence", "retries", "topic", "fallback",

@@ -76,9 +76,11 @@ def test_run_accept_rrf_set():
 
 
 def test_run_retry_broadens_the_query():
-    result = CRAGRouter(**RANGE).run(query=QUESTION, documents=_docs([0.4121, 0.3518, 0.3307]), retries=0)
+    graded = _docs([0.4121, 0.3518, 0.3307])
+    result = CRAGRouter(**RANGE).run(query=QUESTION, documents=graded, retries=0)
     assert result["route"] == "RETRY"
     assert result["retries"] == 1
+    assert result["retry_documents"] == graded  # merged again with the retry's results
     assert "accepted" not in result and "rejected" not in result
     query = result["retry_query"]
     for specific in ("56", "ET", "Madrid", "art"):

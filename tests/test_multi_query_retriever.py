@@ -108,7 +108,7 @@ def test_run_two_queries_returns_union_with_best_scores(mqr, lex):
 
 
 def test_run_no_queries_and_filters(mqr):
-    assert mqr.run(queries=[]) == {"documents": [], "per_query": []}
+    assert mqr.run(queries=[]) == {"documents": [], "per_query": [], "applied_filters": None}
     assert mqr.run(queries=["", "   "])["documents"] == []
     other_law = {"field": "meta.law_id", "operator": "==", "value": "otra-ley"}
     assert mqr.run(queries=[INTERINIDAD], filters=other_law)["documents"] == []
@@ -184,3 +184,14 @@ def test_run_hyde_text_goes_to_the_dense_embedder_only():
     )
     retriever.run(queries=["q1", "q2"], hypothetical_document="texto hipotético")
     assert seen == {"dense": ["texto hipotético"], "sparse": ["q1", "q2"]}  # HyDE embedded once, for every query
+
+
+def test_run_applied_filters_and_require_filters(mqr, tmp_path):
+    same_law = {"field": "meta.law_id", "operator": "==", "value": "BOE-A-1999-346"}
+    assert mqr.run(queries=[INTERINIDAD], filters=same_law)["applied_filters"] == same_law
+    strict = MultiQueryRetriever(**_components(tmp_path / "strict"), require_filters=True)
+    with pytest.raises(ValueError, match="filters are required"):
+        strict.run(queries=[INTERINIDAD])
+    assert MultiQueryRetriever.from_dict(strict.to_dict()).require_filters is True
+    docs = mqr.run(queries=[INTERINIDAD], rerank=False)["documents"]
+    assert docs and all("retrieval_score" not in d.meta for d in docs)  # the reranker was skipped
