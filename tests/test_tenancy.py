@@ -171,3 +171,14 @@ def test_cli_passes_the_caller_and_options(engine, capsys, monkeypatch):
                 ["--filters", '{"field": "meta.law_id", "operator": "~", "value": 1}']):
         assert cli_main(["ask", "¿vacaciones?", *bad, *base]) == 2, bad
     capsys.readouterr()
+
+
+def test_crag_retry_rounds_keep_the_access_filter(engine, monkeypatch):
+    monkeypatch.setenv("LEXHAY_LLM", "none")
+    # an off-topic question: CRAG retries twice with broader queries; every round stays within beta's documents
+    result = engine.ask("¿Cuál es la receta de la paella valenciana?", access={"tenant_id": "beta"})
+    assert result["trace"]["crag"]["retries"] == 2
+    rounds = [s for s in result["trace"]["stages"] if s["name"] == "retriever"]
+    assert len(rounds) == result["trace"]["crag"]["retries"] + 1
+    assert all(s["inputs"]["filters"] == "<set>" for s in rounds)
+    assert {c["law_id"] for c in result["citations"]} <= {"DOC-PUBLIC", "DOC-BETA", "DOC-SHARED"}
