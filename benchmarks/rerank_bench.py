@@ -61,7 +61,8 @@ def main() -> int:
     args = parser.parse_args()
 
     datasets = {
-        p.stem.replace("dev-", ""): load_labelled(p)[: args.limit] for p in sorted(Path(args.eval_dir).glob("dev-*.jsonl"))
+        p.stem.replace("dev-", ""): load_labelled(p)[: args.limit]
+        for p in sorted(Path(args.eval_dir).glob("dev-*.jsonl"))
     }
     if not datasets:
         console.print(f"[red]No dev-*.jsonl in {args.eval_dir}[/red]")
@@ -99,8 +100,10 @@ def main() -> int:
             outputs = []
             for item, docs in list(zip(items, candidates[name], strict=True))[:limit]:
                 question = item["question"]
-                embedding = text_embedder.run(text=question)["embedding"] if params["relevance"] == "embedding" else None
-                if params["relevance"] == "embedding":  # block vectors cached, scores not: the steady state
+                embedding = None
+                if params["relevance"] == "embedding":
+                    embedding = text_embedder.run(text=question)["embedding"]
+                    # warm: block vectors cached, scores not (the steady state of a deployment)
                     reranker.run(documents=docs, query=question, query_embedding=embedding)
                     reranker._scores.clear()
                     t0 = time.perf_counter()
@@ -130,7 +133,8 @@ def main() -> int:
         table.add_column(column, justify="right")
     for label, scores, cold, warm, cached in rows:
         cells = [f"{scores[n][m]:.3f}" for n in datasets for m in METRICS]
-        timing = [f"{percentile(v, q):.0f}" if v else "-" for v, q in ((cold, 50), (cold, 95), (warm, 50), (cached, 50))]
+        pairs = ((cold, 50), (cold, 95), (warm, 50), (cached, 50))
+        timing = [f"{percentile(v, q):.0f}" if v else "-" for v, q in pairs]
         table.add_row(label, *cells, *timing)
     console.print(table)
     return 0

@@ -156,7 +156,8 @@ class LegalReranker:
         if relevance == "llm" and chat_generator is None:
             raise ValueError("relevance='llm' needs `chat_generator` (e.g. components.llm_backends."
                              "default_chat_generator()); use relevance='retrieval' to run without an LLM")
-        if batch_size < 1 or cache_size < 1 or cache_ttl <= 0 or vector_cache_ttl <= 0 or (max_length is not None and max_length < 16):
+        too_short = max_length is not None and max_length < 16
+        if batch_size < 1 or cache_size < 1 or cache_ttl <= 0 or vector_cache_ttl <= 0 or too_short:
             raise ValueError(
                 f"batch_size and cache_size must be >= 1, cache_ttl and vector_cache_ttl > 0, max_length None or "
                 f">= 16; got {batch_size}, {cache_size}, {cache_ttl}, {vector_cache_ttl}, {max_length}"
