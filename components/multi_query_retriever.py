@@ -216,5 +216,5 @@ class MultiQueryRetriever:
         )
         parents = self.parent_resolver.run(documents=hits["documents"])["documents"]
         if self.reranker is not None and rerank:
-            parents = self.reranker.run(documents=parents)["documents"]
+            parents = self.reranker.run(documents=parents, query=query)["documents"]
         return parents

@@ -15,6 +15,7 @@ QDRANT_STORE_TYPE = "haystack_integrations.document_stores.qdrant.document_store
 DENSE_EMBEDDER_TYPES = ("components.dense_embedder.DenseDocumentEmbedder", "components.dense_embedder.DenseTextEmbedder")
 RETRIEVER_TYPE = "components.hybrid_retriever.HybridRetriever"
 CRAG_TYPE = "components.crag_router.CRAGRouter"
+RERANKER_TYPE = "components.legal_reranker.LegalReranker"
 OPENSEARCH_STORE_TYPE = (
     "haystack_integrations.document_stores.opensearch.document_store.OpenSearchDocumentStore"
 )
@@ -154,6 +155,14 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
                 visit(value)
         if spec.get("type") in DENSE_EMBEDDER_TYPES:
             params["model"] = settings.embedder
+        if spec.get("type") == RERANKER_TYPE and settings.rerank_relevance:
+            # `embedding` re-scores whole blocks with the dense model (measured best quality, seconds per query
+            # until block vectors are cached); `cross_encoder` needs `model`; `llm` the deployment's LLM
+            params["relevance"] = settings.rerank_relevance
+            if settings.rerank_relevance == "embedding" and not params.get("model"):
+                params["model"] = settings.embedder  # the query vector comes from the same model
+            if settings.rerank_relevance == "llm" and params.get("chat_generator") is None:
+                params["chat_generator"] = _chat_generator_dict()
         if spec.get("type") == CRAG_TYPE and settings.embedder in KNOWN_COSINE_RANGES:
             params["cosine_floor"], params["cosine_ceiling"] = KNOWN_COSINE_RANGES[settings.embedder]
         if spec.get("type") == RETRIEVER_TYPE:

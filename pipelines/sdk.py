@@ -360,6 +360,7 @@ class LexHay:
                     "collections": collections,
                 },
                 "parent_resolver": {"top_k": top_k},
+                "reranker": {"query": question},
             },
             include_outputs_from={"parent_resolver"},
         )

@@ -27,6 +27,7 @@ ENV_VARS = {
     "embedding_dim": "LEXHAY_EMBEDDING_DIM",
     "opensearch_url": "LEXHAY_OPENSEARCH_URL",
     "opensearch_index": "LEXHAY_OPENSEARCH_INDEX",
+    "rerank_relevance": "LEXHAY_RERANK",
 }
 
 
@@ -56,6 +57,7 @@ class Settings:
     collections: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_COLLECTIONS))
     opensearch_url: str | None = None  # BM25 child chunks on OpenSearch (comma-separated URLs for several nodes)
     opensearch_index: str = "lexhay"
+    rerank_relevance: str | None = None  # LegalReranker relevance backend (None = the YAML's: `retrieval`)
     flags: dict[str, bool] = field(default_factory=dict)  # feature flags set here (see pipelines.flags)
 
     @classmethod
@@ -83,6 +85,11 @@ class Settings:
         if values.get("embedding_dim") is not None:
             values["embedding_dim"] = int(values["embedding_dim"])
         settings = cls(**values)
+        backends = ("retrieval", "embedding", "cross_encoder", "llm")
+        if settings.rerank_relevance is not None and settings.rerank_relevance not in backends:
+            raise ValueError(
+                f"rerank_relevance (LEXHAY_RERANK) must be one of {backends}, got {settings.rerank_relevance!r}"
+            )
         if not settings.collections or any(float(w) <= 0 for w in settings.collections.values()):
             raise ValueError(f"collections must map names to positive weights, got {settings.collections}")
         return settings

