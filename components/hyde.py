@@ -44,6 +44,9 @@ HYDE_USER_TEMPLATE = "Pregunta: {query}{hints}"
 _ARTICLE_LABEL = re.compile(r"^(?:art[íi]culo|art\.)\s*\d+(?:\s*(?:bis|ter))?\s*[.:-]?\s*", re.IGNORECASE)
 
 
+HYDE_GENERATION = {"max_tokens": 200}
+
+
 def _clean_document(text: str) -> str:
     """The passage as one paragraph: fences, a leading "Artículo N." label and extra whitespace removed."""
     body = " ".join(strip_fences(text).split())
@@ -160,7 +163,8 @@ class HyDE:
                 ChatMessage.from_system(HYDE_SYSTEM_PROMPT),
                 ChatMessage.from_user(HYDE_USER_TEMPLATE.format(query=query, hints=format_hints(matches))),
             ]
-            reply = chat_text(self.chat_generator, messages, timeout=self.timeout)
+            # 3-5 sentences: capping the reply keeps a local model's HyDE call to seconds
+            reply = chat_text(self.chat_generator, messages, timeout=self.timeout, generation_kwargs=HYDE_GENERATION)
             document = _clean_document(reply or "")
             if len(document) >= MIN_DOCUMENT_CHARS:
                 return {"hypothetical_document": document, "fallback": False}

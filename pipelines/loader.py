@@ -16,6 +16,8 @@ DENSE_EMBEDDER_TYPES = ("components.dense_embedder.DenseDocumentEmbedder", "comp
 RETRIEVER_TYPE = "components.hybrid_retriever.HybridRetriever"
 CRAG_TYPE = "components.crag_router.CRAGRouter"
 RERANKER_TYPE = "components.legal_reranker.LegalReranker"
+COMPRESSOR_TYPE = "components.context_compressor.ContextCompressor"
+LOCAL_LLM_TOKEN_BUDGET = 1500
 OPENSEARCH_STORE_TYPE = (
     "haystack_integrations.document_stores.opensearch.document_store.OpenSearchDocumentStore"
 )
@@ -132,6 +134,14 @@ def _chat_generator_dict() -> dict[str, Any] | None:
     return component_to_dict(generator, name="chat_generator") if generator is not None else None
 
 
+def _local_llm(llm: dict[str, Any]) -> bool:
+    """Whether the deployment's LLM (resolved once per pipeline, cached in `llm`) is the bundled local model."""
+    if "value" not in llm:
+        llm["value"] = _chat_generator_dict()
+    generator = llm["value"]
+    return bool(generator) and generator.get("type", "").endswith("LocalLlamaChatGenerator")
+
+
 def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """
     Return a copy of a serialized pipeline with the deployment's settings applied.
@@ -170,12 +180,17 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
             if settings.opensearch_url:  # BM25 side from OpenSearch, fused with the dense side by RRF k=60
                 params["lexical_store"] = _opensearch_store_dict(settings)
                 params["rrf_k"] = OPENSEARCH_RRF_K
-        if "chat_generator" in params and params["chat_generator"] is None:
+        needs_llm = spec.get("type") != RERANKER_TYPE or params.get("relevance") == "llm"
+        if needs_llm and "chat_generator" in params and params["chat_generator"] is None:
             # LLM stages left without a generator in YAML get the deployment's LLM (LEXHAY_LLM_BASE_URL /
             # OPENAI_API_KEY, else the bundled local model; LEXHAY_LLM=none keeps the deterministic fallbacks)
             if "value" not in llm:
                 llm["value"] = _chat_generator_dict()
             params["chat_generator"] = llm["value"]
+        if spec.get("type") == COMPRESSOR_TYPE and _local_llm(llm):
+            # a CPU-bound local model cannot read a 4000-token context in time: measured 1.5B answers timing out
+            # at 60 s on 2 cores with ~4.5k-token prompts (benchmarks/answer_bench.py)
+            params["token_budget"] = min(params.get("token_budget") or LOCAL_LLM_TOKEN_BUDGET, LOCAL_LLM_TOKEN_BUDGET)
 
     for spec in data.get("components", {}).values():
         visit(spec)

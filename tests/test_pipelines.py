@@ -425,3 +425,20 @@ def test_rerank_relevance_setting_switches_the_reranker_backend(indexed, monkeyp
         lex.settings.rerank_relevance = "embedding"
         docs = lex.retrieve("contrato de interinidad", top_k=3)
         assert docs[0].meta["article"] == "4" and "relevance_score" in docs[0].meta
+
+
+def test_apply_settings_local_llm_gets_a_smaller_context_budget_and_reranker_no_llm(monkeypatch):
+    from components.models import is_installed
+
+    data = yaml.safe_load(pipeline_path("query").read_text(encoding="utf-8"))
+    monkeypatch.setenv("LEXHAY_LLM", "none")
+    plain = apply_settings(data, Settings())["components"]
+    assert plain["compressor"]["init_parameters"]["token_budget"] == 4000
+    if not is_installed("qwen2.5-coder-0.5b"):
+        pytest.skip("local LLM qwen2.5-coder-0.5b not installed (make models)")
+    monkeypatch.setenv("LEXHAY_LLM", "qwen2.5-coder-0.5b")
+    local = apply_settings(data, Settings())["components"]
+    assert local["compressor"]["init_parameters"]["token_budget"] == 1500
+    assert local["decompose"]["init_parameters"]["chat_generator"]["type"].endswith("LocalLlamaChatGenerator")
+    reranker = local["retriever"]["init_parameters"]["reranker"]["init_parameters"]
+    assert reranker["relevance"] == "retrieval" and reranker["chat_generator"] is None  # no LLM it would not use
