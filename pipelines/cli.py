@@ -212,6 +212,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for mode in modes:
             retrieve = mode_retriever(lex, mode, top_k=args.top_k)
             retrieve("warm up")
+            lex.clear_caches()  # each mode's latency without the previous modes' cached embeddings / results
             scores, latencies = evaluate_mode(retrieve, datasets)
             cells = [f"{scores[n][m]:.3f}" for n in datasets for m in metrics]
             table.add_row(mode, *cells, f"{percentile(latencies, 50):.1f}")
