@@ -17,6 +17,7 @@ Environment read by `default_chat_generator`:
 - `LEXHAY_LLM_TIMEOUT`: seconds allowed to one LLM call (default 60).
 """
 
+import atexit
 import inspect
 import json
 import os
@@ -44,6 +45,21 @@ LLM_TIMEOUT_ENV = "LEXHAY_LLM_TIMEOUT"
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT = 60.0
+# the bundled model runs on the CPU: the 1.5B needs ~60-90 s for an answer prompt on 2 cores (measured)
+DEFAULT_LOCAL_TIMEOUT = 180.0
+# at exit, how long to wait for calls abandoned at their deadline (llama.cpp must not be torn down mid-call)
+EXIT_WAIT = 300.0
+_ABANDONED: list[threading.Thread] = []
+
+
+def _join_abandoned() -> None:
+    """Wait (bounded) for LLM calls abandoned at their deadline, so the native backend is not killed mid-call."""
+    deadline = time.monotonic() + EXIT_WAIT
+    for worker in list(_ABANDONED):
+        worker.join(max(0.0, deadline - time.monotonic()))
+
+
+atexit.register(_join_abandoned)
 DISABLED_VALUES = ("none", "off", "false", "0")
 # the key sent to an OpenAI-compatible server that needs none (Ollama, vLLM and llama.cpp servers ignore it)
 NO_KEY = "sk-no-key-required"
@@ -143,6 +159,7 @@ def _run_with_deadline(call: Callable[[], T], timeout: float | None, on_timeout:
     if worker.is_alive():
         if on_timeout is not None:
             on_timeout()
+        _ABANDONED[:] = [w for w in _ABANDONED if w.is_alive()] + [worker]
         raise TimeoutError(f"no reply from the LLM within {timeout:g} s")
     if "error" in outcome:
         raise outcome["error"]
@@ -391,11 +408,13 @@ def default_chat_generator(*, timeout: float | None = None) -> Any | None:
 
     The generator is not warmed up here.
 
-    :param timeout: Seconds allowed to one call; default env `LEXHAY_LLM_TIMEOUT`, else 60.
+    :param timeout: Seconds allowed to one call; default env `LEXHAY_LLM_TIMEOUT`, else 60 for an endpoint and
+        180 for the bundled CPU model.
     :returns: A chat generator component, or `None`.
     :raises ValueError: `LEXHAY_LLM_TIMEOUT` is not a positive number.
     """
-    timeout = timeout if timeout is not None else _env_timeout()
+    if timeout is None and os.environ.get(LLM_TIMEOUT_ENV):
+        timeout = _env_timeout()
     local = (os.environ.get(LLM_ENV) or DEFAULT_LOCAL_MODEL).strip()
     if local.lower() in DISABLED_VALUES:
         logger.info("{env}={value}: LLM stages use their deterministic fallbacks", env=LLM_ENV, value=local)
@@ -410,12 +429,12 @@ def default_chat_generator(*, timeout: float | None = None) -> Any | None:
             api_key=Secret.from_env_var(["OPENAI_API_KEY", LLM_API_KEY_ENV]),
             model=os.environ.get(LLM_MODEL_ENV) or DEFAULT_OPENAI_MODEL,
             api_base_url=base_url,
-            timeout=timeout,
+            timeout=timeout or DEFAULT_TIMEOUT,
             max_retries=1,
         )
     if local in REGISTRY:
         if is_installed(local):
-            return LocalLlamaChatGenerator(model=local, timeout=timeout)
+            return LocalLlamaChatGenerator(model=local, timeout=timeout or DEFAULT_LOCAL_TIMEOUT)
         logger.info(
             "Local LLM '{name}' is not installed ({hint}); LLM stages use their deterministic fallbacks",
             name=local,
@@ -423,7 +442,7 @@ def default_chat_generator(*, timeout: float | None = None) -> Any | None:
         )
         return None
     if Path(local).is_file():
-        return LocalLlamaChatGenerator(model=local, timeout=timeout)
+        return LocalLlamaChatGenerator(model=local, timeout=timeout or DEFAULT_LOCAL_TIMEOUT)
     logger.warning(
         "{env}={value} is neither a registered model nor a GGUF file; LLM stages use their deterministic fallbacks",
         env=LLM_ENV,

@@ -260,3 +260,30 @@ def test_chat_text_streams_only_to_generators_that_take_a_callback(fake_model):
     assert pieces
     # a generator without streaming still answers (no TypeError swallowed into a fallback)
     assert chat_text(ScriptedChatGenerator(replies=["hola"]), QUESTION, streaming_callback=pieces.append) == "hola"
+
+
+def test_default_timeouts_local_model_longer_than_endpoint_and_env_wins(clean_env, fake_model):
+    path, _ = fake_model
+    clean_env.setenv("LEXHAY_LLM", path)
+    assert default_chat_generator().timeout == 180.0  # the bundled CPU model
+    clean_env.setenv("LEXHAY_LLM_TIMEOUT", "30")
+    assert default_chat_generator().timeout == 30.0
+    clean_env.delenv("LEXHAY_LLM_TIMEOUT")
+    clean_env.setenv("OPENAI_API_KEY", "sk-test")
+    assert default_chat_generator().timeout == 60.0
+
+
+def test_calls_abandoned_at_their_deadline_are_awaited_at_exit(monkeypatch):
+    import threading
+
+    from components import llm_backends
+
+    release = threading.Event()
+    monkeypatch.setattr(llm_backends, "_ABANDONED", [])
+    with pytest.raises(TimeoutError):
+        llm_backends._run_with_deadline(lambda: release.wait(5), timeout=0.05)
+    (worker,) = llm_backends._ABANDONED
+    assert worker.is_alive()
+    release.set()
+    llm_backends._join_abandoned()  # what atexit runs: the native call is never torn down mid-flight
+    assert not worker.is_alive()
