@@ -6,7 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
-from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
+from haystack.core.serialization import component_to_dict
+
+from components.nested import nested_init_parameters, warm_up_nested
 
 logger = logging.getLogger(__name__)
 
@@ -114,21 +116,13 @@ class MultiQueryRetriever:
         :param data: Dictionary to deserialize from.
         :returns: Deserialized component.
         """
-        init_params = dict(data.get("init_parameters", {}))
-        for name in NESTED_COMPONENTS:
-            nested = init_params.get(name)
-            if nested is not None:
-                init_params[name] = component_from_dict(import_class_by_name(nested["type"]), nested, name)
-        return default_from_dict(cls, {**data, "init_parameters": init_params})
+        return default_from_dict(cls, nested_init_parameters(data, NESTED_COMPONENTS))
 
     def warm_up(self) -> None:
         """Warm up the nested components that need it (models, BM25). Calling it again does nothing."""
         if self._is_warmed_up:
             return
-        for name in NESTED_COMPONENTS:
-            warm_up = getattr(getattr(self, name), "warm_up", None)
-            if callable(warm_up):
-                warm_up()
+        warm_up_nested(self, NESTED_COMPONENTS)
         self._is_warmed_up = True
 
     @component.output_types(

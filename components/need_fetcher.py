@@ -4,7 +4,9 @@ import time
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
-from haystack.core.serialization import component_from_dict, component_to_dict, import_class_by_name
+from haystack.core.serialization import component_to_dict
+
+from components.nested import nested_init_parameters, warm_up_nested
 
 logger = logging.getLogger(__name__)
 
@@ -71,20 +73,13 @@ class NeedFetcher:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "NeedFetcher":
         """Deserialize this component from a dictionary (nested classes must be on the allowlist)."""
-        params = dict(data.get("init_parameters", {}))
-        for name in NESTED_COMPONENTS:
-            nested = params[name]
-            params[name] = component_from_dict(import_class_by_name(nested["type"]), nested, name)
-        return default_from_dict(cls, {**data, "init_parameters": params})
+        return default_from_dict(cls, nested_init_parameters(data, NESTED_COMPONENTS))
 
     def warm_up(self) -> None:
         """Warm up the nested components (models). Calling it again does nothing."""
         if self._is_warmed_up:
             return
-        for name in NESTED_COMPONENTS:
-            warm_up = getattr(getattr(self, name), "warm_up", None)
-            if callable(warm_up):
-                warm_up()
+        warm_up_nested(self, NESTED_COMPONENTS)
         self._is_warmed_up = True
 
     @component.output_types(

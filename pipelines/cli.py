@@ -33,13 +33,9 @@ def _access(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def _options(args: argparse.Namespace) -> dict[str, str] | None:
     """Per-request feature flags from repeated --option NAME=VALUE (validated by the engine)."""
-    options = {}
-    for item in getattr(args, "option", []) or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"--option takes NAME=VALUE, got {item!r}")
-        options[name.strip()] = value.strip()
-    return options or None
+    from pipelines.flags import parse_assignments  # noqa: PLC0415
+
+    return parse_assignments(getattr(args, "option", None) or [], "--option takes NAME=VALUE, got {item}") or None
 
 
 def cmd_index(args: argparse.Namespace) -> int:

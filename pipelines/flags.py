@@ -45,6 +45,21 @@ def check_flags(values: dict[str, Any] | None) -> dict[str, bool]:
     return {name: _bool(name, value) for name, value in values.items()}
 
 
+def parse_assignments(items: Any, error: str) -> dict[str, str]:
+    """
+    `NAME=VALUE` items (blank ones skipped) as a mapping; `error` (with `{item}`) describes a malformed one.
+
+    :raises ValueError: An item without `=` or without a name.
+    """
+    values: dict[str, str] = {}
+    for item in filter(None, (str(i).strip() for i in items)):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(error.format(item=repr(item)))
+        values[name.strip()] = value.strip()
+    return values
+
+
 def env_flags(environ: dict[str, str] | None = None) -> dict[str, bool]:
     """
     Flags from the environment: `LEXHAY_FLAGS="hyde=on,rerank=off"` and/or `LEXHAY_FLAG_<NAME>=1|0`.
@@ -52,12 +67,9 @@ def env_flags(environ: dict[str, str] | None = None) -> dict[str, bool]:
     The per-flag variables win over `LEXHAY_FLAGS`.
     """
     environ = os.environ if environ is None else environ
-    values: dict[str, Any] = {}
-    for item in filter(None, (p.strip() for p in environ.get("LEXHAY_FLAGS", "").split(","))):
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"LEXHAY_FLAGS items look like name=on|off, got {item!r}")
-        values[name.strip()] = value
+    values: dict[str, Any] = parse_assignments(
+        environ.get("LEXHAY_FLAGS", "").split(","), "LEXHAY_FLAGS items look like name=on|off, got {item}"
+    )
     for name in DEFAULT_FLAGS:
         var = f"LEXHAY_FLAG_{name.upper()}"
         if environ.get(var):
