@@ -154,18 +154,6 @@ class SharedExclusiveLock:
             self._cond.notify_all()
 
 
-class ServedLexHay(LexHay):
-    """`LexHay` whose lazy pipeline loading is thread-safe (concurrent requests share one engine)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._load_lock = threading.RLock()
-
-    def pipeline(self, name: str) -> Any:
-        with self._load_lock:
-            return super().pipeline(name)
-
-
 class Engine:
     """The engine of one store in this server process, with its shared / exclusive access lock."""
 
@@ -232,7 +220,7 @@ def get_engine(store_path: str | None = None) -> Engine:
         engine = _ENGINES.get(key)
         if engine is None:
             _check_store_free(settings)
-            lex = ServedLexHay(settings=settings)
+            lex = LexHay(settings=settings)  # its lazy pipeline loading is thread-safe
             for name in ("retrieval", "query"):  # models loaded before the first request, not during it
                 lex.pipeline(name)
             readers = int(_env_number(READERS_ENV, DEFAULT_READERS, 1))
