@@ -44,10 +44,10 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 try:  # the process-wide query-embedding cache: cleared before each timed request (every question is new)
-    from components.dense_embedder import query_embedding_cache
+    from components.embedders.dense_embedder import query_embedding_cache
 except ImportError:  # an engine without the cache
     query_embedding_cache = None
-from components.llm_backends import LLM_ENV, LocalLlamaChatGenerator, default_chat_generator  # noqa: E402
+from components.generators.llm_backends import LLM_ENV, LocalLlamaChatGenerator, default_chat_generator  # noqa: E402
 from pipelines.evaluation import article_ranking, load_labelled, percentile, score_rankings  # noqa: E402
 from pipelines.loader import pipeline_path  # noqa: E402
 from pipelines.sdk import LexHay  # noqa: E402

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 EVAL_DIR = ROOT.parent / "shared" / "eval"
 DEV_SETS = ("dev-constitucion.jsonl", "dev-labor-es.jsonl")
 MODES = ("sparse", "dense", "hybrid", "full")
-CONTEXTUALIZER_TYPE = "components.contextualizer.Contextualizer"
+CONTEXTUALIZER_TYPE = "components.preprocessors.contextualizer.Contextualizer"
 console = Console(width=220)
 
 
@@ -117,9 +117,9 @@ def cmd_index(args: argparse.Namespace) -> None:
 
 def cmd_derive(args: argparse.Namespace) -> None:
     """A store with the source's dense vectors and recomputed contexts + BM25 vectors (no dense re-embedding)."""
-    from components.contextualizer import Contextualizer  # noqa: PLC0415
-    from components.edge_document_store import EdgeDocumentStore  # noqa: PLC0415
-    from components.sparse_embedder import SparseDocumentEmbedder  # noqa: PLC0415
+    from components.preprocessors.contextualizer import Contextualizer  # noqa: PLC0415
+    from components.document_stores.edge_document_store import EdgeDocumentStore  # noqa: PLC0415
+    from components.embedders.sparse_embedder import SparseDocumentEmbedder  # noqa: PLC0415
 
     source = EdgeDocumentStore(path=args.source, return_embedding=True)
     docs = source.filter_documents()
@@ -167,10 +167,10 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 def _children(law_file: str, count: int, corpus: Path):
     """`count` children (with their parents) of the labour statutes, spread over the file's articles."""
-    from components.article_parser import ArticleParser  # noqa: PLC0415
-    from components.child_splitter import ChildSplitter  # noqa: PLC0415
-    from components.semantic_parent_splitter import SemanticParentSplitter  # noqa: PLC0415
-    from components.statute_converter import StatuteConverter  # noqa: PLC0415
+    from components.preprocessors.article_parser import ArticleParser  # noqa: PLC0415
+    from components.preprocessors.child_splitter import ChildSplitter  # noqa: PLC0415
+    from components.preprocessors.semantic_parent_splitter import SemanticParentSplitter  # noqa: PLC0415
+    from components.converters.statute_converter import StatuteConverter  # noqa: PLC0415
 
     docs = StatuteConverter().run(sources=[str(corpus / law_file)])["documents"]
     articles = ArticleParser().run(documents=docs)["documents"]
@@ -193,8 +193,8 @@ def _children(law_file: str, count: int, corpus: Path):
 
 def cmd_llm(args: argparse.Namespace) -> None:
     """Speed of the LLM mode on a few children of the ET (the parent prefix is reused between siblings)."""
-    from components.contextualizer import Contextualizer  # noqa: PLC0415
-    from components.llm_backends import LocalLlamaChatGenerator  # noqa: PLC0415
+    from components.preprocessors.contextualizer import Contextualizer  # noqa: PLC0415
+    from components.generators.llm_backends import LocalLlamaChatGenerator  # noqa: PLC0415
 
     std_logging.basicConfig(level=std_logging.INFO, format="%(message)s")
     docs, total_in_law = _children(args.law_file, args.children, Path(args.corpus))
@@ -238,7 +238,7 @@ def _timings(llm, docs):
     """llama.cpp's own prompt / generation speeds for one uncached call."""
     from haystack.dataclasses import ChatMessage  # noqa: PLC0415
 
-    from components.contextualizer import CONTEXT_SYSTEM_PROMPT, CONTEXT_USER_TEMPLATE, breadcrumb  # noqa: PLC0415
+    from components.preprocessors.contextualizer import CONTEXT_SYSTEM_PROMPT, CONTEXT_USER_TEMPLATE, breadcrumb  # noqa: PLC0415
 
     parent = next(d for d in docs if d.meta["level"] == "parent")
     child = next(d for d in docs if d.meta.get("parent_id") == parent.id)
@@ -257,9 +257,9 @@ def _timings(llm, docs):
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
     """Characters per token of the local Qwen tokenizer on the corpus articles (the compressor's estimate)."""
-    from components.article_parser import ArticleParser  # noqa: PLC0415
-    from components.context_compressor import CHARS_PER_TOKEN, LlamaTokenizerCounter  # noqa: PLC0415
-    from components.statute_converter import StatuteConverter  # noqa: PLC0415
+    from components.preprocessors.article_parser import ArticleParser  # noqa: PLC0415
+    from components.builders.context_compressor import CHARS_PER_TOKEN, LlamaTokenizerCounter  # noqa: PLC0415
+    from components.converters.statute_converter import StatuteConverter  # noqa: PLC0415
 
     counter = LlamaTokenizerCounter(args.model)
     docs = StatuteConverter().run(sources=sorted(str(p) for p in Path(args.corpus).glob("*.md")))["documents"]

@@ -28,7 +28,7 @@ setup_environment()
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from components.legal_reranker import LegalReranker  # noqa: E402
+from components.rankers.legal_reranker import LegalReranker  # noqa: E402
 from pipelines.evaluation import article_ranking, load_labelled, percentile, score_rankings  # noqa: E402
 from pipelines.sdk import LexHay  # noqa: E402
 
@@ -82,7 +82,7 @@ def main() -> int:
     if args.cross_encoder:
         configs.append(("cross_encoder", {"relevance": "cross_encoder", "model": args.cross_encoder}))
     if args.llm:
-        from components.llm_backends import LocalLlamaChatGenerator  # noqa: PLC0415
+        from components.generators.llm_backends import LocalLlamaChatGenerator  # noqa: PLC0415
 
         llm = LocalLlamaChatGenerator(model=args.llm, timeout=600)
         configs.append((f"llm ({args.llm})", {"relevance": "llm", "chat_generator": llm, "batch_size": 5}))

@@ -27,7 +27,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore  # noqa: E4
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from components.parent_resolver import ParentResolver  # noqa: E402
+from components.retrievers.parent_resolver import ParentResolver  # noqa: E402
 from pipelines.evaluation import evaluate_mode, load_labelled, percentile  # noqa: E402
 from pipelines.sdk import LexHay  # noqa: E402
 

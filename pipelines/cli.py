@@ -231,7 +231,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
-    from components import models
+    from components.utils import models
 
     if args.action == "list":
         table = Table(title=f"lexhay models ({models.models_dir()})")

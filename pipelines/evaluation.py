@@ -114,7 +114,7 @@ def parse_mode(spec: str) -> dict[str, Any]:
 
     :raises ValueError: An unknown base or stage, or a stage given twice.
     """
-    from components.legal_reranker import RELEVANCE_BACKENDS  # noqa: PLC0415
+    from components.rankers.legal_reranker import RELEVANCE_BACKENDS  # noqa: PLC0415
 
     base, *stages = [part.strip() for part in spec.strip().split("+")]
     if base not in BASES:
@@ -152,8 +152,8 @@ def mode_retriever(lex: Any, spec: str, top_k: int = 10) -> Callable[[str], list
     A `question -> article-level documents` function for an ablation mode (see `parse_mode`), built from the
     engine's own retrieval pipeline and components.
     """
-    from components.legal_reranker import LegalReranker  # noqa: PLC0415
-    from components.ref_expander import RefExpander  # noqa: PLC0415
+    from components.rankers.legal_reranker import LegalReranker  # noqa: PLC0415
+    from components.retrievers.ref_expander import RefExpander  # noqa: PLC0415
 
     mode = parse_mode(spec)
     stages = mode["rerank"] or mode["legal"] or mode["refs"]

@@ -10,18 +10,18 @@ from haystack import Pipeline
 
 from pipelines.settings import ALLOWED_MODULES, KNOWN_COSINE_RANGES, Settings, setup_environment
 
-EDGE_STORE_TYPE = "components.edge_document_store.EdgeDocumentStore"
+EDGE_STORE_TYPE = "components.document_stores.edge_document_store.EdgeDocumentStore"
 QDRANT_STORE_TYPE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
-DENSE_EMBEDDER_TYPES = ("components.dense_embedder.DenseDocumentEmbedder", "components.dense_embedder.DenseTextEmbedder")
-RETRIEVER_TYPE = "components.hybrid_retriever.HybridRetriever"
-CRAG_TYPE = "components.crag_router.CRAGRouter"
-RERANKER_TYPE = "components.legal_reranker.LegalReranker"
-COMPRESSOR_TYPE = "components.context_compressor.ContextCompressor"
+DENSE_EMBEDDER_TYPES = ("components.embedders.dense_embedder.DenseDocumentEmbedder", "components.embedders.dense_embedder.DenseTextEmbedder")
+RETRIEVER_TYPE = "components.retrievers.hybrid_retriever.HybridRetriever"
+CRAG_TYPE = "components.routers.crag_router.CRAGRouter"
+RERANKER_TYPE = "components.rankers.legal_reranker.LegalReranker"
+COMPRESSOR_TYPE = "components.builders.context_compressor.ContextCompressor"
 LOCAL_LLM_TOKEN_BUDGET = 1500
 OPENSEARCH_STORE_TYPE = (
     "haystack_integrations.document_stores.opensearch.document_store.OpenSearchDocumentStore"
 )
-OPENSEARCH_WRITER_TYPE = "components.opensearch_writer.OpenSearchWriter"
+OPENSEARCH_WRITER_TYPE = "components.writers.opensearch_writer.OpenSearchWriter"
 DOCUMENT_WRITER_TYPE = "haystack.components.writers.document_writer.DocumentWriter"
 METADATA_ROUTER_TYPE = "haystack.components.routers.metadata_router.MetadataRouter"
 OPENSEARCH_WRITER_NAME = "opensearch_writer"
@@ -69,14 +69,14 @@ def _store_dict(settings: Settings) -> dict[str, Any]:
 
 
 def _qdrant_payload_indexes() -> list[dict[str, str]]:
-    from components.edge_document_store import DEFAULT_PAYLOAD_INDEXES  # noqa: PLC0415
+    from components.document_stores.edge_document_store import DEFAULT_PAYLOAD_INDEXES  # noqa: PLC0415
 
     return [{"field_name": name, "field_schema": kind} for name, kind in DEFAULT_PAYLOAD_INDEXES.items()]
 
 
 def _opensearch_store_dict(settings: Settings) -> dict[str, Any]:
     """The OpenSearch index of the BM25 child chunks (Spanish analyzer with accent folding, see OpenSearchWriter)."""
-    from components.opensearch_writer import OPENSEARCH_INDEX_SETTINGS, OPENSEARCH_MAPPINGS  # noqa: PLC0415
+    from components.writers.opensearch_writer import OPENSEARCH_INDEX_SETTINGS, OPENSEARCH_MAPPINGS  # noqa: PLC0415
 
     hosts = [url.strip() for url in (settings.opensearch_url or "").split(",") if url.strip()]
     if not hosts:
@@ -128,7 +128,7 @@ def _chat_generator_dict() -> dict[str, Any] | None:
     """The configured LLM (OpenAI-compatible endpoint, else the bundled local model), serialized; None = no LLM."""
     from haystack.core.serialization import component_to_dict  # noqa: PLC0415
 
-    from components.llm_backends import default_chat_generator  # noqa: PLC0415
+    from components.generators.llm_backends import default_chat_generator  # noqa: PLC0415
 
     generator = default_chat_generator()
     return component_to_dict(generator, name="chat_generator") if generator is not None else None

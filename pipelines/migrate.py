@@ -9,7 +9,7 @@ from typing import Any
 from haystack import Document, logging
 from haystack.document_stores.types import DuplicatePolicy
 
-from components.edge_document_store import SHARD_DIRNAME, EdgeDocumentStore
+from components.document_stores.edge_document_store import SHARD_DIRNAME, EdgeDocumentStore
 from pipelines.loader import _opensearch_store_dict, _store_dict
 from pipelines.settings import Settings
 
@@ -101,7 +101,7 @@ def migrate(
     report = MigrationReport(source=source.count_documents())
     writer = None
     if opensearch is not None:
-        from components.opensearch_writer import OpenSearchWriter  # noqa: PLC0415
+        from components.writers.opensearch_writer import OpenSearchWriter  # noqa: PLC0415
 
         writer = OpenSearchWriter(document_store=opensearch, prune_stale=False)
     done = 0

@@ -14,10 +14,10 @@ from typing import Any
 from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
-from components.access_filter import access_filter, check_access, check_filters, owner_key, tenant_meta
-from components.dense_embedder import query_embedding_cache
-from components.hybrid_retriever import and_filters
-from components.ttl_cache import TTLCache
+from components.builders.access_filter import access_filter, check_access, check_filters, owner_key, tenant_meta
+from components.embedders.dense_embedder import query_embedding_cache
+from components.retrievers.hybrid_retriever import and_filters
+from components.utils.ttl_cache import TTLCache
 from pipelines.flags import request_flags
 from pipelines.loader import load_pipeline
 from pipelines.settings import Settings, setup_environment

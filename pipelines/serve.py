@@ -15,7 +15,7 @@ extractive answer and `fallbacks.answer` says so.
 Environment:
 
 - `LEXHAY_STORE`, `LEXHAY_EMBEDDER`, `LEXHAY_QDRANT_URL`, `LEXHAY_LLM*`: the engine (see `pipelines.settings`,
-  `components.llm_backends`).
+  `components.generators.llm_backends`).
 - `LEXHAY_SERVE_READERS` (default 4): concurrent retrieve / ask calls; 1 serializes every call.
 - `LEXHAY_SERVE_QUEUE_TIMEOUT` (default 120): seconds a request may wait for its turn before a 503.
 - `LEXHAY_MAX_QUESTION_CHARS` (default 4000): longer questions get a 422.
@@ -40,9 +40,9 @@ from typing import Any
 from haystack import Document, logging
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
-from components.access_filter import check_filters
-from components.citation_verifier import UNVERIFIED_MARK
-from components.meta_parser import DELIMITER_RE, META_LINE_RE  # the META block, as MetaParser reads it
+from components.builders.access_filter import check_filters
+from components.validators.citation_verifier import UNVERIFIED_MARK
+from components.validators.meta_parser import DELIMITER_RE, META_LINE_RE  # the META block, as MetaParser reads it
 from pipelines.sdk import INDEXED_SUFFIXES, LexHay, expand_paths
 from pipelines.settings import Settings, setup_environment
 
@@ -190,7 +190,7 @@ def _check_store_free(settings: Settings) -> None:
 
     :raises DocumentStoreError: The store is held by another process.
     """
-    from components.edge_document_store import SHARD_DIRNAME, EdgeDocumentStore  # noqa: PLC0415
+    from components.document_stores.edge_document_store import SHARD_DIRNAME, EdgeDocumentStore  # noqa: PLC0415
 
     if settings.qdrant_url or not (Path(settings.store_path) / SHARD_DIRNAME / "edge_config.json").exists():
         return

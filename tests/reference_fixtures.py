@@ -6,11 +6,11 @@ from pathlib import Path
 from haystack import Document
 from haystack.document_stores.types import DuplicatePolicy
 
-from components.article_parser import ArticleParser
-from components.edge_document_store import EdgeDocumentStore
-from components.graph_writer import GraphWriter
-from components.reference_extractor import ReferenceExtractor
-from components.semantic_parent_splitter import SemanticParentSplitter, parent_id_for
+from components.preprocessors.article_parser import ArticleParser
+from components.document_stores.edge_document_store import EdgeDocumentStore
+from components.writers.graph_writer import GraphWriter
+from components.extractors.reference_extractor import ReferenceExtractor
+from components.preprocessors.semantic_parent_splitter import SemanticParentSplitter, parent_id_for
 from tests.corpus_helpers import CORPUS, ET_2015, RD_2720
 
 ET = "BOE-A-2015-11430"
@@ -23,7 +23,7 @@ ET_1995_FILE = CORPUS / f"{ET1995}.md"
 @lru_cache(maxsize=4)
 def parent_blocks(*paths: Path) -> tuple[Document, ...]:
     """Parent blocks of statute files (converter -> article parser -> parent splitter), no embeddings."""
-    from components.statute_converter import StatuteConverter
+    from components.converters.statute_converter import StatuteConverter
 
     laws = StatuteConverter().run(sources=[str(p) for p in paths])["documents"]
     articles = ArticleParser().run(documents=laws)["documents"]

@@ -1,0 +1,285 @@
+"""
+The answer stage's prompt: one call that answers the question and evaluates the retrieved fragments.
+
+`AnswerPromptBuilder` numbers the retrieved parent blocks and renders, through Haystack's `ChatPromptBuilder`,
+the messages of PROMPTS.md ("Answer"): the system prompt, the numbered context, the reply-format instructions
+(answer, `===META===`, `USED` / `DROP` / `NEED` lines, read by `MetaParser`), the last history messages and the
+question.
+"""
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.components.builders import ChatPromptBuilder
+from haystack.dataclasses import ChatMessage, ChatRole
+
+from components.legal.legal_text import fold_accents
+from components.validators.meta_parser import META_DELIMITER
+
+logger = logging.getLogger(__name__)
+
+ANSWER_SYSTEM_PROMPT = """\
+Eres un experto en Derecho del Trabajo y de la Seguridad Social español. Respondes consultas de trabajadores, \
+empresas y profesionales sobre sus derechos y obligaciones laborales y de Seguridad Social.
+
+Cómo responder:
+- Los fragmentos de normativa numerados que recibes son la base principal de tu respuesta. Puedes razonar a \
+partir de ellos, relacionar varios fragmentos entre sí y extraer conclusiones, pero no inventes normas, artículos \
+ni cifras que no aparezcan en ellos.
+- Cuando te apoyes en un fragmento, cita la norma y el artículo, por ejemplo "(ET, art. 38)".
+- Si los fragmentos no bastan para responder con seguridad, dilo con claridad y explica qué falta.
+
+Jerarquía normativa:
+- Si dos normas se contradicen, prevalece la de mayor rango (Constitución > Ley > Reglamento > Orden).
+- Una norma de rango inferior (reglamento, orden, convenio colectivo o contrato) solo puede mejorar los derechos \
+que una norma superior reconoce al trabajador, nunca empeorarlos.
+- En caso de duda, aplica la interpretación más favorable al trabajador.
+
+Estilo: español claro y bien estructurado (párrafos breves y listas cuando ayuden), con un tono profesional pero \
+cercano. Empieza por la respuesta directa y después explica los detalles, los requisitos y las excepciones."""
+
+# Rendered by ChatPromptBuilder (Jinja2); each block is a dict made by `_block`.
+ANSWER_CONTEXT_TEMPLATE = """\
+Fragmentos de normativa recuperados para esta consulta. Cada fragmento lleva su número entre corchetes: \
+usa ese número en las líneas USED y DROP.
+
+{% for block in blocks -%}
+{% if not loop.first %}
+---
+{% endif -%}
+[{{ loop.index }}] {{ block.header }}
+{% if block.note %}{{ block.note }}
+{% endif -%}
+{% if block.chapter %}Capítulo: {{ block.chapter }}
+{% endif -%}
+{% if block.summary %}Resumen: {{ block.summary }}
+{% endif -%}
+Texto: {{ block.text }}
+{%- else -%}
+No se ha recuperado ningún fragmento de normativa para esta consulta.
+{%- endfor %}
+{%- if graph_context %}
+
+---
+Relaciones entre normas (grafo legal):
+{{ graph_context }}
+(Estas relaciones orientan la respuesta; no son fragmentos numerados: no las incluyas en USED ni DROP.)
+{%- endif %}"""
+
+ANSWER_FORMAT_INSTRUCTIONS = f"""\
+Formato obligatorio de tu respuesta:
+1. Escribe primero la respuesta completa para el usuario. Cita las normas por su nombre y artículo, no por el \
+número del fragmento.
+2. Después, en una línea aparte, escribe exactamente: {META_DELIMITER}
+3. Debajo, sin ningún otro texto, estas líneas:
+USED|<números de los fragmentos que has utilizado, separados por comas>
+DROP|<números de los fragmentos que no sirven para esta pregunta, separados por comas>
+Las dos líneas son obligatorias. Si no has utilizado ningún fragmento escribe USED|ninguno; si todos sirven, \
+DROP|ninguno.
+4. Solo si falta información imprescindible para responder, añade como máximo 2 líneas NEED, de una de estas formas:
+NEED|<número de artículo>|<nombre de la ley> (el nombre de la ley es obligatorio)
+NEED|<palabras clave de búsqueda>
+
+Ejemplo:
+Tienes derecho a un mínimo de treinta días naturales de vacaciones retribuidas al año (ET, art. 38), que no \
+pueden sustituirse por dinero...
+{META_DELIMITER}
+USED|1,3
+DROP|2"""
+
+REPEALED_NOTE = "[NOTA: Esta norma está derogada]"
+REPEALED_BY_NOTE = "[NOTA: Esta norma está derogada por {derogated_by}]"
+PARTIALLY_REPEALED_NOTE = "[NOTA: Esta norma está parcialmente derogada; comprueba la vigencia de este artículo]"
+
+_TEMPLATE = [
+    ChatMessage.from_system("{{ system_prompt }}"),
+    ChatMessage.from_system(ANSWER_CONTEXT_TEMPLATE),
+    ChatMessage.from_system(ANSWER_FORMAT_INSTRUCTIONS),
+    ChatMessage.from_user("{{ question }}"),
+]
+
+
+def law_name(document: Document) -> str:
+    """The short name of a block's law ("ET"), else its title, else its id."""
+    meta = document.meta
+    return str(meta.get("law_short") or meta.get("law_title") or meta.get("law_id") or "Norma")
+
+
+def article_heading(document: Document) -> str:
+    """The block's article label and title: "Artículo 38. Vacaciones anuales" ("Artículo 38" without a title)."""
+    meta = document.meta
+    label = str(meta.get("article_label") or (f"Artículo {meta['article']}" if meta.get("article") else ""))
+    title = str(meta.get("article_title") or "").strip().rstrip(".")
+    return f"{label}. {title}" if label and title else label or title
+
+
+def article_body(document: Document) -> str:
+    """A block's text without its leading heading line ("Artículo 38. Vacaciones anuales."), already in the header."""
+    content = (document.content or "").strip()
+    label = fold_accents(str(document.meta.get("article_label") or "")).lower()
+    first, _, rest = content.partition("\n")
+    if label and rest.strip() and fold_accents(first).lower().startswith(label):
+        return rest.strip()
+    return content
+
+
+def _note(meta: dict[str, Any]) -> str:
+    status = meta.get("status")
+    if status == "repealed":
+        derogated_by = meta.get("derogated_by")
+        return REPEALED_BY_NOTE.format(derogated_by=derogated_by) if derogated_by else REPEALED_NOTE
+    return PARTIALLY_REPEALED_NOTE if status == "partially_repealed" else ""
+
+
+def _block(document: Document) -> dict[str, str]:
+    """The fields of one numbered context block, as `ANSWER_CONTEXT_TEMPLATE` lays them out."""
+    meta = document.meta
+    heading = article_heading(document)
+    return {
+        "header": f"{law_name(document)} > {heading}" if heading else law_name(document),
+        "note": _note(meta),
+        "chapter": " > ".join(str(h) for h in meta.get("heading_path") or []),
+        "summary": str(meta.get("summary") or "").strip(),
+        "text": article_body(document),
+    }
+
+
+@component
+class AnswerPromptBuilder:
+    """
+    Builds the answer stage's chat prompt from the question, the retrieved parent blocks and the conversation.
+
+    Messages, in order (PROMPTS.md, "Answer"): the system prompt (labour and social-security law expert, norm
+    hierarchy, most favourable interpretation for the worker), the numbered context as a system message, the
+    reply-format instructions as a system message, the last `max_history` user / assistant messages, and the
+    question as a user message. Context blocks are numbered from 1, separated by `---`:
+
+    ```
+    [1] ET > Artículo 38. Vacaciones anuales
+    Capítulo: TÍTULO I. De la relación individual de trabajo > CAPÍTULO II. ... > Sección 5.ª Tiempo de trabajo
+    Resumen: ...            (only when the block has a `summary`)
+    Texto: 1. El periodo de vacaciones anuales retribuidas ...
+    ```
+
+    A block of a repealed law carries `[NOTA: Esta norma está derogada por <derogated_by>]` under its header.
+    Blocks without text are left out; `context_documents` holds the numbered blocks in order ([1] first), to be
+    passed to `MetaParser` with the reply.
+
+    Usage example:
+
+    ```python
+    from haystack import Pipeline
+    from components.builders.answer_prompt import AnswerPromptBuilder
+    from components.generators.llm_backends import default_chat_generator
+    from components.validators.meta_parser import MetaParser
+
+    pipe = Pipeline()
+    pipe.add_component("prompt", AnswerPromptBuilder())
+    pipe.add_component("llm", default_chat_generator())
+    pipe.add_component("meta", MetaParser())
+    pipe.connect("prompt.prompt", "llm.messages")
+    pipe.connect("llm.replies", "meta.replies")
+    pipe.connect("prompt.context_documents", "meta.context_documents")
+    result = pipe.run({"prompt": {"question": "¿Cuántos días de vacaciones tengo?", "documents": parents}})
+    result["meta"]["answer"], result["meta"]["used"]
+    ```
+    """
+
+    def __init__(self, *, max_history: int = 6, system_prompt: str | None = None, max_documents: int = 25) -> None:
+        """
+        Create an AnswerPromptBuilder.
+
+        :param max_history: Most recent user / assistant messages of the conversation sent with the question
+            (0 sends none).
+        :param system_prompt: Replaces `ANSWER_SYSTEM_PROMPT` (the role and the legal reasoning rules); the context
+            and the format instructions are always sent.
+        :param max_documents: Score cap: at most this many blocks (the best-scored first) go to the model.
+        :raises ValueError: `max_history` < 0, `max_documents` < 1 or an empty `system_prompt`.
+        """
+        if max_documents < 1:
+            raise ValueError(f"`max_documents` must be >= 1, got {max_documents}.")
+        if max_history < 0:
+            raise ValueError(f"`max_history` must be >= 0, got {max_history}.")
+        if system_prompt is not None and not system_prompt.strip():
+            raise ValueError("`system_prompt` must be None (the default prompt) or a non-empty string.")
+        self.max_history = max_history
+        self.system_prompt = system_prompt
+        self.max_documents = max_documents
+        self._builder = ChatPromptBuilder(template=_TEMPLATE, required_variables="*")
+
+    def to_dict(self) -> dict[str, Any]:
+        """
+        Serializes the component to a dictionary.
+
+        :returns: Dictionary with serialized data.
+        """
+        return default_to_dict(
+            self, max_history=self.max_history, system_prompt=self.system_prompt, max_documents=self.max_documents
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "AnswerPromptBuilder":
+        """
+        Deserializes the component from a dictionary.
+
+        :param data: Dictionary to deserialize from.
+        :returns: Deserialized component.
+        """
+        return default_from_dict(cls, data)
+
+    @component.output_types(prompt=list[ChatMessage], context_documents=list[Document])
+    def run(
+        self,
+        question: str,
+        documents: list[Document],
+        history: list[ChatMessage] | None = None,
+        max_documents: int | None = None,
+        graph_context: str | None = None,
+    ) -> dict[str, Any]:
+        """
+        Builds the prompt.
+
+        :param question: The user's question.
+        :param documents: The retrieved parent blocks, best first; they are numbered in this order (when more than
+            `max_documents` come, the best-scored `max_documents` are kept).
+        :param history: The conversation so far; its last `max_history` user / assistant messages with text are
+            sent (system and tool messages are not).
+        :param max_documents: Overrides the init score cap for this run (the NEED retry raises it to 30).
+        :param graph_context: `GraphEnricher`'s summary of related articles and precedents, placed after the
+            numbered blocks (not numbered: it is orientation, not a citable fragment).
+        :returns: A dictionary with:
+            - `prompt`: system prompt, context, format instructions, history, question.
+            - `context_documents`: the numbered blocks, in order.
+        :raises ValueError: `question` is empty or `max_documents` < 1.
+        """
+        if not isinstance(question, str) or not question.strip():
+            raise ValueError("AnswerPromptBuilder needs a non-empty `question` string.")
+        cap = self.max_documents if max_documents is None else max_documents
+        if cap < 1:
+            raise ValueError(f"`max_documents` must be >= 1, got {cap}.")
+        context = [doc for doc in documents if (doc.content or "").strip()]
+        if len(context) > cap:
+            context = sorted(context, key=lambda d: d.score if d.score is not None else 0.0, reverse=True)
+            context = context[:cap]
+        if len(context) < len(documents):
+            logger.debug(
+                "AnswerPromptBuilder: {count} block(s) without text left out", count=len(documents) - len(context)
+            )
+        rendered = self._builder.run(
+            system_prompt=self.system_prompt or ANSWER_SYSTEM_PROMPT,
+            blocks=[_block(doc) for doc in context],
+            question=question.strip(),
+            graph_context=(graph_context or "").strip(),
+        )["prompt"]
+        *instructions, user = rendered
+        prompt = [*instructions, *self._recent_history(history), user]
+        logger.debug(
+            "AnswerPromptBuilder: {blocks} block(s), {messages} message(s)", blocks=len(context), messages=len(prompt)
+        )
+        return {"prompt": prompt, "context_documents": context}
+
+    def _recent_history(self, history: list[ChatMessage] | None) -> list[ChatMessage]:
+        if not self.max_history:
+            return []
+        turns = [m for m in history or [] if m.text and (m.is_from(ChatRole.USER) or m.is_from(ChatRole.ASSISTANT))]
+        return turns[-self.max_history :]

@@ -1,0 +1,440 @@
+# SPDX-License-Identifier: Apache-2.0
+"""
+The last stage before the answer prompt: fit the numbered context into a token budget.
+
+`ContextCompressor` counts what `AnswerPromptBuilder` will render (the context message with its intro line, the
+block headers, notes, chapters and texts), drops the lowest-scored blocks first (never the best one), then trims
+inside a block at sentence boundaries, keeping the sentences that carry the question's terms, citations, numbers,
+dates and names first, in their original order.
+
+Token counts: by default a calibrated estimate for the bundled Qwen2.5 tokenizer, measured with the real
+tokenizer (llama.cpp's, through xllamacpp) on the whole corpus: Spanish articles average 4.00 characters per token
+(5th percentile of articles 3.25), Portuguese 3.53. The estimate divides by 3.8 (es) / 3.35 (pt) / 3.3 (other):
+about 5% more tokens than measured, so a full budget does not overflow the model's window. An exact count is
+optional: a Hugging Face `tokenizer.json` (the `tokenizers` library) or a local GGUF (llama.cpp's tokenizer).
+"""
+
+import json
+import math
+import re
+import urllib.request
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from jinja2 import Template
+
+from components.builders.answer_prompt import ANSWER_CONTEXT_TEMPLATE, _block, article_body
+from components.generators.extractive_answer import GAP_MARK, stems
+from components.legal.legal_text import split_sentences
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TOKEN_BUDGET = 4000
+# Characters per token of the Qwen2.5 tokenizer, measured on data/corpus minus a ~5% safety margin (module doc).
+CHARS_PER_TOKEN = {"es": 3.8, "pt": 3.35}
+DEFAULT_CHARS_PER_TOKEN = 3.3
+
+_CITATION_RE = re.compile(
+    r"\b(?:art(?:[íi]culo|igo)?s?\.?\s*\d+|(?:ley|lei|real\s+decreto(?:[\s-]+(?:ley|legislativo))?|decreto(?:-lei)?"
+    r"|orden)\s+(?:org[áa]nica\s+|complementar\s+)?(?:n[.ºo°]+\s*)?\d+(?:[./]\d+)*|disposici[óo]n\s+"
+    r"(?:adicional|transitoria|final|derogatoria)|constituci[óo]n|estatuto\s+de\s+los\s+trabajadores)",
+    re.IGNORECASE,
+)
+_MONTHS = (
+    "enero|febrero|marzo|abril|mayo|junio|julio|agosto|septiembre|setiembre|octubre|noviembre|diciembre|"
+    "janeiro|fevereiro|março|maio|junho|julho|setembro|outubro|novembro|dezembro"
+)
+_DATE_RE = re.compile(
+    rf"\b\d{{1,2}}\s+de\s+(?:{_MONTHS})\b|\b\d{{1,2}}[/.-]\d{{1,2}}[/.-]\d{{2,4}}\b|\b(?:1[89]|20)\d{{2}}\b",
+    re.IGNORECASE,
+)
+_UPPER = "A-ZÁÉÍÓÚÑÇÂÊÔÃÕÜ"
+_LOWER = "a-záéíóúñçâêôãõü"
+# Two or more capitalized words ("Tesorería General de la Seguridad Social", "D. Juan García"): names of parties,
+# bodies and institutions.
+_CONNECTOR = r"(?:(?:de|del|da|do|dos|das|y|e)\s+(?:(?:la|los|las|el)\s+)?)?"
+_NAME_RE = re.compile(rf"[{_UPPER}][{_LOWER}]+\.?(?:\s+{_CONNECTOR}[{_UPPER}][{_LOWER}]+)+")
+
+
+class EstimateCounter:
+    """Tokens estimated from characters per token, per language (`CHARS_PER_TOKEN`)."""
+
+    name = "estimate"
+
+    def __init__(self, chars_per_token: float | None = None) -> None:
+        self.chars_per_token = chars_per_token
+
+    def __call__(self, text: str, lang: str = "es") -> int:
+        ratio = self.chars_per_token or CHARS_PER_TOKEN.get(lang, DEFAULT_CHARS_PER_TOKEN)
+        return math.ceil(len(text) / ratio) if text else 0
+
+
+class HFTokenizerCounter:
+    """Exact counts with a Hugging Face `tokenizers` tokenizer (a `tokenizer.json` file or a folder holding one)."""
+
+    name = "tokenizer"
+
+    def __init__(self, path: str) -> None:
+        from tokenizers import Tokenizer  # noqa: PLC0415 - only the exact counter needs it
+
+        file = Path(path).expanduser()
+        file = file / "tokenizer.json" if file.is_dir() else file
+        self._tokenizer = Tokenizer.from_file(str(file))
+
+    def __call__(self, text: str, lang: str = "es") -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids) if text else 0
+
+
+class LlamaTokenizerCounter:
+    """Exact counts with the tokenizer of a local GGUF, through llama.cpp's `/tokenize` on the loopback listener."""
+
+    name = "llama"
+
+    def __init__(self, model: str) -> None:
+        from components.generators.llm_backends import LocalLlamaChatGenerator  # noqa: PLC0415
+
+        generator = LocalLlamaChatGenerator(model=model, n_threads=1)
+        generator.warm_up()
+        loaded = getattr(generator, "_loaded", None)
+        address = getattr(getattr(loaded, "server", None), "listening_address", None)
+        if not address:
+            raise RuntimeError(f"The llama.cpp server of {model!r} has no HTTP listener to tokenize with.")
+        self._url = f"{str(address).rstrip('/')}/tokenize"
+
+    def __call__(self, text: str, lang: str = "es") -> int:
+        if not text:
+            return 0
+        request = urllib.request.Request(
+            self._url, data=json.dumps({"content": text}).encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310 - loopback URL built above
+            return len(json.loads(response.read())["tokens"])
+
+
+def make_counter(tokenizer: str | None, chars_per_token: float | None) -> Callable[[str, str], int]:
+    """
+    The token counter: the estimate (`tokenizer=None`), a `tokenizer.json` / folder, or a GGUF (path or registry
+    name of a local LLM).
+
+    :raises ValueError: `tokenizer` is neither.
+    """
+    if tokenizer is None:
+        return EstimateCounter(chars_per_token)
+    path = Path(tokenizer).expanduser()
+    if path.suffix == ".json" or (path.is_dir() and (path / "tokenizer.json").is_file()):
+        return HFTokenizerCounter(tokenizer)
+    from components.utils.models import REGISTRY  # noqa: PLC0415
+
+    if path.suffix == ".gguf" or tokenizer in REGISTRY:
+        return LlamaTokenizerCounter(tokenizer)
+    raise ValueError(
+        f"`tokenizer` must be a tokenizer.json file, a folder holding one, a GGUF file or a local LLM name "
+        f"({', '.join(sorted(REGISTRY))}); got {tokenizer!r}."
+    )
+
+
+def _lang(document: Document) -> str:
+    return str(document.meta.get("lang") or "es")
+
+
+def _signals(sentence: str) -> int:
+    """How many kinds of must-keep facts a sentence carries: citation, number, date, name."""
+    number = bool(re.search(r"\d", sentence)) or any(stem.isdigit() for stem in stems(sentence))
+    return sum(
+        (
+            bool(_CITATION_RE.search(sentence)),
+            number,
+            bool(_DATE_RE.search(sentence)),
+            bool(_NAME_RE.search(sentence[1:])),  # a capital at the start of a sentence is no name
+        )
+    )
+
+
+@component
+class ContextCompressor:
+    """
+    Fits the retrieved blocks into a token budget before `AnswerPromptBuilder`, keeping citations and facts.
+
+    The budget covers the context message the prompt builder renders (`ANSWER_CONTEXT_TEMPLATE`: intro line, and
+    for every block its `[n] Law > Artículo N. Title` header, derogation note, chapter, summary and text). When the
+    blocks do not fit:
+
+    1. The lowest-scored blocks are dropped first (ties: the later one), never the best one.
+    2. The block at the edge of the budget (and the best block when it alone exceeds it) is trimmed instead of
+       dropped when at least `min_trimmed_tokens` of its text fit: its sentences (`legal_text.split_sentences`)
+       are ranked by the question's terms they contain, then by the citations, numbers, dates and names they
+       carry, then the first sentence; as many as fit are kept, in their original order, gaps marked "[…]".
+
+    Kept blocks stay in their input order with their ids and meta; a trimmed block gets `meta["compressed"] =
+    True` and `meta["original_length"]` (characters). The header line of a block ("Artículo 38. Vacaciones
+    anuales.") is kept. `stats` reports tokens before and after, the dropped and trimmed ids.
+
+    Usage example:
+
+    ```python
+    from components.builders.answer_prompt import AnswerPromptBuilder
+    from components.builders.context_compressor import ContextCompressor
+
+    compressed = ContextCompressor(token_budget=4000).run(documents=blocks, query="¿Cuántos días de vacaciones?")
+    compressed["stats"]  # {'tokens_before': 9120, 'tokens_after': 3985, 'dropped_ids': [...], ...}
+    prompt = AnswerPromptBuilder().run(question="¿Cuántos días de vacaciones?", documents=compressed["documents"])
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        token_budget: int = DEFAULT_TOKEN_BUDGET,
+        tokenizer: str | None = None,
+        chars_per_token: float | None = None,
+        min_trimmed_tokens: int = 60,
+        enabled: bool = True,
+    ) -> None:
+        """
+        Create a ContextCompressor.
+
+        :param token_budget: Tokens allowed to the rendered context message.
+        :param tokenizer: `None` = the calibrated estimate; or an exact tokenizer: a `tokenizer.json` file (or a
+            folder holding one), a GGUF file, or a local LLM name (`qwen2.5-coder-1.5b`, counted by llama.cpp).
+        :param chars_per_token: Characters per token of the estimate for every language; `None` = the measured
+            per-language values of `CHARS_PER_TOKEN`.
+        :param min_trimmed_tokens: Least text tokens a trimmed block keeps; a block that would keep fewer is
+            dropped instead (except the best block, which is always kept).
+        :param enabled: Feature flag: when `False`, documents pass through unchanged (overridable per run).
+        :raises ValueError: `token_budget` < 100, `chars_per_token` <= 0 or `min_trimmed_tokens` < 1.
+        """
+        if token_budget < 100:
+            raise ValueError(f"`token_budget` must be >= 100 tokens, got {token_budget}.")
+        if chars_per_token is not None and chars_per_token <= 0:
+            raise ValueError(f"`chars_per_token` must be None or > 0, got {chars_per_token}.")
+        if min_trimmed_tokens < 1:
+            raise ValueError(f"`min_trimmed_tokens` must be >= 1, got {min_trimmed_tokens}.")
+        self.token_budget = token_budget
+        self.tokenizer = tokenizer
+        self.chars_per_token = chars_per_token
+        self.min_trimmed_tokens = min_trimmed_tokens
+        self.enabled = enabled
+        self._counter: Callable[[str, str], int] | None = None
+        self._template = Template(ANSWER_CONTEXT_TEMPLATE)
+        if tokenizer is None:
+            self._counter = EstimateCounter(chars_per_token)
+
+    def to_dict(self) -> dict[str, Any]:
+        """
+        Serializes the component to a dictionary.
+
+        :returns: Dictionary with serialized data.
+        """
+        return default_to_dict(
+            self,
+            token_budget=self.token_budget,
+            tokenizer=self.tokenizer,
+            chars_per_token=self.chars_per_token,
+            min_trimmed_tokens=self.min_trimmed_tokens,
+            enabled=self.enabled,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ContextCompressor":
+        """
+        Deserializes the component from a dictionary.
+
+        :param data: Dictionary to deserialize from.
+        :returns: Deserialized component.
+        """
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """
+        Loads the exact tokenizer, if one is configured; idempotent.
+
+        :raises ValueError: `tokenizer` names nothing usable.
+        :raises RuntimeError: The GGUF cannot be loaded.
+        """
+        if self._counter is None:
+            self._counter = make_counter(self.tokenizer, self.chars_per_token)
+
+    def count_tokens(self, text: str, lang: str = "es") -> int:
+        """Tokens of `text` with the configured counter."""
+        self.warm_up()
+        assert self._counter is not None
+        return self._counter(text, lang)
+
+    def render(self, documents: list[Document]) -> str:
+        """The context message `AnswerPromptBuilder` renders for these blocks (what the budget counts)."""
+        return self._template.render(blocks=[_block(doc) for doc in documents])
+
+    @component.output_types(documents=list[Document], stats=dict[str, Any])
+    def run(
+        self,
+        documents: list[Document],
+        query: str | None = None,
+        token_budget: int | None = None,
+        enabled: bool | None = None,
+    ) -> dict[str, Any]:
+        """
+        Fits the blocks into the budget.
+
+        :param documents: The context blocks (parent blocks), in the order the prompt will number them; `score`
+            decides what is dropped first. Blocks without text are left out (the prompt builder ignores them).
+        :param query: The user's question: its terms decide which sentences a trimmed block keeps.
+        :param token_budget: Overrides `token_budget` for this run.
+        :param enabled: Overrides the `enabled` flag for this run.
+        :returns: A dictionary with:
+            - `documents`: the kept blocks, in input order (trimmed ones with `meta["compressed"]`).
+            - `stats`: `enabled`, `token_budget`, `counter`, `tokens_before`, `tokens_after`, `documents_in`,
+              `documents_out`, `dropped_ids`, `trimmed_ids`.
+        :raises TypeError: `documents` is not a list of Documents.
+        :raises ValueError: `token_budget` < 100.
+        """
+        if not isinstance(documents, list) or any(not isinstance(doc, Document) for doc in documents):
+            raise TypeError("ContextCompressor expects `documents` to be a list of Documents.")
+        budget = self.token_budget if token_budget is None else token_budget
+        if budget < 100:
+            raise ValueError(f"`token_budget` must be >= 100 tokens, got {budget}.")
+        active = self.enabled if enabled is None else enabled
+        self.warm_up()
+        stats: dict[str, Any] = {
+            "enabled": active,
+            "token_budget": budget,
+            "counter": getattr(self._counter, "name", type(self._counter).__name__),
+            "documents_in": len(documents),
+            "dropped_ids": [],
+            "trimmed_ids": [],
+        }
+        if not active:
+            tokens = self._count_context(documents)
+            return {"documents": documents, "stats": {**stats, "tokens_before": tokens, "tokens_after": tokens,
+                                                      "documents_out": len(documents)}}
+        blocks = [doc for doc in documents if (doc.content or "").strip()]
+        stats["dropped_ids"] = [doc.id for doc in documents if not (doc.content or "").strip()]
+        intro = self.count_tokens(self.render([]).split("\n\n")[0] + "\n\n")
+        costs = [self._block_tokens(doc, number) for number, doc in enumerate(blocks, start=1)]
+        stats["tokens_before"] = intro + sum(costs)
+        kept = self._fit(blocks, costs, budget - intro, query or "", stats)
+        stats["tokens_after"] = self._count_context(kept)
+        stats["documents_out"] = len(kept)
+        if stats["dropped_ids"] or stats["trimmed_ids"]:
+            logger.debug(
+                "ContextCompressor: {before} -> {after} tokens, {dropped} block(s) dropped, {trimmed} trimmed",
+                before=stats["tokens_before"],
+                after=stats["tokens_after"],
+                dropped=len(stats["dropped_ids"]),
+                trimmed=len(stats["trimmed_ids"]),
+            )
+        return {"documents": kept, "stats": stats}
+
+    def _count_context(self, documents: list[Document]) -> int:
+        blocks = [doc for doc in documents if (doc.content or "").strip()]
+        return self.count_tokens(self.render(blocks)) if blocks else 0
+
+    def _block_tokens(self, document: Document, number: int, text: str | None = None) -> int:
+        """Tokens of one rendered block (header lines, text and the `---` separator)."""
+        block = _block(document)
+        if text is not None:
+            block["text"] = text
+        lines = [f"[{number}] {block['header']}"]
+        if block["note"]:
+            lines.append(block["note"])
+        if block["chapter"]:
+            lines.append(f"Capítulo: {block['chapter']}")
+        if block["summary"]:
+            lines.append(f"Resumen: {block['summary']}")
+        lines.append(f"Texto: {block['text']}")
+        return self.count_tokens("\n".join(lines) + "\n\n---\n", _lang(document))
+
+    def _fit(
+        self, blocks: list[Document], costs: list[int], budget: int, query: str, stats: dict[str, Any]
+    ) -> list[Document]:
+        """Drops the lowest-scored blocks, trims the one at the budget's edge; input order kept."""
+        if sum(costs) <= budget:
+            return blocks
+        order = sorted(
+            range(len(blocks)),
+            key=lambda i: (-(blocks[i].score if blocks[i].score is not None else float("-inf")), i),
+        )
+        kept: dict[int, Document] = {}
+        used = 0
+        for rank, i in enumerate(order):
+            doc = blocks[i]
+            if used + costs[i] <= budget:
+                kept[i] = doc
+                used += costs[i]
+                continue
+            header = self._block_tokens(doc, i + 1, text="")
+            room = budget - used - header
+            if room >= self.min_trimmed_tokens or rank == 0:
+                trimmed = self._trim(doc, max(room, 1), query)
+                kept[i] = trimmed
+                used += self._block_tokens(trimmed, i + 1)
+                stats["trimmed_ids"].append(doc.id)
+            else:
+                stats["dropped_ids"].append(doc.id)
+        return [kept[i] for i in sorted(kept)]
+
+    def _trim(self, document: Document, room: int, query: str) -> Document:
+        """The block with only the sentences that fit in `room` text tokens, most useful first."""
+        lang = _lang(document)
+        content = document.content or ""
+        body = article_body(document)
+        heading = content.strip().partition("\n")[0].strip() if body != content.strip() else ""
+        sentences = split_sentences(body, lang=lang) or [body]
+        query_stems = stems(query)
+        ranked = sorted(
+            range(len(sentences)),
+            key=lambda i: (
+                -len(query_stems & stems(sentences[i])),
+                -_signals(sentences[i]),
+                i != 0,
+                i,
+            ),
+        )
+        chosen: list[int] = []
+        used = 0
+        for i in ranked:
+            cost = self.count_tokens(sentences[i], lang) + 2  # separator / gap mark
+            if used + cost <= room:
+                chosen.append(i)
+                used += cost
+        if not chosen:  # not even one sentence fits: the best one, cut at a word boundary
+            best = sentences[ranked[0]]
+            ratio = self._counter.chars_per_token if isinstance(self._counter, EstimateCounter) else None
+            chars = int(room * (ratio or CHARS_PER_TOKEN.get(lang, DEFAULT_CHARS_PER_TOKEN)))
+            cut = best[:chars].rsplit(" ", 1)[0] if len(best) > chars else best
+            text = f"{cut}…" if cut != best else cut
+            while len(text) > 1 and self.count_tokens(text, lang) > room:
+                text = text[: int(len(text) * 0.9)].rstrip() + "…"
+        else:
+            text = _join(body, sentences, sorted(chosen))
+        new_content = f"{heading}\n\n{text}" if heading else text
+        meta = {**document.meta, "compressed": True, "original_length": len(content)}
+        return replace(document, content=new_content, meta=meta)
+
+
+def _join(body: str, sentences: list[str], positions: list[int]) -> str:
+    """Kept sentences in order: the original whitespace between neighbours, `GAP_MARK` where some were left out."""
+    spans: list[tuple[int, int] | None] = []
+    cursor = 0
+    for sentence in sentences:
+        start = body.find(sentence, cursor)
+        if start < 0:
+            spans.append(None)
+            continue
+        spans.append((start, start + len(sentence)))
+        cursor = start + len(sentence)
+    parts = [sentences[positions[0]]]
+    if positions[0] != 0:
+        parts.insert(0, GAP_MARK.lstrip())
+    for previous, position in zip(positions, positions[1:]):
+        if position == previous + 1:
+            before, after = spans[previous], spans[position]
+            gap = body[before[1] : after[0]] if before and after else " "
+            parts.append((gap if gap.strip() == "" else " ") + sentences[position])
+        else:
+            parts.append(GAP_MARK + sentences[position])
+    if positions[-1] != len(sentences) - 1:
+        parts.append(GAP_MARK.rstrip())
+    return "".join(parts)

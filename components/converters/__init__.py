@@ -1,0 +1,1 @@
+"""lexhay components: converters."""

@@ -1,0 +1,1 @@
+"""lexhay components: document_stores."""

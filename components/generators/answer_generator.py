@@ -1,0 +1,102 @@
+"""The answer stage: the LLM answers from the numbered context, or the extractive answer when it cannot."""
+
+from collections.abc import Callable
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage, StreamingChunk
+
+from components.generators.extractive_answer import ExtractiveAnswer
+from components.generators.llm_backends import chat_text, generator_to_dict, warm_up_generator, with_deserialized_generator
+
+logger = logging.getLogger(__name__)
+
+
+@component
+class AnswerGenerator:
+    """
+    Generates the answer (text + `===META===` block) with a chat generator, falling back to `ExtractiveAnswer`.
+
+    The fallback runs when no chat generator is configured, when the call fails or times out, or when the reply
+    is empty; `fallback` says which path produced the reply, so the pipeline always answers and the trace tells.
+
+    ### Usage example
+
+    ```python
+    from components.generators.answer_generator import AnswerGenerator
+    from components.builders.answer_prompt import AnswerPromptBuilder
+
+    prompt = AnswerPromptBuilder().run(question=question, documents=parents)
+    reply = AnswerGenerator(chat_generator=None).run(
+        prompt=prompt["prompt"], question=question, documents=prompt["context_documents"]
+    )["replies"][0].text  # extractive answer, ends with ===META===
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        chat_generator: Any | None = None,
+        timeout: float | None = None,
+        extractive: ExtractiveAnswer | None = None,
+    ) -> None:
+        """
+        Create an AnswerGenerator.
+
+        :param chat_generator: Any Haystack chat generator (`OpenAIChatGenerator`, `LocalLlamaChatGenerator`);
+            `None` always uses the extractive answer.
+        :param timeout: Seconds to wait for the LLM before falling back; `None` = the generator's own limit.
+        :param extractive: The fallback (default `ExtractiveAnswer()`).
+        """
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"timeout must be None or > 0, got {timeout}")
+        self.chat_generator = chat_generator
+        self.timeout = timeout
+        self.extractive = extractive or ExtractiveAnswer()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component to a dictionary."""
+        return default_to_dict(
+            self,
+            chat_generator=generator_to_dict(self.chat_generator),
+            timeout=self.timeout,
+            extractive=self.extractive.to_dict(),
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "AnswerGenerator":
+        """Deserialize this component from a dictionary."""
+        data = with_deserialized_generator(data)
+        extractive = data["init_parameters"].get("extractive")
+        if isinstance(extractive, dict):
+            data["init_parameters"]["extractive"] = ExtractiveAnswer.from_dict(extractive)
+        return default_from_dict(cls, data)
+
+    def warm_up(self) -> None:
+        """Warm up the chat generator (loads a local model); idempotent."""
+        warm_up_generator(self.chat_generator)
+
+    @component.output_types(replies=list[ChatMessage], fallback=bool)
+    def run(
+        self,
+        prompt: list[ChatMessage],
+        question: str,
+        documents: list[Document],
+        streaming_callback: Callable[[StreamingChunk], None] | None = None,
+    ) -> dict[str, Any]:
+        """
+        Answer the question.
+
+        :param prompt: The chat messages built by `AnswerPromptBuilder`.
+        :param question: The user's question (for the extractive fallback).
+        :param documents: The numbered context documents, in prompt order (for the extractive fallback).
+        :param streaming_callback: Called with each token of the LLM reply as it is generated (META block included);
+            never called for the extractive answer.
+        :returns: `replies` (one assistant message: answer + META block) and `fallback` (True = extractive).
+        """
+        if self.chat_generator is not None:
+            text = chat_text(self.chat_generator, prompt, timeout=self.timeout, streaming_callback=streaming_callback)
+            if text and text.strip():
+                return {"replies": [ChatMessage.from_assistant(text)], "fallback": False}
+            logger.warning("The LLM gave no answer; using the extractive answer")
+        return {"replies": self.extractive.run(question=question, documents=documents)["replies"], "fallback": True}

@@ -1,0 +1,242 @@
+"""
+The deterministic answer stage: quotes the most relevant sentences of the retrieved articles, with no LLM.
+
+`ExtractiveAnswer` replaces the answer prompt + chat generator when no LLM is configured (or the call fails). Its
+reply ends with the same `===META===` block an LLM is asked for, so `MetaParser` and everything after it handle
+both paths identically.
+"""
+
+import math
+import re
+from collections import Counter
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage
+
+from components.builders.answer_prompt import article_body, law_name
+from components.query.decompose_query import STOPWORDS
+from components.extractors.citation_detector import CitationDetector
+from components.legal.legal_text import cardinal_to_int, fold_accents, split_sentences
+from components.validators.meta_parser import META_DELIMITER
+
+logger = logging.getLogger(__name__)
+
+EXTRACTIVE_INTRO = "Estos son los pasajes de la normativa más relevantes para tu pregunta:"
+EXTRACTIVE_NO_MATCH_INTRO = (
+    "No encuentro en los artículos recuperados ninguna frase que coincida con los términos de tu pregunta. "
+    "Este es el comienzo del artículo mejor situado en la búsqueda:"
+)
+EXTRACTIVE_NOTE = (
+    "Nota: esta es una respuesta extractiva, generada sin modelo de lenguaje: reproduce literalmente fragmentos de "
+    "los artículos citados, que conviene leer completos."
+)
+EXTRACTIVE_NOT_FOUND = (
+    "No encuentro artículos en la normativa disponible que respondan a tu pregunta. Prueba a reformularla con "
+    "otras palabras o a indicar la ley o el artículo que te interesa."
+)
+QUOTE_LINE = "- «{quote}» ({citation})"
+REPEALED_CITATION_NOTE = "norma derogada"
+META_BLOCK = f"{META_DELIMITER}\nUSED|{{used}}\nDROP|ninguno"
+GAP_MARK = " […] "
+MAX_SENTENCE_CHARS = 500
+ARTICLE_MIN_RATIO = 0.5  # a 2nd or 3rd article is quoted only when its best sentence scores at least this share
+
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+# a leading enumeration marker, not worth quoting: "1. ", "2 bis. ", "a) ", "b. "
+_ENUMERATOR_RE = re.compile(r"^(?:\d+(?:\.\d+)*(?:\s+bis)?\.|[a-zñ]\)|[a-zñ]\.)\s+")
+
+
+def _stem(word: str) -> str:
+    """A light Spanish stem of an accent-folded word: plural and final vowel dropped, at most 6 letters."""
+    if word.endswith("es") and len(word) > 5 and word[-3] not in "aeiou":
+        word = word[:-2]
+    elif word.endswith("s") and len(word) > 3:
+        word = word[:-1]
+    if word[-1] in "aeo" and len(word) > 3:
+        word = word[:-1]
+    return word[:6]
+
+
+def stems(text: str) -> set[str]:
+    """
+    The accent-folded stems of the content words of `text`: "¿Cuántos días de vacaciones?" -> {"dia", "vacaci"}.
+
+    Stopwords and question words are dropped, number words become digits ("treinta" -> "30").
+    """
+    found = set()
+    for token in _TOKEN_RE.findall(fold_accents(text.lower())):
+        if token in STOPWORDS or (len(token) < 2 and not token.isdigit()):
+            continue
+        number = cardinal_to_int(token)
+        found.add(str(number) if number is not None else token if token.isdigit() else _stem(token))
+    return found
+
+
+def citation(document: Document) -> str:
+    """How a quote from the block is cited: "ET, art. 38"; "ET, disposición adicional primera"."""
+    meta = document.meta
+    label = str(meta.get("article_label") or "")
+    if fold_accents(label).lower().startswith("articulo "):
+        article = f"art. {label.split(None, 1)[1]}"
+    elif label:
+        article = label[0].lower() + label[1:]
+    else:
+        article = f"art. {meta['article']}" if meta.get("article") else ""
+    cited = f"{law_name(document)}, {article}" if article else law_name(document)
+    return f"{cited}; {REPEALED_CITATION_NOTE}" if meta.get("status") == "repealed" else cited
+
+
+def _clean(sentence: str) -> str:
+    text = _ENUMERATOR_RE.sub("", sentence).strip()
+    return text if len(text) <= MAX_SENTENCE_CHARS else text[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+def _quote(sentences: list[str], positions: list[int]) -> str:
+    """The chosen sentences in their order in the article; a gap between non-adjacent ones is marked."""
+    parts = [_clean(sentences[positions[0]])]
+    for previous, position in zip(positions, positions[1:]):
+        parts.append((" " if position == previous + 1 else GAP_MARK) + _clean(sentences[position]))
+    return "".join(parts)
+
+
+@component
+class ExtractiveAnswer:
+    """
+    Answers without an LLM by quoting the sentences of the best 1-3 retrieved articles that share most terms with
+    the question, each quote followed by its citation "(ET, art. 38)".
+
+    Sentences (`split_sentences`) are scored by the accent-folded stems they share with the question, each stem
+    weighted by its rarity among all the candidate sentences (a term found in one sentence counts more than one
+    found in all of them). The best-scoring article is quoted, then up to `max_articles - 1` more whose best
+    sentence scores at least half as much; from each, its `max_sentences` best sentences in text order. When no
+    sentence shares a term with the question, the beginning of the first block is quoted.
+
+    The reply ends with the `===META===` block `MetaParser` reads: `USED|<the quoted blocks>` and `DROP|ninguno`
+    (with no documents: `USED|` and `DROP|ninguno`, which parses as valid metadata with nothing used).
+
+    Usage example:
+
+    ```python
+    from components.generators.extractive_answer import ExtractiveAnswer
+    from components.validators.meta_parser import MetaParser
+
+    reply = ExtractiveAnswer().run(question="¿Cuántos días de vacaciones tengo?", documents=[art_38, art_14])
+    reply["answer"]
+    # Estos son los pasajes de la normativa más relevantes para tu pregunta:
+    # - «El periodo de vacaciones anuales retribuidas, ... En ningún caso la duración será inferior a treinta
+    #   días naturales.» (ET, art. 38)
+    # ...
+    # ===META===
+    # USED|1
+    # DROP|ninguno
+    MetaParser().run(replies=reply["replies"], context_documents=[art_38, art_14])["used"]  # [1]
+    ```
+    """
+
+    def __init__(self, *, max_articles: int = 3, max_sentences: int = 2) -> None:
+        """
+        Create an ExtractiveAnswer.
+
+        :param max_articles: Most articles (blocks) quoted.
+        :param max_sentences: Most sentences quoted from each article.
+        :raises ValueError: A parameter is < 1.
+        """
+        if max_articles < 1 or max_sentences < 1:
+            raise ValueError(
+                f"`max_articles` and `max_sentences` must be >= 1, got {max_articles} and {max_sentences}."
+            )
+        self.max_articles = max_articles
+        self.max_sentences = max_sentences
+        self._citations = CitationDetector()
+
+    def to_dict(self) -> dict[str, Any]:
+        """
+        Serializes the component to a dictionary.
+
+        :returns: Dictionary with serialized data.
+        """
+        return default_to_dict(self, max_articles=self.max_articles, max_sentences=self.max_sentences)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ExtractiveAnswer":
+        """
+        Deserializes the component from a dictionary.
+
+        :param data: Dictionary to deserialize from.
+        :returns: Deserialized component.
+        """
+        return default_from_dict(cls, data)
+
+    @component.output_types(replies=list[ChatMessage], answer=str)
+    def run(self, question: str, documents: list[Document]) -> dict[str, Any]:
+        """
+        Answers from the documents alone.
+
+        :param question: The user's question.
+        :param documents: The retrieved parent blocks, best first, numbered from 1 in this order (as given to
+            `MetaParser` as `context_documents`).
+        :returns: A dictionary with:
+            - `replies`: one assistant message holding `answer` (a drop-in for a chat generator's output).
+            - `answer`: the quotes with their citations, the extractive-answer note and the `===META===` block.
+        """
+        sentences = {i: split_sentences(article_body(doc)) for i, doc in enumerate(documents)}
+        sentences = {i: found for i, found in sentences.items() if found}
+        if not sentences:
+            answer = f"{EXTRACTIVE_NOT_FOUND}\n{META_BLOCK.format(used='')}"
+            logger.debug("ExtractiveAnswer: no documents with text")
+            return {"replies": [ChatMessage.from_assistant(answer, meta={"model": "extractive"})], "answer": answer}
+
+        # only the best-ranked blocks are candidates (retrieval already ordered them); within those, blocks are
+        # quoted in retrieval order, in-force norms before repealed ones, when their best sentence matches well
+        pool = {i: found for i, found in sentences.items() if i < 2 * self.max_articles} or sentences
+        # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998")
+        # are left out of the sentence scoring, they would favour any block that merely names the law
+        found_citations = self._citations.extract(question)
+        cited = {(c["law_id"], c["article"]) for c in found_citations if c.get("law_id") and c.get("article")}
+        for citation_found in sorted(found_citations, key=lambda c: c["span"][0], reverse=True):
+            start, end = citation_found["span"]
+            question = question[:start] + " " + question[end:]
+        scores = self._scores(question, pool)
+        best = {i: max(doc_scores) for i, doc_scores in scores.items()}
+        top = max(best.values())
+        matching = [i for i in sorted(best) if top > 0 and best[i] >= ARTICLE_MIN_RATIO * top]
+        in_force = [i for i in matching if documents[i].meta.get("status") != "repealed"]
+        first = [i for i in sorted(sentences) if (documents[i].meta.get("law_id"), documents[i].meta.get("article")) in cited]
+        chosen = list(dict.fromkeys(first + (in_force or matching)))[: self.max_articles]
+        for i in first:
+            if i not in scores:  # a cited block beyond the candidate pool
+                scores[i] = self._scores(question, {i: sentences[i]})[i]
+        if chosen:
+            intro = EXTRACTIVE_INTRO
+            positions = {i: self._best_positions(scores[i]) for i in chosen}
+        else:
+            first = min(sentences)
+            intro, chosen = EXTRACTIVE_NO_MATCH_INTRO, [first]
+            positions = {first: list(range(min(self.max_sentences, len(sentences[first]))))}
+
+        quotes = [
+            QUOTE_LINE.format(quote=_quote(sentences[i], positions[i]), citation=citation(documents[i]))
+            for i in chosen
+        ]
+        used = ",".join(str(i + 1) for i in sorted(chosen))
+        answer = "\n".join([intro, "", *quotes, "", EXTRACTIVE_NOTE, META_BLOCK.format(used=used)])
+        logger.debug("ExtractiveAnswer: quoted blocks {used}", used=used)
+        return {"replies": [ChatMessage.from_assistant(answer, meta={"model": "extractive"})], "answer": answer}
+
+    @staticmethod
+    def _scores(question: str, sentences: dict[int, list[str]]) -> dict[int, list[float]]:
+        """Per block, each sentence's score: the summed rarity weight of the question stems it contains."""
+        wanted = stems(question)
+        found = {i: [stems(s) & wanted for s in doc_sentences] for i, doc_sentences in sentences.items()}
+        frequency = Counter(stem for doc_found in found.values() for stem_set in doc_found for stem in stem_set)
+        total = sum(len(doc_sentences) for doc_sentences in sentences.values())
+        weight = {stem: math.log(1 + total / count) for stem, count in frequency.items()}
+        return {i: [sum(weight[s] for s in stem_set) for stem_set in doc_found] for i, doc_found in found.items()}
+
+    def _best_positions(self, scores: list[float]) -> list[int]:
+        """The positions of the best-scoring sentences (ties: the earlier), in text order."""
+        ranked = sorted((p for p, score in enumerate(scores) if score > 0), key=lambda p: (-scores[p], p))
+        if not ranked:  # a cited article sharing no word with the question: its opening sentences
+            return list(range(min(self.max_sentences, len(scores))))
+        return sorted(ranked[: self.max_sentences])

@@ -1,0 +1,515 @@
+# SPDX-License-Identifier: Apache-2.0
+"""
+Query decomposition: a user's question in colloquial Spanish -> 1-4 short keyword queries in statutory terms.
+
+`DecomposeQuery` asks a chat generator for the queries (first question, or follow-up with the chunks of the
+previous answer carried over) and falls back to a deterministic keyword extractor when no LLM is configured
+or the call fails. Both paths apply the colloquial -> legal equivalence table (`data/equivalences.yaml`),
+shared with `HyDE` through `load_equivalences`.
+"""
+
+import re
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+from haystack import component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage, ChatRole
+
+from components.legal.legal_text import fold_accents
+from components.generators.llm_backends import (
+    chat_json,
+    generator_to_dict,
+    strip_fences,
+    warm_up_generator,
+    with_deserialized_generator,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_EQUIVALENCES_FILE = Path(__file__).resolve().parents[1] / "legal" / "data" / "equivalences.yaml"
+FOLLOWUP_MAX_QUERIES = 3
+HISTORY_MESSAGES = 4
+HISTORY_MAX_CHARS = 200
+MAX_QUERY_CHARS = 120
+MAX_FALLBACK_TERMS = 10
+
+DECOMPOSE_SYSTEM_PROMPT = """\
+Eres un asistente jurídico que prepara búsquedas en una base de datos de legislación laboral y de Seguridad \
+Social española (Estatuto de los Trabajadores, Ley General de la Seguridad Social y normas relacionadas).
+
+Convierte la pregunta del usuario en consultas de búsqueda por palabras clave.
+
+Reglas:
+- Responde SOLO con un array JSON de cadenas: sin explicaciones, sin texto adicional y sin bloques de código markdown.
+- Cada cadena tiene entre 3 y 6 palabras clave; nunca una frase completa ni una pregunta.
+- No incluyas números de artículo: la búsqueda es semántica y no los necesita.
+- Cuando el término coloquial y el jurídico sean distintos, incluye los dos (por ejemplo, "baja médica" e \
+"incapacidad temporal").
+- Pregunta sencilla (un solo concepto): una sola consulta.
+- Comparación o varios conceptos: una consulta por concepto, como máximo {max_queries}.
+
+Ejemplos:
+Pregunta: ¿Cuántos días de vacaciones tengo?
+Respuesta: ["vacaciones anuales retribuidas días disfrute"]
+
+Pregunta: ¿Qué diferencia hay entre despido objetivo y disciplinario?
+Respuesta: ["despido objetivo causas indemnización", "despido disciplinario causas procedimiento"]"""
+
+FOLLOWUP_SYSTEM_PROMPT = """\
+Eres un asistente jurídico que prepara búsquedas en una base de datos de legislación laboral y de Seguridad \
+Social española.
+
+El usuario continúa una conversación. El contexto jurídico de las respuestas anteriores ya se incorpora \
+automáticamente: no hace falta buscarlo de nuevo.
+
+Reglas:
+- Devuelve consultas solo para los conceptos NUEVOS del último mensaje del usuario, como máximo {max_queries}.
+- Si no hay ningún concepto nuevo (por ejemplo, "¿puedes explicarlo mejor?"), responde [].
+- Responde SOLO con un array JSON de cadenas: sin explicaciones, sin texto adicional y sin bloques de código markdown.
+- Cada cadena tiene entre 3 y 6 palabras clave; nunca una frase completa ni una pregunta.
+- No incluyas números de artículo.
+- Cuando el término coloquial y el jurídico sean distintos, incluye los dos.
+
+Ejemplos (la conversación anterior trataba de las vacaciones):
+Pregunta: ¿Y si no me las dan?
+Respuesta: ["sanción incumplimiento empresario vacaciones reclamación"]
+
+Pregunta: ¿Puedes explicarlo mejor?
+Respuesta: []"""
+
+DECOMPOSE_USER_TEMPLATE = "Pregunta: {query}{hints}"
+
+HINTS_HEADER = "\n\nEquivalencias aplicables (término coloquial -> términos jurídicos):"
+
+# Spanish function words, question words, light verbs and fillers, accent-folded (compared with folded tokens).
+STOPWORDS = frozenset(
+    fold_accents(word)
+    for word in """
+    a al algo alguien algun alguna algunas alguno algunos ante antes aqui asi aun aunque bajo bien buenas buenos
+    cada casi caso casos como con conmigo contigo contra corresponde corresponden corresponder cosa cosas cual
+    cuales cualquier cuando cuanta cuantas cuanto cuantos da dado dan dar de debe deben deberia debo decir del desde
+    dice dicen diferencia diferencias donde doy durante e el ella ellas ello ellos en entonces entre era eres es esa
+    esas ese eso esos esta estaba estado estan estar estas este esto estos estoy existe existen favor forma fue ha
+    haber habia habra hace hacen hacer hacia hago han has hasta hay haya he hecho hola hubiera igual ir la las le
+    les lo los luego mal manera me mejor menos mi mia mientras mio mis misma mismo mucho muchos muy nada nadie
+    necesito ni no nos nosotras nosotros nuestra nuestro nunca o ocurre os otra otras otro otros para pasa pasaria
+    peor pero podemos poder podria podrias por porque pregunta puede pueden puedes puedo pues que queria quien
+    quienes quiere quiero respecto sabe saber se sea segun ser si sido siempre sin sino sobre soy su sus tal tambien
+    tampoco tan tanto te tendria tenemos tener tengo tenia tiene tienen tipo toda todas todavia todo todos tras tu
+    tus u un una unas uno unos usted ustedes va vamos veces vez vosotros voy y ya yo
+    """.split()
+)
+
+# Words that only ask to go on with the previous answer; in follow-up mode they bring nothing new to search.
+FOLLOWUP_FILLER = frozenset(
+    fold_accents(word)
+    for word in """
+    aclara aclarame aclarar claro contar cuentame detalle detalles dime decirme ejemplo ejemplos entendido
+    entiendo explica explicame explicamelo explicar explicarlo explicarmelo explicas gracias mas ok okay repetir
+    repite resume resumen resumir seguro sentido significa vale
+    """.split()
+)
+
+ARTICLE_WORDS = frozenset({"articulo", "articulos", "art", "arts"})
+# single words that qualify the head noun of the previous concept: "despido objetivo y disciplinario"
+_QUALIFIER = re.compile(r"(?:ivo|iva|ario|aria|al|ente|ante|ado|ada|ido|ida|ico|ica|oso|osa|ble|ulo|ula)s?$")
+_WORD = re.compile(r"\w+(?:-\w+)*")
+_ARTICLE_REF = re.compile(
+    r"\b(?:art[íi]culos?|arts?\.?)\s*\d+(?:\.\d+)*(?:\s*(?:bis|ter))?(?:\s*(?:y|,)\s*\d+(?:\.\d+)*)*\b",
+    re.IGNORECASE,
+)
+_COMPARISONS = (
+    re.compile(r"\bdiferencias?\b.*?\bentre\s+(?P<items>.+)$"),
+    re.compile(r"\bcompar(?:ar|a|o|ación|acion|ativa)\s+(?:entre\s+)?(?P<items>.+)$"),
+    re.compile(r"^(?P<items>.+\s(?:vs\.?|versus|frente\s+a)\s.+)$"),
+)
+_COMPARISON_ITEMS = re.compile(r"\s*,\s*|\s+(?:y|e|o|u|con|vs\.?|versus|frente\s+a)\s+")
+_ALTERNATIVES = re.compile(r"\s+[ou]\s+")
+MAX_ALTERNATIVE_KEYWORDS = 3  # "X o Y" is split only when both sides are short, i.e. two concepts
+
+
+class Equivalences:
+    """
+    The colloquial -> statutory equivalence table: finds its expressions in a text, longest match first.
+
+    Keys match whole words, ignoring case and accents; a matched span is not matched again by a shorter key.
+
+    :param table: Colloquial expression -> space-separated statutory search terms.
+    """
+
+    def __init__(self, table: dict[str, str]) -> None:
+        self.table = table
+        self._patterns = [
+            (key, terms, re.compile(rf"(?<!\w){re.escape(fold_accents(key.lower()))}(?!\w)"))
+            for key, terms in sorted(table.items(), key=lambda item: len(item[0]), reverse=True)
+        ]
+
+    def matches(self, text: str) -> list[tuple[str, str]]:
+        """
+        The table entries found in `text`, in the order they occur.
+
+        :param text: Any text (a question, a concept).
+        :returns: `(colloquial expression, statutory terms)` pairs.
+        :param enabled: Feature flag (`multiquery`; `False` returns the question itself as the only query).
+            A run's `enabled` overrides it.
+        """
+        folded = fold_accents(text.lower())
+        taken: list[tuple[int, int]] = []
+        found: list[tuple[int, str, str]] = []
+        for key, terms, pattern in self._patterns:
+            for hit in pattern.finditer(folded):
+                if any(hit.start() < end and start < hit.end() for start, end in taken):
+                    continue
+                taken.append(hit.span())
+                found.append((hit.start(), key, terms))
+        return [(key, terms) for _, key, terms in sorted(found)]
+
+    def terms(self, text: str) -> list[str]:
+        """The statutory terms of every entry found in `text`, without duplicates (first occurrence kept)."""
+        return _dedup(term for _, terms in self.matches(text) for term in terms.split())
+
+
+@cache
+def load_equivalences(path: str | None = None) -> Equivalences:
+    """
+    Loads an equivalence table (cached per path).
+
+    :param path: A YAML mapping of colloquial expression -> statutory terms; `None` = the bundled
+        `components/legal/data/equivalences.yaml`.
+    :returns: The table.
+    :raises ValueError: The file is missing or is not a mapping of non-empty strings to non-empty strings.
+    """
+    file = Path(path) if path else DEFAULT_EQUIVALENCES_FILE
+    if not file.is_file():
+        raise ValueError(f"Equivalences file not found: {file}")
+    data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict) or not all(
+        isinstance(key, str) and key.strip() and isinstance(value, str) and value.strip()
+        for key, value in data.items()
+    ):
+        raise ValueError(f"{file} must be a YAML mapping of colloquial expression -> statutory search terms (strings).")
+    return Equivalences({key.strip().lower(): " ".join(value.split()) for key, value in data.items()})
+
+
+def format_hints(matches: list[tuple[str, str]]) -> str:
+    """The equivalences found in a question as a block appended to an LLM prompt (empty when none)."""
+    if not matches:
+        return ""
+    return HINTS_HEADER + "".join(f"\n- {key} -> {terms}" for key, terms in matches)
+
+
+def _dedup(items: Any) -> list[str]:
+    """Items without repeats, comparing case- and accent-insensitively; the first spelling is kept."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for item in items:
+        folded = fold_accents(item.lower())
+        if folded not in seen:
+            seen.add(folded)
+            out.append(item)
+    return out
+
+
+def extract_keywords(text: str, *, extra_stopwords: frozenset[str] = frozenset()) -> list[str]:
+    """
+    Content words of `text`, lowercased, accents kept: stopwords, question words and article numbers removed.
+
+    :param text: A question or a part of it.
+    :param extra_stopwords: More accent-folded words to drop.
+    :returns: The keywords in order, without duplicates.
+    """
+    keywords: list[str] = []
+    after_article = False
+    for token in _WORD.findall(text.lower()):
+        folded = fold_accents(token)
+        if folded in ARTICLE_WORDS:
+            after_article = True
+            continue
+        if after_article and (token[0].isdigit() or folded in ("bis", "ter")):
+            continue
+        after_article = False
+        if folded in STOPWORDS or folded in extra_stopwords or (len(token) < 2 and not token.isdigit()):
+            continue
+        keywords.append(token)
+    return _dedup(keywords)
+
+
+def split_concepts(question: str) -> list[str]:
+    """
+    The concepts a question asks about: the items of a comparison ("diferencia entre X y Y", "X vs Y",
+    "comparar X con Y") or the short alternatives of "X o Y"; otherwise the whole question.
+
+    A one-word item that qualifies the head noun of the first item inherits it: "despido objetivo y
+    disciplinario" -> "despido objetivo", "despido disciplinario".
+
+    :param question: The question.
+    :returns: One text per concept (lowercased, without ¿?¡!).
+    """
+    text = re.sub(r"[¿?¡!]", " ", question.lower()).strip()
+    items: list[str] = []
+    for pattern in _COMPARISONS:
+        match = pattern.search(text)
+        if match:
+            items = [item for item in _COMPARISON_ITEMS.split(match.group("items")) if extract_keywords(item)]
+            break
+    else:
+        parts = _ALTERNATIVES.split(text)
+        if len(parts) > 1 and all(0 < len(extract_keywords(part)) <= MAX_ALTERNATIVE_KEYWORDS for part in parts):
+            items = parts
+    if len(items) < 2:
+        return [text]
+    head_keywords = extract_keywords(items[0])
+    head = head_keywords[0] if len(head_keywords) >= 2 else None
+    concepts = [items[0].strip()]
+    for item in items[1:]:
+        keywords = extract_keywords(item)
+        if head and len(keywords) == 1 and _QUALIFIER.search(fold_accents(keywords[0])):
+            concepts.append(f"{head} {keywords[0]}")
+        else:
+            concepts.append(item.strip())
+    return concepts
+
+
+def clean_query(query: str) -> str:
+    """A query as the retrievers want it: article references, quotes and stray punctuation removed."""
+    text = _ARTICLE_REF.sub(" ", query)
+    text = re.sub(r"[\"“”'`¿?¡!;:()\[\]{}]", " ", text)
+    return " ".join(text.split()).strip(" .,-")[:MAX_QUERY_CHARS].strip()
+
+
+def _schema(limit: int, *, follow_up: bool) -> dict[str, Any]:
+    return {
+        "type": "array",
+        "items": {"type": "string", "minLength": 3, "maxLength": MAX_QUERY_CHARS},
+        "minItems": 0 if follow_up else 1,
+        "maxItems": limit,
+    }
+
+
+def _recent_history(history: list[ChatMessage] | None) -> list[ChatMessage]:
+    """The last user / assistant messages of the conversation, each truncated for the prompt."""
+    turns = [m for m in history or [] if m.text and (m.is_from(ChatRole.USER) or m.is_from(ChatRole.ASSISTANT))]
+    recent = []
+    for message in turns[-HISTORY_MESSAGES:]:
+        text = message.text[:HISTORY_MAX_CHARS]
+        is_user = message.is_from(ChatRole.USER)
+        recent.append(ChatMessage.from_user(text) if is_user else ChatMessage.from_assistant(text))
+    return recent
+
+
+def _queries_from_reply(parsed: Any, raw: str, *, follow_up: bool, limit: int) -> tuple[list[str] | None, str]:
+    """
+    The queries an LLM reply gives, and how they were read.
+
+    :returns: `(queries, "llm")` for a JSON array (`[]` only in follow-up mode), `(queries, "llm_text")` for a
+        one-line plain-text reply taken as a single query, or `(None, reason)` when the reply is unusable.
+    """
+    if not raw:
+        return None, "llm_error"
+    if isinstance(parsed, dict):
+        lists = [value for value in parsed.values() if isinstance(value, list)]
+        parsed = lists[0] if len(lists) == 1 else None
+    if isinstance(parsed, str):
+        parsed = [parsed]
+    if isinstance(parsed, list):
+        queries = _dedup(q for q in (clean_query(item) for item in parsed if isinstance(item, str)) if q)[:limit]
+        if queries or (follow_up and not parsed):
+            return queries, "llm"
+        return None, "empty_reply"
+    text = strip_fences(raw).strip().strip("\"'")
+    if text and "\n" not in text and len(text) <= 2 * MAX_QUERY_CHARS and text[0] not in "[{":
+        query = clean_query(text)
+        if query:
+            return [query], "llm_text"
+    return None, "malformed_json"
+
+
+@component
+class DecomposeQuery:
+    """
+    Turns a question into 1-4 keyword queries for hybrid retrieval, with an LLM or deterministically.
+
+    First question: the LLM gets a system prompt (rules and examples, in Spanish) and the question, plus the
+    colloquial -> legal equivalences found in it, and returns a JSON array of 3-6-keyword queries, one per
+    concept. Follow-up (`carryover` holds the chunk ids of the previous answer): the last 4 messages of the
+    conversation (200 characters each) go between the system prompt and the question, and the LLM returns
+    queries only for new concepts, at most 3; `[]` means "nothing new": retrieval is skipped and the
+    carryover is used. A reply that is not JSON but one line of text is used as a single query.
+
+    Without an LLM, or when the call fails (error, timeout, unusable reply), the deterministic fallback
+    splits comparisons into one query per concept and builds each from the question's keywords plus the
+    statutory terms of the equivalence table.
+
+    Usage example:
+
+    ```python
+    from components.query.decompose_query import DecomposeQuery
+    from components.generators.llm_backends import default_chat_generator
+
+    decomposer = DecomposeQuery(chat_generator=default_chat_generator())
+    result = decomposer.run(query="¿Qué diferencia hay entre despido objetivo y disciplinario?")
+    result["queries"]   # ["despido objetivo causas indemnización", "despido disciplinario causas procedimiento"]
+    result["fallback"]  # True when the deterministic path ran
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        enabled: bool = True,
+        chat_generator: Any | None = None,
+        max_queries: int = 4,
+        equivalences_file: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """
+        Create a DecomposeQuery.
+
+        :param chat_generator: A Haystack chat generator (`OpenAIChatGenerator`, `LocalLlamaChatGenerator`, ...);
+            `None` always uses the deterministic fallback.
+        :param max_queries: Most queries returned for a first question (follow-ups: at most 3, or fewer when
+            this is lower).
+        :param equivalences_file: YAML mapping colloquial expressions to statutory terms; `None` = the bundled
+            `components/legal/data/equivalences.yaml`.
+        :param timeout: Seconds allowed to the LLM call, whatever the generator (a slow reply is abandoned and
+            the fallback runs); `None` = only the generator's own timeout applies.
+        :raises ValueError: `max_queries` < 1, `timeout` <= 0, or an unreadable equivalences file.
+        """
+        if max_queries < 1:
+            raise ValueError(f"`max_queries` must be >= 1, got {max_queries}.")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"`timeout` must be None or a positive number of seconds, got {timeout}.")
+        self.enabled = enabled
+        self.chat_generator = chat_generator
+        self.max_queries = max_queries
+        self.equivalences_file = equivalences_file
+        self.timeout = timeout
+        self.equivalences = load_equivalences(equivalences_file)
+
+    def to_dict(self) -> dict[str, Any]:
+        """
+        Serializes the component to a dictionary.
+
+        :returns: Dictionary with serialized data.
+        """
+        return default_to_dict(
+            self,
+            enabled=self.enabled, chat_generator=generator_to_dict(self.chat_generator),
+            max_queries=self.max_queries,
+            equivalences_file=self.equivalences_file,
+            timeout=self.timeout,
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "DecomposeQuery":
+        """
+        Deserializes the component from a dictionary.
+
+        :param data: Dictionary to deserialize from.
+        :returns: Deserialized component.
+        """
+        return default_from_dict(cls, with_deserialized_generator(data))
+
+    def warm_up(self) -> None:
+        """
+        Warms up the chat generator (loads a local model); idempotent.
+
+        :raises RuntimeError: The generator cannot start, e.g. its local model is not installed. `run` never
+            raises for that: it falls back.
+        """
+        warm_up_generator(self.chat_generator)
+
+    @component.output_types(queries=list[str], fallback=bool, trace=dict[str, Any])
+    def run(
+        self,
+        query: str,
+        history: list[ChatMessage] | None = None,
+        carryover: list[str] | None = None,
+        enabled: bool | None = None,
+    ) -> dict[str, Any]:
+        """
+        Decomposes a question into search queries.
+
+        :param query: The user's question.
+        :param history: The conversation so far (follow-up mode sends its last 4 messages to the LLM).
+        :param carryover: Ids of the chunks used by the previous answer; non-empty = follow-up mode.
+        :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
+        :returns: A dictionary with:
+            - `queries`: 1 to `max_queries` keyword queries; in follow-up mode 0 to 3, where `[]` means "skip
+              retrieval and use the carryover".
+            - `fallback`: `True` when the deterministic path produced the queries.
+            - `trace`: `mode` (`first_question` / `follow_up`), `path` (`llm`, `llm_text` for a plain-text
+              reply used as one query, or `fallback`), `fallback_reason` (`no_llm`, `llm_error`, `empty_reply`,
+              `malformed_json`), `llm_reply`, `equivalences` (expressions found), `queries`, `skip_retrieval`,
+              `elapsed_ms`.
+        :raises ValueError: `query` is empty.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise ValueError("DecomposeQuery needs a non-empty `query` string.")
+        if not (self.enabled if enabled is None else enabled):
+            trace = {"mode": "disabled", "path": "disabled", "queries": [query.strip()]}
+            return {"queries": [query.strip()], "fallback": False, "trace": trace}
+        started = time.perf_counter()
+        follow_up = bool(carryover)
+        limit = min(FOLLOWUP_MAX_QUERIES, self.max_queries) if follow_up else self.max_queries
+        matches = self.equivalences.matches(query)
+        trace: dict[str, Any] = {
+            "mode": "follow_up" if follow_up else "first_question",
+            "carryover": len(carryover or []),
+            "equivalences": [key for key, _ in matches],
+            "llm": type(self.chat_generator).__name__ if self.chat_generator is not None else None,
+            "llm_reply": None,
+        }
+        queries: list[str] | None = None
+        path = "no_llm"
+        if self.chat_generator is not None:
+            messages = self._messages(query, history, follow_up=follow_up, matches=matches, limit=limit)
+            parsed, raw = chat_json(
+                self.chat_generator, messages, schema=_schema(limit, follow_up=follow_up), timeout=self.timeout
+            )
+            trace["llm_reply"] = raw
+            queries, path = _queries_from_reply(parsed, raw, follow_up=follow_up, limit=limit)
+        if queries is None:
+            queries = self._fallback(query, follow_up=follow_up, limit=limit)
+            trace.update(path="fallback", fallback_reason=path)
+        else:
+            trace.update(path=path, fallback_reason=None)
+        trace.update(
+            queries=queries,
+            skip_retrieval=not queries,
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        logger.debug("DecomposeQuery {path}: {queries}", path=trace["path"], queries=queries)
+        return {"queries": queries, "fallback": trace["path"] == "fallback", "trace": trace}
+
+    def _messages(
+        self,
+        query: str,
+        history: list[ChatMessage] | None,
+        *,
+        follow_up: bool,
+        matches: list[tuple[str, str]],
+        limit: int,
+    ) -> list[ChatMessage]:
+        user = ChatMessage.from_user(DECOMPOSE_USER_TEMPLATE.format(query=query.strip(), hints=format_hints(matches)))
+        if not follow_up:
+            return [ChatMessage.from_system(DECOMPOSE_SYSTEM_PROMPT.format(max_queries=limit)), user]
+        system = ChatMessage.from_system(FOLLOWUP_SYSTEM_PROMPT.format(max_queries=limit))
+        return [system, *_recent_history(history), user]
+
+    def _fallback(self, query: str, *, follow_up: bool, limit: int) -> list[str]:
+        """Deterministic queries: one per concept, its keywords plus the statutory terms of its equivalences."""
+        extra = FOLLOWUP_FILLER if follow_up else frozenset()
+        queries = []
+        for concept in split_concepts(query):
+            keywords = extract_keywords(concept, extra_stopwords=extra)
+            if keywords:
+                terms = _dedup([*keywords, *self.equivalences.terms(concept)])
+                queries.append(" ".join(terms[:MAX_FALLBACK_TERMS]))
+        queries = _dedup(queries)[:limit]
+        if not queries and not follow_up:
+            queries = [clean_query(query) or query.strip()]
+        return queries

@@ -1,0 +1,164 @@
+"""Direct fetch of parent blocks (carryover ids, citation filters, NEED requests) with a fixed score."""
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+
+from components.retrievers.hybrid_retriever import and_filters
+from components.retrievers.parent_resolver import parent_key
+
+logger = logging.getLogger(__name__)
+
+PARENT_FILTER = {"field": "meta.level", "operator": "==", "value": "parent"}
+
+
+@component
+class ChunkFetcher:
+    """
+    Fetches parent blocks directly from the store, without a search, each with a fixed score.
+
+    Three selections, combined and deduplicated by id (in this order):
+    - `ids`: chunk ids carried over from a previous turn; a parent is returned as is, a child is replaced by its
+      parent (`meta["parent_id"]`). Unknown ids are skipped with a log line.
+    - `select`: Haystack filters (e.g. a detected citation: `law_id` + `article`), AND-ed with
+      `meta.level == parent`, at most `max_documents` blocks.
+    - `need`: `MetaParser` NEED items; `article` items with `law_id` and `article` fetch every part of that
+      article. `keywords` items are ignored here: they go through retrieval.
+
+    `filters` (the request's access filter AND the caller's filters, see `AccessFilter`) restricts every one of
+    them: an id the caller may not read is skipped exactly like an unknown id. Nothing selected returns nothing
+    (never the whole store).
+
+    ### Usage example
+
+    ```python
+    from components.retrievers.chunk_fetcher import ChunkFetcher
+
+    fetcher = ChunkFetcher(document_store=store, score=0.5)
+    docs = fetcher.run(
+        ids=previous_turn_chunk_ids,
+        need=[{"type": "article", "law_id": "BOE-A-2015-11430", "article": "48", "law": "ET", "query": "art. 48 ET"}],
+    )["documents"]
+    ```
+    """
+
+    def __init__(self, *, document_store: Any, score: float = 0.5, max_documents: int = 20) -> None:
+        """
+        Create a ChunkFetcher.
+
+        :param document_store: The store holding the blocks (`get_documents_by_id` and `filter_documents`).
+        :param score: Score given to every fetched block (they were not ranked by a search).
+        :param max_documents: Maximum number of blocks returned for `filters`.
+        :raises ValueError: A negative `score` or a non-positive `max_documents`.
+        """
+        if score < 0:
+            raise ValueError(f"score must be >= 0, got {score}")
+        if max_documents <= 0:
+            raise ValueError(f"max_documents must be > 0, got {max_documents}")
+        self.document_store = document_store
+        self.score = score
+        self.max_documents = max_documents
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component to a dictionary."""
+        return default_to_dict(
+            self, document_store=self.document_store, score=self.score, max_documents=self.max_documents
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ChunkFetcher":
+        """Deserialize this component from a dictionary."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        ids: list[str] | None = None,
+        select: dict[str, Any] | None = None,
+        need: list[dict[str, Any]] | None = None,
+        filters: dict[str, Any] | None = None,
+    ) -> dict[str, list[Document]]:
+        """
+        Fetch parent blocks by id, by a selecting filter and by NEED items, within `filters`.
+
+        :param ids: Chunk ids (parents or children).
+        :param select: Haystack filters selecting parent blocks.
+        :param need: `MetaParser` NEED items (`{"type", "article", "law_id", "law", "query"}`).
+        :param filters: Restriction AND-ed into every read (access control, the caller's filters).
+        :returns: `documents`: the parent blocks found, unique by id, each with the fixed `score`.
+        :raises ValueError: `ids` is not a list of strings, or `need` is not a list of dicts.
+        """
+        if ids is not None and (not isinstance(ids, list) or any(not isinstance(i, str) for i in ids)):
+            raise ValueError(f"ids must be a list of strings, got {ids!r}")
+        if need is not None and (not isinstance(need, list) or any(not isinstance(n, dict) for n in need)):
+            raise ValueError(f"need must be a list of MetaParser items (dicts), got {need!r}")
+        found: dict[str, Document] = {}
+        if ids:
+            for doc in self._by_ids(ids, filters):
+                found.setdefault(doc.id, doc)
+        if select:
+            selected = self.document_store.filter_documents(and_filters(select, PARENT_FILTER, filters))
+            for doc in selected[: self.max_documents]:
+                found.setdefault(doc.id, doc)
+        need_filter = self._need_filter(need or [])
+        if need_filter:
+            for doc in self.document_store.filter_documents(and_filters(need_filter, PARENT_FILTER, filters)):
+                found.setdefault(doc.id, doc)
+        # the fixed score is a calibrated confidence (score_type `unit`), not a search score
+        documents = [
+            Document(id=d.id, content=d.content, meta={**d.meta, "score_type": "unit"}, score=self.score)
+            for d in found.values()
+        ]
+        return {"documents": documents}
+
+    def _read_ids(self, ids: list[str], filters: dict[str, Any] | None) -> list[Document]:
+        """Documents of `ids` the restriction lets through (all of them without one)."""
+        if not ids:
+            return []
+        if filters is None:
+            return self.document_store.get_documents_by_id(ids)
+        return self.document_store.filter_documents(
+            and_filters({"field": "id", "operator": "in", "value": list(ids)}, filters)
+        )
+
+    def _by_ids(self, ids: list[str], filters: dict[str, Any] | None) -> list[Document]:
+        """The blocks of `ids` (within `filters`), children replaced by their parents, in the order of `ids`."""
+        chunks = {doc.id: doc for doc in self._read_ids(list(dict.fromkeys(ids)), filters)}
+        missing = [i for i in dict.fromkeys(ids) if i not in chunks]
+        if missing:
+            logger.warning("ChunkFetcher: ids not in the store or not readable, skipped: {ids}", ids=missing)
+        wanted = []
+        for chunk_id in dict.fromkeys(ids):
+            doc = chunks.get(chunk_id)
+            if doc is None:
+                continue
+            wanted.append(parent_key(doc))
+        parents = {p.id: p for p in self._read_ids([w for w in dict.fromkeys(wanted) if w not in chunks], filters)}
+        blocks = {**chunks, **parents}
+        lost = [w for w in dict.fromkeys(wanted) if w not in blocks]
+        if lost:
+            logger.warning("ChunkFetcher: parent blocks not in the store, skipped: {ids}", ids=lost)
+        return [blocks[w] for w in dict.fromkeys(wanted) if w in blocks]
+
+    @staticmethod
+    def _need_filter(need: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """One OR filter over the `article` NEED items that name a law and an article."""
+        conditions = []
+        for item in need:
+            if item.get("type") != "article":
+                continue
+            if not item.get("law_id") or not item.get("article"):
+                logger.warning("NEED item without law_id or article skipped: {item}", item=item)
+                continue
+            conditions.append(
+                {
+                    "operator": "AND",
+                    "conditions": [
+                        {"field": "meta.law_id", "operator": "==", "value": item["law_id"]},
+                        {"field": "meta.article", "operator": "==", "value": str(item["article"])},
+                    ],
+                }
+            )
+        if not conditions:
+            return None
+        return conditions[0] if len(conditions) == 1 else {"operator": "OR", "conditions": conditions}

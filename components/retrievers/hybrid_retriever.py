@@ -1,0 +1,362 @@
+"""Dense + BM25 hybrid retrieval across logical collections, on Qdrant Edge or a Qdrant server (+ OpenSearch BM25)."""
+
+import copy
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import SparseEmbedding
+
+from components.retrievers.parent_resolver import DENSE_SCORE, parent_key
+
+logger = logging.getLogger(__name__)
+
+MODES = ("dense", "sparse", "hybrid")
+DEFAULT_COLLECTION_WEIGHTS = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
+
+# BM25 request on the OpenSearch lexical store: the chunk text and its article title (the fields the embedded BM25
+# vectors embed), any term may match; `$filters` always holds at least the collection condition.
+LEXICAL_BM25_QUERY: dict[str, Any] = {
+    "query": {
+        "bool": {
+            "must": [
+                {"multi_match": {"query": "$query", "type": "most_fields", "fields": ["content", "article_title"]}}
+            ],
+            "filter": "$filters",
+        }
+    }
+}
+
+
+def and_filters(*filters: dict[str, Any] | None) -> dict[str, Any] | None:
+    """AND-combine Haystack filters, dropping empty ones."""
+    conditions = [f for f in filters if f]
+    if not conditions:
+        return None
+    return conditions[0] if len(conditions) == 1 else {"operator": "AND", "conditions": conditions}
+
+
+@component
+class HybridRetriever:
+    """
+    Retrieves chunks by dense + sparse (BM25) search fused with Reciprocal Rank Fusion, across collections.
+
+    Fusion is done per parent block by default (`fuse_by_parent=True`): each ranked list (dense, sparse) is first
+    collapsed to the parent blocks its chunks belong to (a child counts for its `parent_id`, a parent for itself,
+    at the rank of its best chunk), then the lists are fused with weighted RRF, `w / (rrf_k + rank + 1)`. The
+    best chunk of each parent from each list is returned with the fused score. Measured on the dev sets
+    (benchmarks/): chunk-level RRF lets the ~6x more numerous BM25 children crowd out the dense parent hits;
+    parent-level fusion keeps hybrid at or above the better single retriever on both question sets.
+    `fuse_by_parent=False` uses the store's own chunk-level RRF (Qdrant's fusion). RRF only measures rank agreement,
+    so each fused chunk also carries its parent's best dense similarity in `meta["dense_score"]` (when the dense
+    search found it): an absolute relevance signal for `CRAGRouter`.
+
+    Each logical collection (`normativa`, `sentencias`, `criterios`: a payload field, not a separate index) is
+    searched with the caller's filters in one batched call per query; each collection's scores are multiplied by
+    its weight, the lists are merged, and a chunk found twice keeps its highest score.
+
+    Works with the embedded `EdgeDocumentStore` (one `query_batch` call for all collections) and with
+    qdrant-haystack's `QdrantDocumentStore` for a Qdrant server (through qdrant-haystack's own hybrid /
+    embedding / sparse retrievers), with the same payload schema and the same BM25 sparse vectors.
+
+    With a `lexical_store` (an opensearch-haystack `OpenSearchDocumentStore` holding the child chunks, written by
+    `OpenSearchWriter`), the BM25 side comes from `OpenSearchBM25Retriever` on the query text (`query` input), with
+    the same filters and collections, and the dense side from `document_store`; the two are fused as above (the loader
+    sets `rrf_k=60` for this backend), or per chunk by Haystack's `DocumentJoiner` reciprocal rank fusion
+    (k=60) with `fuse_by_parent=False`.
+
+    ### Usage example
+
+    ```python
+    from components.document_stores.edge_document_store import EdgeDocumentStore
+    from components.retrievers.hybrid_retriever import HybridRetriever
+
+    retriever = HybridRetriever(document_store=EdgeDocumentStore(path="./.lexhay"), top_k=40)
+    hits = retriever.run(query_embedding=dense, query_sparse_embedding=sparse,
+                         filters={"field": "meta.status", "operator": "==", "value": "in_force"})["documents"]
+
+    # BM25 on OpenSearch instead of the store's sparse vectors
+    retriever = HybridRetriever(document_store=qdrant_store, lexical_store=opensearch_store, rrf_k=60)
+    hits = retriever.run(query="vacaciones anuales", query_embedding=dense)["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        document_store: Any,
+        top_k: int = 40,
+        mode: str = "hybrid",
+        collections: dict[str, float] | None = None,
+        filters: dict[str, Any] | None = None,
+        prefetch_k: int | None = None,
+        fuse_by_parent: bool = True,
+        rrf_k: int = 2,
+        dense_weight: float = 1.1,
+        sparse_weight: float = 1.0,
+        lexical_store: Any | None = None,
+    ) -> None:
+        """
+        Create a HybridRetriever.
+
+        :param document_store: An `EdgeDocumentStore` or a qdrant-haystack `QdrantDocumentStore`.
+        :param top_k: Number of chunks returned after merging the collections.
+        :param mode: `hybrid` (dense + sparse, RRF), `dense` or `sparse`; overridable per run.
+        :param collections: Collection name -> weight. Defaults to normativa 1.0, sentencias 0.8, criterios 0.9.
+        :param filters: Haystack filters always applied (AND) together with the per-run filters.
+        :param prefetch_k: Candidates taken from each of the dense and sparse searches before fusion
+            (default `max(2 * top_k, 50)`; more measured no better on the dev sets and costs ~0.1 ms per hit).
+        :param fuse_by_parent: Fuse the dense and sparse rankings per parent block (see above) instead of per chunk.
+        :param rrf_k: RRF rank constant for parent-level fusion (2, as Qdrant's own fusion).
+        :param dense_weight: Weight of the dense ranking in parent-level fusion (1.1 breaks RRF ties toward the
+            dense side, which measured better on colloquial questions without losing on textual ones).
+        :param sparse_weight: Weight of the BM25 ranking in parent-level fusion.
+        :param lexical_store: An opensearch-haystack `OpenSearchDocumentStore`: when given, the BM25 side is
+            searched there on the query text (`query` run input) instead of the store's sparse vectors.
+        """
+        if top_k <= 0:
+            raise ValueError(f"top_k must be > 0, got {top_k}")
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        collections = dict(DEFAULT_COLLECTION_WEIGHTS if collections is None else collections)
+        if not collections or any(w <= 0 for w in collections.values()):
+            raise ValueError(f"collections must map names to positive weights, got {collections}")
+        if rrf_k < 0 or dense_weight < 0 or sparse_weight < 0 or dense_weight + sparse_weight == 0:
+            raise ValueError("rrf_k and the fusion weights must be >= 0, with at least one positive weight")
+        if lexical_store is not None:
+            from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore  # noqa: PLC0415
+
+            if not isinstance(lexical_store, OpenSearchDocumentStore):
+                raise ValueError(
+                    f"lexical_store must be an opensearch-haystack OpenSearchDocumentStore, got {type(lexical_store)}"
+                )
+        self.document_store = document_store
+        self.top_k = top_k
+        self.mode = mode
+        self.collections = collections
+        self.filters = filters
+        self.prefetch_k = prefetch_k
+        self.fuse_by_parent = fuse_by_parent
+        self.rrf_k = rrf_k
+        self.dense_weight = dense_weight
+        self.sparse_weight = sparse_weight
+        self.lexical_store = lexical_store
+        self._qdrant_retrievers: dict[str, Any] | None = None
+        self._lexical_retriever: Any | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component to a dictionary."""
+        return default_to_dict(
+            self,
+            document_store=self.document_store,
+            top_k=self.top_k,
+            mode=self.mode,
+            collections=self.collections,
+            filters=self.filters,
+            prefetch_k=self.prefetch_k,
+            fuse_by_parent=self.fuse_by_parent,
+            rrf_k=self.rrf_k,
+            dense_weight=self.dense_weight,
+            sparse_weight=self.sparse_weight,
+            # only when set, so the canonical YAML files (no OpenSearch) stay exactly what this serializes to
+            **({"lexical_store": self.lexical_store} if self.lexical_store is not None else {}),
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "HybridRetriever":
+        """Deserialize this component from a dictionary (a copy: OpenSearchDocumentStore.from_dict edits its input)."""
+        return default_from_dict(cls, copy.deepcopy(data))
+
+    @component.output_types(documents=list[Document])
+    def run(
+        self,
+        query_embedding: list[float] | None = None,
+        query_sparse_embedding: SparseEmbedding | None = None,
+        filters: dict[str, Any] | None = None,
+        top_k: int | None = None,
+        mode: str | None = None,
+        collections: list[str] | None = None,
+        query: str | None = None,
+    ) -> dict[str, list[Document]]:
+        """
+        Retrieve chunks for one query.
+
+        :param query_embedding: Dense query embedding (needed by `dense` and `hybrid`).
+        :param query_sparse_embedding: BM25 query vector (needed by `sparse` and `hybrid`, unless a
+            `lexical_store` is set).
+        :param filters: Haystack filters for this run, AND-ed with the init filters.
+        :param top_k: Overrides the init `top_k`.
+        :param mode: Overrides the init `mode`.
+        :param collections: Restricts the search to these collections (names must be configured).
+        :param query: The query text: the BM25 query on the `lexical_store` (needed by `sparse` and `hybrid` there).
+        :returns: `documents`: chunks sorted by weighted score, unique by id.
+        """
+        mode = mode or self.mode
+        top_k = top_k or self.top_k
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode in ("dense", "hybrid") and query_embedding is None:
+            raise ValueError(f"mode {mode!r} needs query_embedding")
+        lexical = self.lexical_store is not None and mode in ("sparse", "hybrid")
+        if lexical and (not isinstance(query, str) or not query.strip()):
+            raise ValueError(f"mode {mode!r} with an OpenSearch lexical_store needs the query text (`query`)")
+        if mode in ("sparse", "hybrid") and not lexical and query_sparse_embedding is None:
+            raise ValueError(f"mode {mode!r} needs query_sparse_embedding")
+        names = list(self.collections) if collections is None else collections
+        unknown = [c for c in names if c not in self.collections]
+        if unknown:
+            raise ValueError(f"Unknown collection(s) {unknown}; configured: {sorted(self.collections)}")
+
+        base = and_filters(self.filters, filters)
+        per_collection = [and_filters(base, {"field": "meta.collection", "operator": "==", "value": c}) for c in names]
+        prefetch_k = self.prefetch_k or max(2 * top_k, 50)
+        if mode == "hybrid" and self.fuse_by_parent:
+            # dense and sparse lists of every collection (one batch on the embedded store), fused per parent block
+            dense, sparse = self._ranked_lists(
+                per_collection, query_embedding, query_sparse_embedding, query, prefetch_k
+            )
+            results = [self._fuse_by_parent(d, s) for d, s in zip(dense, sparse)]
+        elif mode == "hybrid" and lexical:
+            # chunk-level fusion across two stores: Haystack's reciprocal rank fusion (k=60)
+            dense, sparse = self._ranked_lists(
+                per_collection, query_embedding, query_sparse_embedding, query, prefetch_k
+            )
+            results = [self._joiner().run(documents=[d, s])["documents"][:top_k] for d, s in zip(dense, sparse)]
+        elif lexical:
+            results = [self._lexical_search(query or "", f, top_k) for f in per_collection]
+        else:
+            searches = [(mode, f) for f in per_collection]
+            results = self._search(searches, query_embedding, query_sparse_embedding, top_k, prefetch_k)
+
+        best: dict[str, Document] = {}
+        for name, hits in zip(names, results):
+            weight = self.collections[name]
+            for doc in hits:
+                score = (doc.score or 0.0) * weight
+                if doc.id not in best or score > (best[doc.id].score or 0.0):
+                    best[doc.id] = Document(
+                        id=doc.id, content=doc.content, meta=doc.meta, score=score, embedding=doc.embedding
+                    )
+        ranked = sorted(best.values(), key=lambda d: d.score or 0.0, reverse=True)[:top_k]
+        return {"documents": ranked}
+
+    def _fuse_by_parent(self, dense: list[Document], sparse: list[Document]) -> list[Document]:
+        """Weighted RRF over the parent-level rankings of both lists; the best chunk per parent and list is kept."""
+        scores: dict[str, float] = {}
+        chunks: dict[str, list[Document]] = {}
+        cosine: dict[str, float] = {}  # best dense similarity per parent: an absolute relevance signal (CRAG)
+        for hits, weight in ((dense, self.dense_weight), (sparse, self.sparse_weight)):
+            rank = 0
+            seen: set[str] = set()
+            for doc in hits:
+                key = parent_key(doc)
+                if hits is dense and doc.score is not None:
+                    cosine[key] = max(cosine.get(key, doc.score), doc.score)
+                if key in seen:
+                    continue
+                seen.add(key)
+                scores[key] = scores.get(key, 0.0) + weight / (self.rrf_k + rank + 1)
+                chunks.setdefault(key, []).append(doc)
+                rank += 1
+        return [
+            Document(
+                id=doc.id,
+                content=doc.content,
+                meta={**doc.meta, DENSE_SCORE: cosine[key]} if key in cosine else doc.meta,
+                score=scores[key],
+                embedding=doc.embedding,
+            )
+            for key in sorted(scores, key=scores.__getitem__, reverse=True)
+            for doc in chunks[key]
+        ]
+
+    def _ranked_lists(
+        self,
+        per_collection: list[dict[str, Any] | None],
+        embedding: list[float] | None,
+        sparse: SparseEmbedding | None,
+        query: str | None,
+        k: int,
+    ) -> tuple[list[list[Document]], list[list[Document]]]:
+        """The dense and the BM25 ranking of each collection (BM25 from the lexical store when there is one)."""
+        n = len(per_collection)
+        if self.lexical_store is None:
+            searches = [("dense", f) for f in per_collection] + [("sparse", f) for f in per_collection]
+            lists = self._search(searches, embedding, sparse, k, k)
+            return lists[:n], lists[n:]
+        dense = self._search([("dense", f) for f in per_collection], embedding, None, k, k)
+        return dense, [self._lexical_search(query or "", f, k) for f in per_collection]
+
+    def _lexical_search(self, query: str, filters: dict[str, Any] | None, top_k: int) -> list[Document]:
+        """BM25 on the OpenSearch lexical store (`OpenSearchBM25Retriever` with `LEXICAL_BM25_QUERY`)."""
+        if self._lexical_retriever is None:
+            from haystack_integrations.components.retrievers.opensearch import (  # noqa: PLC0415
+                OpenSearchBM25Retriever,
+            )
+
+            self._lexical_retriever = OpenSearchBM25Retriever(
+                document_store=self.lexical_store, custom_query=LEXICAL_BM25_QUERY
+            )
+        return self._lexical_retriever.run(query=query, filters=filters, top_k=top_k)["documents"]
+
+    def _joiner(self) -> Any:
+        from haystack.components.joiners import DocumentJoiner  # noqa: PLC0415
+
+        return DocumentJoiner(join_mode="reciprocal_rank_fusion", weights=[self.dense_weight, self.sparse_weight])
+
+    def _search(
+        self,
+        searches: list[tuple[str, dict[str, Any] | None]],
+        embedding: list[float] | None,
+        sparse: SparseEmbedding | None,
+        top_k: int,
+        prefetch_k: int,
+    ) -> list[list[Document]]:
+        """Run `(mode, filters)` searches: one batched call on the embedded store, one call each on a server."""
+        if hasattr(self.document_store, "query_batch"):
+            requests = [
+                {
+                    "mode": mode,
+                    "embedding": embedding if mode != "sparse" else None,
+                    "sparse_embedding": sparse if mode != "dense" else None,
+                    "filters": f,
+                    "top_k": top_k,
+                    **({"prefetch_k": prefetch_k} if mode == "hybrid" else {}),
+                }
+                for mode, f in searches
+            ]
+            return self.document_store.query_batch(requests)
+        return [self._qdrant_search(mode, embedding, sparse, f, top_k) for mode, f in searches]
+
+    def _qdrant_search(
+        self,
+        mode: str,
+        embedding: list[float] | None,
+        sparse: SparseEmbedding | None,
+        filters: dict[str, Any] | None,
+        top_k: int,
+    ) -> list[Document]:
+        """Scale-out path: qdrant-haystack's own retrievers on a `QdrantDocumentStore`."""
+        if self._qdrant_retrievers is None:
+            from haystack_integrations.components.retrievers.qdrant import (
+                QdrantEmbeddingRetriever,
+                QdrantHybridRetriever,
+                QdrantSparseEmbeddingRetriever,
+            )
+
+            store = self.document_store
+            self._qdrant_retrievers = {
+                "hybrid": QdrantHybridRetriever(document_store=store),
+                "dense": QdrantEmbeddingRetriever(document_store=store),
+                "sparse": QdrantSparseEmbeddingRetriever(document_store=store),
+            }
+        retriever = self._qdrant_retrievers[mode]
+        if mode == "hybrid":
+            result = retriever.run(
+                query_embedding=embedding, query_sparse_embedding=sparse, filters=filters, top_k=top_k
+            )
+        elif mode == "dense":
+            result = retriever.run(query_embedding=embedding, filters=filters, top_k=top_k)
+        else:
+            result = retriever.run(query_sparse_embedding=sparse, filters=filters, top_k=top_k)
+        return result["documents"]
+

@@ -1,0 +1,109 @@
+"""Small-to-big: chunk hits -> their parent blocks, one per parent, with the best chunk score."""
+
+from typing import Any
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+
+logger = logging.getLogger(__name__)
+
+DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the query (absolute relevance signal)
+
+
+def parent_key(document: Document) -> str:
+    """Id of the parent block `document` belongs to: its own id for a parent (or a chunk without `parent_id`)."""
+    if document.meta.get("level", "parent") == "parent":
+        return document.id
+    if not document.meta.get("parent_id"):
+        logger.warning("Chunk {chunk_id} has no parent_id; used as its own block", chunk_id=document.id)
+        return document.id
+    return document.meta["parent_id"]
+
+
+@component
+class ParentResolver:
+    """
+    Replaces retrieved chunks by the parent blocks they belong to.
+
+    Children are the precise search unit; parents (an article, or one part of a long article) are what the
+    reader and the LLM get. Several hits of one parent return that parent once, with the best score among its
+    hits; a hit that is itself a parent counts for itself. The ids of the chunks that matched are kept in the
+    parent's `meta["matched_chunk_ids"]` (traceability); the best `meta["dense_score"]` of its hits (the absolute
+    dense similarity `HybridRetriever` records) is kept too.
+
+    ### Usage example
+
+    ```python
+    from components.retrievers.parent_resolver import ParentResolver
+
+    resolver = ParentResolver(document_store=store, top_k=10)
+    parents = resolver.run(documents=retriever_hits)["documents"]
+    ```
+    """
+
+    def __init__(self, *, document_store: Any, top_k: int = 10) -> None:
+        """
+        Create a ParentResolver.
+
+        :param document_store: The store holding the parent blocks (any store with `get_documents_by_id`
+            or `filter_documents`).
+        :param top_k: Maximum number of parent blocks returned.
+        """
+        if top_k <= 0:
+            raise ValueError(f"top_k must be > 0, got {top_k}")
+        self.document_store = document_store
+        self.top_k = top_k
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component to a dictionary."""
+        return default_to_dict(self, document_store=self.document_store, top_k=self.top_k)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ParentResolver":
+        """Deserialize this component from a dictionary."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(documents=list[Document])
+    def run(self, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
+        """
+        Resolve chunk hits to parent blocks.
+
+        :param documents: Retrieved chunks (children and/or parents) with scores.
+        :param top_k: Overrides the init `top_k`.
+        :returns: `documents`: parent blocks sorted by their best hit score.
+        """
+        top_k = top_k or self.top_k
+        best: dict[str, float] = {}
+        matched: dict[str, list[str]] = {}
+        known: dict[str, Document] = {}
+        cosine: dict[str, float] = {}
+        for doc in documents:
+            parent_id = parent_key(doc)
+            if isinstance(doc.meta.get(DENSE_SCORE), (int, float)):
+                cosine[parent_id] = max(cosine.get(parent_id, doc.meta[DENSE_SCORE]), doc.meta[DENSE_SCORE])
+            if doc.id == parent_id:
+                known[doc.id] = doc
+            score = doc.score or 0.0
+            if parent_id not in best or score > best[parent_id]:
+                best[parent_id] = score
+            matched.setdefault(parent_id, []).append(doc.id)
+        ranked = sorted(best, key=best.__getitem__, reverse=True)[:top_k]
+        missing = [pid for pid in ranked if pid not in known]
+        if missing:
+            for doc in self._fetch(missing):
+                known[doc.id] = doc
+        out = []
+        for pid in ranked:
+            doc = known.get(pid)
+            if doc is None:
+                logger.warning("Parent {parent_id} not found in the store", parent_id=pid)
+                continue
+            meta = {**doc.meta, "matched_chunk_ids": matched[pid]}
+            if pid in cosine:
+                meta[DENSE_SCORE] = cosine[pid]
+            out.append(Document(id=doc.id, content=doc.content, meta=meta, score=best[pid]))
+        return {"documents": out}
+
+    def _fetch(self, ids: list[str]) -> list[Document]:
+        if hasattr(self.document_store, "get_documents_by_id"):
+            return self.document_store.get_documents_by_id(ids)
+        return self.document_store.filter_documents({"field": "id", "operator": "in", "value": ids})

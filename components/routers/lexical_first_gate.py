@@ -1,0 +1,126 @@
+"""Lexical-first gating: when a question cites articles and the direct fetch finds them, skip query expansion."""
+
+from dataclasses import replace
+from typing import Any, Final
+
+from haystack import Document, component, default_from_dict, default_to_dict, logging
+
+logger = logging.getLogger(__name__)
+
+EXACT_HIT_SCORE: Final[float] = 1.0
+ARTICLE_MATCH_SCORE: Final[float] = 0.5
+REASON_NO_ARTICLES: Final[str] = "no article cited in the query"
+REASON_EXACT_HIT: Final[str] = "exact article hit: {hits}"
+REASON_ENOUGH_RESULTS: Final[str] = "{count} cited articles fetched (min_results {min_results})"
+REASON_DISABLED: Final[str] = "lexical-first gating disabled: expansion runs"
+REASON_WEAK_FETCH: Final[str] = "weak direct fetch: {count} cited articles, no exact hit (min_results {min_results})"
+
+
+@component
+class LexicalFirstGate:
+    """
+    Decides from the directly fetched documents of the cited articles whether query expansion can be skipped.
+
+    Input: the citations of `CitationDetector` and the documents its `filters` fetched from the store. A document
+    is an *exact hit* when its `law_id` and `article` match a citation, or when it matches a citation without a law
+    ("según el artículo 122") and that article was found in one law only; it then gets score 1.0. A document that
+    matches a law-less citation found in several laws is an article match (score 0.5). Both carry
+    `meta["score_type"] = "unit"` (calibrated scores, read by `CRAGRouter`) and `meta["lexical_match"]`
+    (`exact` / `article`); documents that match no citation are dropped.
+
+    Expansion is skipped when there is an exact hit, or when at least `min_results` distinct cited articles
+    (law, article) were fetched.
+
+    ### Usage example
+
+    ```python
+    from components.extractors.citation_detector import CitationDetector
+    from components.routers.lexical_first_gate import LexicalFirstGate
+
+    detected = CitationDetector().run(query="¿Qué dice el art. 38 ET?")
+    fetched = store.filter_documents(detected["filters"]) if detected["filters"] else []
+    gate = LexicalFirstGate(min_results=3).run(citations=detected["citations"], documents=fetched)
+    if gate["skip_expansion"]:
+        documents = gate["documents"]
+    ```
+    """
+
+    def __init__(self, *, min_results: int = 3, enabled: bool = True) -> None:
+        """
+        Create a LexicalFirstGate.
+
+        :param min_results: Distinct cited articles that make a fetch strong enough without an exact hit.
+        :param enabled: Feature flag (`lexical_first_gating`); `False` never skips expansion, the cited documents
+            are still passed on. A run's `enabled` overrides it.
+        :raises ValueError: If `min_results` < 1.
+        """
+        if min_results < 1:
+            raise ValueError(f"min_results must be >= 1, got {min_results}")
+        self.enabled = enabled
+        self.min_results = min_results
+
+    def to_dict(self) -> dict[str, Any]:
+        """Serialize this component to a dictionary."""
+        return default_to_dict(self, enabled=self.enabled, min_results=self.min_results)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LexicalFirstGate":
+        """Deserialize this component from a dictionary."""
+        return default_from_dict(cls, data)
+
+    @component.output_types(skip_expansion=bool, documents=list[Document], reason=str)
+    def run(
+        self, citations: list[dict[str, Any]], documents: list[Document], enabled: bool | None = None
+    ) -> dict[str, Any]:
+        """
+        Score the directly fetched documents and decide whether to skip query expansion.
+
+        :param citations: Citations from `CitationDetector` (`law_id`, `article`; law-only citations are ignored).
+        :param documents: Documents fetched with the detector's `filters`.
+        :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
+        :returns: `skip_expansion`; `documents`: the documents matching a citation, exact hits first, with scores
+            set as described above; `reason`: why (for the trace).
+        """
+        gated = self.enabled if enabled is None else enabled
+        result = self._gate(citations, documents)
+        if not gated and result["skip_expansion"]:
+            result = {**result, "skip_expansion": False, "reason": REASON_DISABLED}
+        return result
+
+    def _gate(self, citations: list[dict[str, Any]], documents: list[Document]) -> dict[str, Any]:
+        """The gate's decision (see `run`)."""
+        with_law = {(c["law_id"], c["article"]) for c in citations if c.get("article") and c.get("law_id")}
+        lawless = {c["article"] for c in citations if c.get("article") and not c.get("law_id")}
+        if not with_law and not lawless:
+            return {"skip_expansion": False, "documents": [], "reason": REASON_NO_ARTICLES}
+
+        laws_per_lawless: dict[str, set[str]] = {}
+        for doc in documents:
+            if doc.meta.get("article") in lawless:
+                laws_per_lawless.setdefault(doc.meta["article"], set()).add(doc.meta.get("law_id"))
+        exact, partial = [], []
+        for doc in documents:
+            key = (doc.meta.get("law_id"), doc.meta.get("article"))
+            if key in with_law or len(laws_per_lawless.get(key[1], ())) == 1:
+                exact.append(_scored(doc, EXACT_HIT_SCORE, "exact"))
+            elif key[1] in lawless:
+                partial.append(_scored(doc, ARTICLE_MATCH_SCORE, "article"))
+            else:
+                logger.debug("Fetched document {doc_id} matches no citation; dropped", doc_id=doc.id)
+        matched = exact + partial
+        count = len({(d.meta.get("law_id"), d.meta.get("article")) for d in matched})
+        if exact:
+            hits = sorted(
+                {f"{d.meta.get('law_short') or d.meta.get('law_id')} art. {d.meta['article']}" for d in exact}
+            )
+            skip, reason = True, REASON_EXACT_HIT.format(hits=", ".join(hits))
+        elif count >= self.min_results:
+            skip, reason = True, REASON_ENOUGH_RESULTS.format(count=count, min_results=self.min_results)
+        else:
+            skip, reason = False, REASON_WEAK_FETCH.format(count=count, min_results=self.min_results)
+        logger.debug("Lexical-first gate: skip_expansion={skip} ({reason})", skip=skip, reason=reason)
+        return {"skip_expansion": skip, "documents": matched, "reason": reason}
+
+
+def _scored(doc: Document, score: float, match: str) -> Document:
+    return replace(doc, score=score, meta={**doc.meta, "score_type": "unit", "lexical_match": match})

@@ -1,0 +1,223 @@
+import pytest
+import yaml
+from haystack import Document, Pipeline
+from haystack.dataclasses import ChatMessage, ChatRole, ToolCall
+
+from components.builders.answer_prompt import ANSWER_FORMAT_INSTRUCTIONS, ANSWER_SYSTEM_PROMPT, AnswerPromptBuilder
+from components.validators.meta_parser import MetaParser
+from tests.corpus_helpers import ET_2015, markdown_article
+from tests.scripted_llm import ScriptedChatGenerator
+
+ALLOWED_MODULES = ["components.*", "pipelines.*", "tests.*"]
+QUESTION = "¿Cuántos días de vacaciones tengo?"
+ET_TITLE = "Real Decreto Legislativo 2/2015, de 23 de octubre, por el que se aprueba el texto refundido de la Ley ..."
+ET_PATH = [
+    "TÍTULO I. De la relación individual de trabajo",
+    "CAPÍTULO II. Contenido del contrato de trabajo",
+    "Sección 5.ª Tiempo de trabajo",
+]
+
+
+def _et(number: str, title: str, **meta) -> Document:
+    return Document(
+        content=markdown_article(ET_2015, number),
+        meta={"law_id": "BOE-A-2015-11430", "law_short": "ET", "law_title": ET_TITLE, "article": number,
+              "article_label": f"Artículo {number}", "article_title": title, "heading_path": ET_PATH, "rank": 2,
+              "status": "in_force", "score": 0.9, **meta},
+    )
+
+
+def _repealed(derogated_by: str | None = None) -> Document:
+    meta = {"law_id": "BOE-A-1995-7730", "law_title": "Estatuto de los Trabajadores de 1995", "article": "38",
+            "article_label": "Artículo 38", "article_title": "Vacaciones anuales.", "heading_path": [], "rank": 2,
+            "status": "repealed"}
+    if derogated_by:
+        meta["derogated_by"] = derogated_by
+    return Document(content="Artículo 38. Vacaciones anuales.\n\nEl período de vacaciones anuales retribuidas...",
+                    meta=meta)
+
+
+def _history(turns: int) -> list[ChatMessage]:
+    return [ChatMessage.from_user(f"pregunta {i}") if i % 2 == 0 else ChatMessage.from_assistant(f"respuesta {i}")
+            for i in range(turns)]
+
+
+def test_init_defaults_and_validation():
+    builder = AnswerPromptBuilder()
+    assert (builder.max_history, builder.system_prompt) == (6, None)
+    with pytest.raises(ValueError, match="max_history"):
+        AnswerPromptBuilder(max_history=-1)
+    with pytest.raises(ValueError, match="system_prompt"):
+        AnswerPromptBuilder(system_prompt="  ")
+
+
+def test_to_dict():
+    assert AnswerPromptBuilder(max_history=4, system_prompt="Eres un asistente.").to_dict() == {
+        "type": "components.builders.answer_prompt.AnswerPromptBuilder",
+        "init_parameters": {"max_history": 4, "system_prompt": "Eres un asistente.", "max_documents": 25},
+    }
+
+
+def test_from_dict():
+    data = {"type": "components.builders.answer_prompt.AnswerPromptBuilder",
+            "init_parameters": {"max_history": 2, "system_prompt": "Eres un asistente.", "max_documents": 10}}
+    builder = AnswerPromptBuilder.from_dict(data)
+    assert (builder.max_history, builder.system_prompt, builder.max_documents) == (2, "Eres un asistente.", 10)
+    assert builder.to_dict() == data
+    assert AnswerPromptBuilder.from_dict({"type": data["type"], "init_parameters": {}}).max_history == 6
+
+
+def test_prompt_constants_follow_prompts_md():
+    for phrase in ("Derecho del Trabajo y de la Seguridad Social", "base principal", "relacionar varios fragmentos",
+                   "cita la norma y el artículo", "mayor rango", "solo puede mejorar",
+                   "más favorable al trabajador", "profesional pero cercano"):
+        assert phrase in ANSWER_SYSTEM_PROMPT, phrase
+    for line in ("===META===", "USED|<números", "DROP|<números", "DROP|ninguno", "como máximo 2 líneas NEED",
+                 "NEED|<número de artículo>|<nombre de la ley>", "NEED|<palabras clave de búsqueda>"):
+        assert line in ANSWER_FORMAT_INSTRUCTIONS, line
+
+
+def test_run_message_structure():
+    docs = [_et("38", "Vacaciones anuales")]
+    result = AnswerPromptBuilder().run(question=f"  {QUESTION} ", documents=docs, history=_history(2))
+    prompt = result["prompt"]
+    assert [m.role for m in prompt] == [ChatRole.SYSTEM, ChatRole.SYSTEM, ChatRole.SYSTEM, ChatRole.USER,
+                                        ChatRole.ASSISTANT, ChatRole.USER]
+    assert prompt[0].text == ANSWER_SYSTEM_PROMPT
+    assert prompt[1].text.startswith("Fragmentos de normativa recuperados para esta consulta.")
+    assert prompt[2].text == ANSWER_FORMAT_INSTRUCTIONS
+    assert [m.text for m in prompt[3:5]] == ["pregunta 0", "respuesta 1"]
+    assert prompt[-1].text == QUESTION
+    assert result["context_documents"] == docs
+
+
+def test_run_block_formatting_numbering_and_derogation_notes():
+    art_38 = _et("38", "Vacaciones anuales", summary="Mínimo de treinta días naturales de vacaciones al año.")
+    empty = Document(content="  ", meta={"law_short": "ET", "article": "39"})
+    docs = [art_38, empty, _repealed("BOE-A-2015-11430"), _repealed()]
+    result = AnswerPromptBuilder().run(question=QUESTION, documents=docs)
+    body_38 = markdown_article(ET_2015, "38").split("\n", 1)[1].strip()
+    assert result["prompt"][1].text == (
+        "Fragmentos de normativa recuperados para esta consulta. Cada fragmento lleva su número entre corchetes: "
+        "usa ese número en las líneas USED y DROP.\n\n"
+        "[1] ET > Artículo 38. Vacaciones anuales\n"
+        "Capítulo: TÍTULO I. De la relación individual de trabajo > CAPÍTULO II. Contenido del contrato de trabajo"
+        " > Sección 5.ª Tiempo de trabajo\n"
+        "Resumen: Mínimo de treinta días naturales de vacaciones al año.\n"
+        f"Texto: {body_38}\n"
+        "---\n"
+        "[2] Estatuto de los Trabajadores de 1995 > Artículo 38. Vacaciones anuales\n"
+        "[NOTA: Esta norma está derogada por BOE-A-2015-11430]\n"
+        "Texto: El período de vacaciones anuales retribuidas...\n"
+        "---\n"
+        "[3] Estatuto de los Trabajadores de 1995 > Artículo 38. Vacaciones anuales\n"
+        "[NOTA: Esta norma está derogada]\n"
+        "Texto: El período de vacaciones anuales retribuidas..."
+    )
+    assert body_38.startswith("1. El periodo de vacaciones anuales retribuidas")
+    assert result["context_documents"] == [docs[0], docs[2], docs[3]]  # numbered [1]..[3]: the empty block is out
+
+
+def test_run_block_fallbacks_and_partial_repeal():
+    meta = {"law_id": "L1", "article": "2 bis", "status": "partially_repealed"}
+    doc = Document(content="Texto del artículo.", meta=meta)
+    context = AnswerPromptBuilder().run(question=QUESTION, documents=[doc])["prompt"][1].text
+    assert context.endswith(
+        "[1] L1 > Artículo 2 bis\n[NOTA: Esta norma está parcialmente derogada; comprueba la vigencia de este "
+        "artículo]\nTexto: Texto del artículo."
+    )
+
+
+def test_run_without_documents():
+    result = AnswerPromptBuilder().run(question=QUESTION, documents=[])
+    assert result["prompt"][1].text.endswith(
+        "\n\nNo se ha recuperado ningún fragmento de normativa para esta consulta.")
+    assert result["context_documents"] == []
+
+
+@pytest.mark.parametrize(("max_history", "expected"), [(6, [4, 5, 6, 7, 8, 9]), (2, [8, 9]), (0, [])])
+def test_run_history_truncation(max_history, expected):
+    tool_call = ChatMessage.from_assistant(tool_calls=[ToolCall(tool_name="buscar", arguments={})])
+    history = [ChatMessage.from_system("instrucciones previas"), *_history(10), tool_call]  # only text turns count
+    prompt = AnswerPromptBuilder(max_history=max_history).run(question=QUESTION, documents=[], history=history)[
+        "prompt"]
+    assert len(prompt) == 4 + len(expected)
+    assert [m.text.split()[-1] for m in prompt[3:-1]] == [str(i) for i in expected]
+    turns = history[1:-1]
+    assert prompt[3:-1] == turns[len(turns) - len(expected):]  # the messages themselves, unchanged
+
+
+def test_run_system_prompt_override_and_no_template_injection():
+    builder = AnswerPromptBuilder(system_prompt="Eres un asistente {{ breve }}.")
+    doc = Document(content="Texto con {{ llaves }} y {% raw %}.", meta={"law_short": "ET", "article": "1"})
+    prompt = builder.run(question="¿Y {{ esto }}?", documents=[doc])["prompt"]
+    assert prompt[0].text == "Eres un asistente {{ breve }}."
+    assert prompt[1].text.endswith("Texto: Texto con {{ llaves }} y {% raw %}.")
+    assert prompt[-1].text == "¿Y {{ esto }}?"
+
+
+def test_run_empty_question_raises():
+    with pytest.raises(ValueError, match="question"):
+        AnswerPromptBuilder().run(question=" ", documents=[])
+
+
+def test_pipeline_with_generator_and_meta_parser_yaml_round_trip():
+    reply = ("Tienes derecho a un mínimo de treinta días naturales de vacaciones (ET, art. 38).\n"
+             "===META===\nUSED|1\nDROP|2")
+    pipe = Pipeline()
+    pipe.add_component("prompt", AnswerPromptBuilder(max_history=2))
+    pipe.add_component("llm", ScriptedChatGenerator(replies=[reply]))
+    pipe.add_component("meta", MetaParser())
+    pipe.connect("prompt.prompt", "llm.messages")
+    pipe.connect("llm.replies", "meta.replies")
+    pipe.connect("prompt.context_documents", "meta.context_documents")
+    text = pipe.dumps()
+    assert yaml.safe_load(text)["components"]["prompt"]["type"] == "components.builders.answer_prompt.AnswerPromptBuilder"
+
+    loaded = Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
+    original, reloaded = pipe.to_dict(), loaded.to_dict()
+    assert reloaded["components"] == original["components"]
+    assert sorted(map(str, reloaded["connections"])) == sorted(map(str, original["connections"]))
+    docs = [_et("38", "Vacaciones anuales"), _et("14", "Periodo de prueba")]
+    result = loaded.run({"prompt": {"question": QUESTION, "documents": docs, "history": _history(4)}})["meta"]
+    assert result["answer"].startswith("Tienes derecho a un mínimo de treinta días")
+    assert (result["used"], result["dropped"], result["meta_valid"]) == ([1], [2], True)
+    assert result["context_chunk_ids"] == [docs[0].id]
+    sent = loaded.get_component("llm").calls[0]
+    assert len(sent) == 6 and [m.text for m in sent[3:5]] == ["pregunta 2", "respuesta 3"]
+    assert "[2] ET > Artículo 14. Periodo de prueba" in sent[1].text
+
+
+def test_score_cap_keeps_the_best_scored_blocks():
+    from haystack import Document as Doc
+
+    docs = [Doc(id=f"d{i}", content=f"Texto {i}.", meta={"law_short": "ET", "article": str(i)}, score=i / 10) for i in range(6)]
+    out = AnswerPromptBuilder(max_documents=3).run(question="¿Pregunta?", documents=docs)
+    assert [d.id for d in out["context_documents"]] == ["d5", "d4", "d3"]
+    with pytest.raises(ValueError, match="max_documents"):
+        AnswerPromptBuilder(max_documents=0)
+
+
+def test_score_cap_run_override_for_the_need_retry():
+    from haystack import Document as Doc
+
+    docs = [Doc(id=f"d{i}", content=f"Texto {i}.", meta={"law_short": "ET", "article": str(i)}, score=i / 10)
+            for i in range(6)]
+    builder = AnswerPromptBuilder(max_documents=3)
+    assert len(builder.run(question="¿Pregunta?", documents=docs, max_documents=5)["context_documents"]) == 5
+    assert len(builder.run(question="¿Pregunta?", documents=docs)["context_documents"]) == 3
+    with pytest.raises(ValueError, match="max_documents"):
+        builder.run(question="¿Pregunta?", documents=docs, max_documents=0)
+
+
+def test_graph_context_goes_after_the_numbered_blocks_unnumbered():
+    from haystack import Document as Doc
+
+    docs = [Doc(id="d1", content="Texto del artículo.", meta={"law_short": "ET", "article": "15"}, score=1.0)]
+    summary = "- ET, art. 15 (Duración del contrato): desarrollado por RD 2720/1998"
+    prompt = AnswerPromptBuilder().run(question="¿Contrato temporal?", documents=docs, graph_context=summary)["prompt"]
+    text = "\n".join(m.text or "" for m in prompt)
+    assert summary in text and text.index("[1]") < text.index(summary)
+    assert "[2]" not in text
+    plain = "\n".join(m.text or "" for m in AnswerPromptBuilder().run(question="¿x?", documents=docs)["prompt"])
+    assert "grafo legal" not in plain

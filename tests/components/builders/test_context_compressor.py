@@ -1,0 +1,231 @@
+"""Tests of ContextCompressor: budget, drop order, sentence trimming that keeps facts, token counters."""
+
+from dataclasses import replace
+
+import pytest
+from haystack import Document
+
+from components.builders.answer_prompt import AnswerPromptBuilder
+from components.preprocessors.article_parser import ArticleParser
+from components.builders.context_compressor import (
+    CHARS_PER_TOKEN,
+    ContextCompressor,
+    EstimateCounter,
+    HFTokenizerCounter,
+    make_counter,
+)
+from components.utils.models import is_installed
+from components.preprocessors.semantic_parent_splitter import SemanticParentSplitter
+from components.converters.statute_converter import StatuteConverter
+from tests.corpus_helpers import ET_2015
+
+QUESTION = "¿Cuántos días de vacaciones tengo al año?"
+
+
+@pytest.fixture(scope="module")
+def et_blocks():
+    """Parent blocks of ET articles 38, 37, 34, 23 and 4 (one block per article part), scored best first."""
+    docs = StatuteConverter().run(sources=[str(ET_2015)])["documents"]
+    wanted = ["38", "37", "34", "23", "4"]
+    articles = [d for d in ArticleParser().run(documents=docs)["documents"] if d.meta.get("article") in wanted]
+    articles.sort(key=lambda d: wanted.index(d.meta["article"]))
+    parents = SemanticParentSplitter(breakpoint_model="lexical").run(documents=articles)["documents"]
+    return [replace(doc, score=1.0 - 0.03 * i) for i, doc in enumerate(parents)]
+
+
+def _rendered_tokens(compressor, documents):
+    """Tokens of the context message AnswerPromptBuilder really renders for these blocks."""
+    prompt = AnswerPromptBuilder(max_documents=100).run(question=QUESTION, documents=documents)["prompt"]
+    return compressor.count_tokens(prompt[1].text)
+
+
+def test_init_defaults():
+    compressor = ContextCompressor()
+    assert compressor.token_budget == 4000
+    assert compressor.tokenizer is None
+    assert compressor.enabled is True
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"token_budget": 50}, {"chars_per_token": 0}, {"min_trimmed_tokens": 0}]
+)
+def test_init_rejects_bad_values(kwargs):
+    with pytest.raises(ValueError):
+        ContextCompressor(**kwargs)
+
+
+def test_to_dict_and_from_dict():
+    compressor = ContextCompressor(token_budget=2500, chars_per_token=3.5, min_trimmed_tokens=40, enabled=False)
+    data = compressor.to_dict()
+    assert data == {
+        "type": "components.builders.context_compressor.ContextCompressor",
+        "init_parameters": {
+            "token_budget": 2500,
+            "tokenizer": None,
+            "chars_per_token": 3.5,
+            "min_trimmed_tokens": 40,
+            "enabled": False,
+        },
+    }
+    restored = ContextCompressor.from_dict(data)
+    assert restored.token_budget == 2500 and restored.enabled is False
+    assert restored.to_dict() == data
+
+
+def test_run_under_budget_changes_nothing(et_blocks):
+    compressor = ContextCompressor()
+    few = et_blocks[:3]
+    result = compressor.run(documents=few, query=QUESTION)
+    assert result["documents"] == few
+    stats = result["stats"]
+    assert stats["dropped_ids"] == [] and stats["trimmed_ids"] == []
+    assert stats["tokens_after"] == _rendered_tokens(compressor, few) <= 4000
+
+
+def test_run_drops_lowest_scored_blocks_first(et_blocks):
+    compressor = ContextCompressor(token_budget=1500)
+    shuffled = et_blocks[::2] + et_blocks[1::2]  # input order is not score order
+    result = compressor.run(documents=shuffled, query=QUESTION)
+    kept, stats = result["documents"], result["stats"]
+    assert stats["tokens_before"] > 1500
+    assert _rendered_tokens(compressor, kept) <= 1500
+    assert stats["tokens_after"] <= 1500
+    kept_ids = {d.id for d in kept}
+    dropped = [d for d in shuffled if d.id in set(stats["dropped_ids"])]
+    assert dropped
+    # every dropped block scores below every block kept whole
+    whole = [d for d in kept if not d.meta.get("compressed")]
+    assert max(d.score for d in dropped) < min(d.score for d in whole)
+    # kept blocks keep the input order, their ids and meta
+    assert [d.id for d in kept] == [d.id for d in shuffled if d.id in kept_ids]
+    assert all(d.meta["law_short"] == "ET" for d in kept)
+    assert stats["documents_out"] == len(kept) == len(shuffled) - len(dropped)
+
+
+def test_run_never_drops_the_best_block(et_blocks):
+    best = et_blocks[0]  # ET art. 38, the best scored
+    compressor = ContextCompressor(token_budget=120)
+    result = compressor.run(documents=list(reversed(et_blocks)), query=QUESTION)
+    kept = result["documents"]
+    assert [d.id for d in kept] == [best.id]
+    trimmed = kept[0]
+    assert trimmed.meta["compressed"] is True
+    assert trimmed.meta["original_length"] == len(best.content)
+    assert trimmed.content.startswith("Artículo 38. Vacaciones anuales.")  # the citation line stays
+    assert "treinta días naturales" in trimmed.content  # the sentence with the question's terms and the number
+    assert result["stats"]["trimmed_ids"] == [best.id]
+    assert _rendered_tokens(compressor, kept) <= 120
+
+
+def test_trimming_keeps_facts_in_original_order(et_blocks):
+    """Art. 38 trimmed: the sentences on the holiday calendar kept, in text order, gaps marked."""
+    art_38 = et_blocks[0]
+    compressor = ContextCompressor(token_budget=300, min_trimmed_tokens=20)
+    kept = compressor.run(documents=[art_38], query="calendario de vacaciones")["documents"][0]
+    body = kept.content.split("\n", 1)[1]
+    assert "[…]" in body
+    pieces = [p.strip() for p in body.split("[…]") if p.strip()]
+    positions = [art_38.content.index(p[:40]) for p in pieces]
+    assert positions == sorted(positions)
+    # the two sentences with both query terms first, then a sentence carrying a number before plain ones
+    assert "El calendario de vacaciones se fijará en cada empresa." in body
+    assert "coincida en el tiempo con una incapacidad temporal" in body
+    assert "inferior a treinta días naturales" in body
+    assert "dieciocho meses" not in body  # one query term only, too long for what is left
+    assert len(kept.content) < len(art_38.content)
+
+
+def test_run_trims_the_edge_block_instead_of_dropping_it(et_blocks):
+    compressor = ContextCompressor(token_budget=1200, min_trimmed_tokens=30)
+    result = compressor.run(documents=et_blocks, query=QUESTION)
+    stats = result["stats"]
+    assert len(stats["trimmed_ids"]) == 1
+    trimmed = next(d for d in result["documents"] if d.id == stats["trimmed_ids"][0])
+    assert trimmed.meta["compressed"] is True
+    assert stats["tokens_after"] <= 1200
+    assert stats["tokens_after"] > 1200 - 200  # the budget is used, not left half empty
+
+
+def test_run_pass_through_when_disabled(et_blocks):
+    compressor = ContextCompressor(token_budget=200, enabled=False)
+    result = compressor.run(documents=et_blocks)
+    assert result["documents"] is et_blocks
+    assert result["stats"]["enabled"] is False
+    assert result["stats"]["tokens_after"] == result["stats"]["tokens_before"] > 200
+    enabled = compressor.run(documents=et_blocks, enabled=True, token_budget=300)
+    assert enabled["stats"]["tokens_after"] <= 300
+
+
+def test_run_leaves_out_blocks_without_text_and_rejects_bad_input(et_blocks):
+    empty = Document(content="   ", meta={"law_short": "ET"}, score=2.0)
+    result = ContextCompressor().run(documents=[empty, *et_blocks[:2]])
+    assert [d.id for d in result["documents"]] == [d.id for d in et_blocks[:2]]
+    assert result["stats"]["dropped_ids"] == [empty.id]
+    with pytest.raises(TypeError):
+        ContextCompressor().run(documents=["texto"])
+    with pytest.raises(ValueError):
+        ContextCompressor().run(documents=[], token_budget=10)
+
+
+def test_budget_counts_block_headers():
+    """Two blocks of equal text: the one with long headings (chapter, repeal note) costs more tokens."""
+    text = "Los trabajadores tendrán derecho a vacaciones. " * 4
+    plain = Document(content=text, meta={"law_short": "ET", "article": "38"})
+    rich = Document(
+        content=text,
+        meta={
+            "law_short": "ET1995",
+            "article": "38",
+            "article_title": "Vacaciones anuales",
+            "heading_path": ["TÍTULO I. De la relación individual de trabajo", "CAPÍTULO II. Contenido"],
+            "status": "repealed",
+            "derogated_by": "Real Decreto Legislativo 2/2015",
+        },
+    )
+    compressor = ContextCompressor()
+    plain_tokens = compressor.run(documents=[plain])["stats"]["tokens_before"]
+    rich_tokens = compressor.run(documents=[rich])["stats"]["tokens_before"]
+    assert rich_tokens > plain_tokens + 20
+
+
+def test_estimate_counter_is_per_language():
+    counter = EstimateCounter()
+    text = "x" * 380
+    assert counter(text, "es") == 100
+    assert counter(text, "pt") == -(-380 // CHARS_PER_TOKEN["pt"])
+    assert EstimateCounter(chars_per_token=2.0)(text, "es") == 190
+    assert counter("", "es") == 0
+
+
+def test_exact_hf_tokenizer(tmp_path, et_blocks):
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    tokenizer = Tokenizer(WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tokenizer.save(str(path))
+    assert isinstance(make_counter(str(tmp_path), None), HFTokenizerCounter)
+    compressor = ContextCompressor(tokenizer=str(path), token_budget=300)
+    compressor.warm_up()
+    assert compressor.count_tokens("El periodo de vacaciones") == 4
+    result = compressor.run(documents=et_blocks, query=QUESTION)
+    assert result["stats"]["counter"] == "tokenizer"
+    assert result["stats"]["tokens_after"] <= 300
+
+
+def test_unknown_tokenizer_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="tokenizer"):
+        ContextCompressor(tokenizer=str(tmp_path / "nothing.bin")).warm_up()
+
+
+@pytest.mark.model
+@pytest.mark.skipif(not is_installed("qwen2.5-coder-0.5b"), reason="the small local LLM is not installed")
+def test_estimate_is_conservative_against_the_real_qwen_tokenizer(et_blocks):
+    exact = ContextCompressor(tokenizer="qwen2.5-coder-0.5b")
+    estimate = ContextCompressor()
+    rendered = estimate.render(et_blocks)
+    real = exact.count_tokens(rendered)
+    assert real > 500
+    assert real <= estimate.count_tokens(rendered) <= real * 1.2

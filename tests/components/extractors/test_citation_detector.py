@@ -1,0 +1,167 @@
+import pytest
+
+from components.extractors.citation_detector import CitationDetector, citation_filters, law_key
+
+ET = "BOE-A-2015-11430"
+CE = "BOE-A-1978-31229"
+LGSS = "BOE-A-2015-11724"
+LPRL = "BOE-A-1995-24292"
+
+
+@pytest.fixture(scope="module")
+def detector():
+    return CitationDetector()
+
+
+def _pairs(result):
+    return [(c["law_id"], c["article"]) for c in result["citations"]]
+
+
+def test_init_defaults_and_validation(tmp_path):
+    detector = CitationDetector()
+    assert detector.laws_file is None and detector.aliases is None
+    with pytest.raises(ValueError, match="does not exist"):
+        CitationDetector(laws_file=str(tmp_path / "missing.yaml"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("laws: [1, 2]\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="must hold a mapping"):
+        CitationDetector(laws_file=str(bad))
+    with pytest.raises(ValueError, match="aliases"):
+        CitationDetector(aliases={"Estatuto": 3})
+
+
+def test_to_dict(tmp_path):
+    data = CitationDetector(aliases={"Lei 8.213": "L8213"}).to_dict()
+    assert data == {
+        "type": "components.extractors.citation_detector.CitationDetector",
+        "init_parameters": {"laws_file": None, "aliases": {"Lei 8.213": "L8213"}},
+    }
+
+
+def test_from_dict():
+    data = CitationDetector(aliases={"Lei 8.213": "L8213"}).to_dict()
+    restored = CitationDetector.from_dict(data)
+    assert restored.to_dict() == data
+    assert _pairs(restored.run(query="Lei 8.213")) == [("L8213", None)]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("¿Qué dice el art. 38 ET?", [(ET, "38")]),
+        ("art.38 ET", [(ET, "38")]),
+        ("¿Qué establece el artículo 14 de la Constitución?", [(CE, "14")]),
+        ("¿Y el 48.4 del Estatuto de los Trabajadores?", [(ET, "48")]),
+        ("arts. 40 y 41 ET", [(ET, "40"), (ET, "41")]),
+        ("artículos 40, 41 y 42 del Estatuto", [(ET, "40"), (ET, "41"), (ET, "42")]),
+        ("artículos 14 a 16 de la CE", [(CE, "14"), (CE, "15"), (CE, "16")]),
+        ("disposición adicional primera de la LGSS", [(LGSS, "da1")]),
+        ("disposiciones transitorias primera y segunda del ET", [(ET, "dt1"), (ET, "dt2")]),
+        ("art. 37.3.b) ET y art. 14 CE", [(ET, "37"), (CE, "14")]),
+        ("artículo 48, apartado 4, del ET", [(ET, "48")]),
+        ("art. 38 ET y 14 CE", [(ET, "38"), (CE, "14")]),
+        ("artículo 15 de la Ley 31/1995", [(LPRL, "15")]),
+        ("artículo 38 y siguientes del Estatuto", [(ET, "38")]),
+        ("art. 2 bis ET1995", [("BOE-A-1995-7730", "2 bis")]),
+        ("art. 38 et", [(ET, "38")]),
+        ("¿Cuál es el órgano de gobierno del Poder Judicial según el artículo 122?", [(None, "122")]),
+    ],
+)
+def test_run_spanish_forms(detector, query, expected):
+    assert _pairs(detector.run(query=query)) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("Art. 5º da CF", [("CF88", "5")]),
+        ("O que diz o artigo 7º da Constituição?", [("CF88", "7")]),
+        ("art. 7º, XXIX, da Constituição Federal", [("CF88", "7")]),
+        ("Art. 5º, caput, da CF/88", [("CF88", "5")]),
+        ("art. 5º-A da CF", [("CF88", "5-a")]),
+        ("artigos 5º a 7º da Constituição", [("CF88", "5"), ("CF88", "6"), ("CF88", "7")]),
+    ],
+)
+def test_run_portuguese_forms(detector, query, expected):
+    assert _pairs(detector.run(query=query)) == expected
+
+
+def test_run_law_only_citations(detector):
+    query = "O que diz a Lei 8.213 sobre o auxílio-doença?"
+    result = detector.run(query=query)
+    assert result["has_citations"] is True
+    start = query.index("Lei")
+    assert result["citations"] == [
+        {"law_id": None, "law": "Lei 8.213", "article": None, "text": "Lei 8.213", "span": [start, start + 9]}
+    ]
+    assert result["filters"] is None  # a whole law is not a direct fetch
+    law_only = detector.run(query="¿Qué dice el Estatuto de los Trabajadores sobre las vacaciones?")
+    assert _pairs(law_only) == [(ET, None)]
+    assert _pairs(detector.run(query="Real Decreto 1561/1995")) == [("BOE-A-1995-21346", None)]
+    # a law cited with an article is not repeated as a law-only citation
+    assert _pairs(detector.run(query="El ET regula en su art. 38 ET las vacaciones")) == [(ET, "38")]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "¿Qué regulará el estatuto e incompatibilidades de los miembros del Gobierno?",  # lowercase common noun
+        "el Estatuto de Autonomía de Cataluña",  # recognised but ambiguous -> no law
+        "la constitución de una sociedad limitada",
+        "el 10 de mayo de 2020 me despidieron",  # a bare number needs a law after it
+        "Cf. la doctrina del Supremo",
+        "según la ley 30 días de vacaciones",  # "ley 30" has no year: not a Spanish norm number
+        "",
+    ],
+)
+def test_run_no_false_positives(detector, query):
+    result = detector.run(query=query)
+    assert result == {"citations": [], "filters": None, "has_citations": False}
+
+
+def test_run_citation_fields_and_filters(detector):
+    query = "¿Qué dicen los arts. 40 y 41 ET y el artículo 122?"
+    result = detector.run(query=query)
+    first, start = result["citations"][0], query.index("arts.")
+    assert first == {
+        "law_id": ET, "law": "ET", "article": "40", "text": "arts. 40 y 41 ET", "span": [start, start + 16]
+    }
+    assert result["filters"] == {
+        "operator": "OR",
+        "conditions": [
+            {"operator": "AND", "conditions": [
+                {"field": "meta.law_id", "operator": "==", "value": ET},
+                {"field": "meta.article", "operator": "==", "value": "40"},
+            ]},
+            {"operator": "AND", "conditions": [
+                {"field": "meta.law_id", "operator": "==", "value": ET},
+                {"field": "meta.article", "operator": "==", "value": "41"},
+            ]},
+            {"field": "meta.article", "operator": "==", "value": "122"},
+        ],
+    }
+    assert citation_filters([]) is None
+
+
+def test_custom_aliases_override_defaults():
+    detector = CitationDetector(aliases={"Estatuto": None, "Lei 8.213": "L8213", "Ley de Empleo": "LE2023"})
+    assert _pairs(detector.run(query="art. 38 del Estatuto")) == [(None, "38")]
+    assert _pairs(detector.run(query="art. 57 da Lei nº 8.213/91")) == [("L8213", "57")]
+    assert _pairs(detector.run(query="artículo 3 de la Ley de Empleo")) == [("LE2023", "3")]
+    assert _pairs(detector.run(query="art. 38 ET")) == [(ET, "38")]
+
+
+def test_resolve_law_and_article_key(detector):
+    assert detector.resolve_law("ET") == (ET, "ET")
+    assert detector.resolve_law("del Estatuto de los Trabajadores") == (ET, "ET")
+    assert detector.resolve_law("la Constitución Española") == (CE, "CE")
+    assert detector.resolve_law("RD 1561/1995") == ("BOE-A-1995-21346", "RD 1561/1995")
+    assert detector.resolve_law("Lei 8.213") == (None, "Lei 8.213")
+    assert detector.resolve_law("vacaciones") == (None, None)
+    assert detector.article_key("art. 48.4") == "48"
+    assert detector.article_key("48") == "48"
+    assert detector.article_key("disposición adicional primera") == "da1"
+    assert detector.article_key("5º-A") == "5-a"
+    assert detector.article_key("vacaciones") is None
+    assert law_key("Real Decreto 1561/1995") == law_key("RD 1561/1995") == "real decreto 1561/1995"
+    assert law_key("Lei nº 8.213/91") == "lei 8213"

@@ -1,0 +1,137 @@
+import pytest
+from haystack import Document, Pipeline
+from haystack.dataclasses import ChatMessage
+
+from components.generators.extractive_answer import ExtractiveAnswer, citation, stems
+from components.validators.meta_parser import MetaParser
+from tests.corpus_helpers import ET_2015, markdown_article
+
+ALLOWED_MODULES = ["components.*", "pipelines.*", "tests.*"]
+VACATIONS = "¿Cuántos días de vacaciones tengo?"
+THIRTY_DAYS = "En ningún caso la duración será inferior a treinta días naturales."
+
+
+def _et(number: str, title: str) -> Document:
+    return Document(
+        content=markdown_article(ET_2015, number),
+        meta={"law_id": "BOE-A-2015-11430", "law_short": "ET", "article": number,
+              "article_label": f"Artículo {number}", "article_title": title,
+              "heading_path": ["TÍTULO I. De la relación individual de trabajo"], "rank": 2, "status": "in_force"},
+    )
+
+
+@pytest.fixture(scope="module")
+def docs():
+    return [_et("38", "Vacaciones anuales"), _et("14", "Periodo de prueba")]
+
+
+def test_init_defaults_and_validation():
+    answerer = ExtractiveAnswer()
+    assert (answerer.max_articles, answerer.max_sentences) == (3, 2)
+    for bad in ({"max_articles": 0}, {"max_sentences": 0}):
+        with pytest.raises(ValueError, match="must be >= 1"):
+            ExtractiveAnswer(**bad)
+
+
+def test_to_dict():
+    assert ExtractiveAnswer(max_articles=2, max_sentences=1).to_dict() == {
+        "type": "components.generators.extractive_answer.ExtractiveAnswer",
+        "init_parameters": {"max_articles": 2, "max_sentences": 1},
+    }
+
+
+def test_from_dict():
+    data = {"type": "components.generators.extractive_answer.ExtractiveAnswer", "init_parameters": {"max_articles": 1}}
+    answerer = ExtractiveAnswer.from_dict(data)
+    assert (answerer.max_articles, answerer.max_sentences) == (1, 2)
+
+
+def test_stems_fold_accents_drop_stopwords_and_read_numbers():
+    assert stems(VACATIONS) == {"dia", "vacaci"}
+    assert stems("Treinta DIAS de vacación retribuida") == {"30", "dia", "vacaci", "retrib"}
+    assert stems("vacaciones anuales retribuidas") == stems("vacación anual retribución")
+
+
+def test_run_vacations_quotes_thirty_days_of_article_38(docs):
+    result = ExtractiveAnswer().run(question=VACATIONS, documents=docs)
+    answer = result["answer"]
+    assert result["replies"] == [ChatMessage.from_assistant(answer, meta={"model": "extractive"})]
+    assert answer == (
+        "Estos son los pasajes de la normativa más relevantes para tu pregunta:\n\n"
+        "- «El periodo de vacaciones anuales retribuidas, no sustituible por compensación económica, será el "
+        f"pactado en convenio colectivo o contrato individual. {THIRTY_DAYS}» (ET, art. 38)\n\n"
+        "Nota: esta es una respuesta extractiva, generada sin modelo de lenguaje: reproduce literalmente fragmentos "
+        "de los artículos citados, que conviene leer completos.\n"
+        "===META===\nUSED|1\nDROP|ninguno"
+    )
+    parsed = MetaParser().run(text=answer, context_documents=docs)
+    assert parsed["meta_valid"] is True and parsed["warnings"] == []
+    assert (parsed["used"], parsed["dropped"], parsed["context_chunk_ids"]) == ([1], [], [docs[0].id])
+    assert f"{THIRTY_DAYS}» (ET, art. 38)" in parsed["answer"] and "===META===" not in parsed["answer"]
+
+
+def test_run_picks_the_relevant_article_whatever_its_position(docs):
+    answer = ExtractiveAnswer().run(question="¿Cuánto puede durar el periodo de prueba?", documents=docs)["answer"]
+    assert "«Podrá concertarse por escrito un periodo de prueba" in answer
+    assert "(ET, art. 14)" in answer and "art. 38" not in answer
+    assert MetaParser().run(text=answer, context_documents=docs)["used"] == [2]
+
+
+def test_run_quotes_several_articles_and_respects_limits(docs):
+    question = "¿Cuántos días de vacaciones y cuántos meses de periodo de prueba?"
+    answer = ExtractiveAnswer().run(question=question, documents=docs)["answer"]
+    assert "(ET, art. 38)" in answer and "(ET, art. 14)" in answer
+    assert answer.endswith("USED|1,2\nDROP|ninguno")
+
+    single = ExtractiveAnswer(max_articles=1, max_sentences=1).run(question=question, documents=docs)["answer"]
+    quotes = [line for line in single.splitlines() if line.startswith("- «")]
+    assert len(quotes) == 1 and "[…]" not in quotes[0]  # one sentence of one article: the best-scoring one
+    assert quotes[0].endswith("» (ET, art. 38)") and single.endswith("USED|1\nDROP|ninguno")
+
+
+def test_run_marks_gaps_between_non_adjacent_sentences(docs):
+    answer = ExtractiveAnswer().run(question="¿Puedo cobrar las vacaciones en dinero?", documents=docs[:1])["answer"]
+    assert (
+        "contrato individual. […] El periodo o periodos de su disfrute" in answer  # "1. " / "2. " markers dropped
+    )
+    assert THIRTY_DAYS not in answer
+
+
+def test_run_without_matching_terms_quotes_the_first_block(docs):
+    answer = ExtractiveAnswer(max_sentences=1).run(question="me han dado la baja médica", documents=docs)["answer"]
+    assert answer.startswith("No encuentro en los artículos recuperados ninguna frase que coincida")
+    assert "- «El periodo de vacaciones anuales retribuidas" in answer and "(ET, art. 38)" in answer
+    assert MetaParser().run(text=answer, context_documents=docs)["used"] == [1]
+
+
+@pytest.mark.parametrize("documents", [[], [Document(content="  ")], [Document(content=None)]])
+def test_run_without_documents_says_so_with_valid_meta(documents):
+    result = ExtractiveAnswer().run(question=VACATIONS, documents=documents)
+    assert result["answer"].startswith("No encuentro artículos en la normativa disponible")
+    assert result["answer"].endswith("===META===\nUSED|\nDROP|ninguno")
+    parsed = MetaParser().run(replies=result["replies"], context_documents=documents)
+    assert (parsed["meta_valid"], parsed["used"], parsed["dropped"], parsed["warnings"]) == (True, [], [], [])
+
+
+def test_citation_formats():
+    def doc(**meta):
+        return Document(content="x", meta={"law_short": "ET", **meta})
+
+    assert citation(doc(article="38", article_label="Artículo 38")) == "ET, art. 38"
+    assert citation(doc(article="2 bis")) == "ET, art. 2 bis"
+    assert citation(doc(article="da1", article_label="Disposición adicional primera")) == (
+        "ET, disposición adicional primera")
+    assert citation(doc(article="38", article_label="Artículo 38", status="repealed")) == (
+        "ET, art. 38; norma derogada")
+    assert citation(Document(content="x", meta={"law_title": "Ley 8/1980"})) == "Ley 8/1980"
+
+
+def test_pipeline_with_meta_parser_yaml_round_trip(docs):
+    pipe = Pipeline()
+    pipe.add_component("answer", ExtractiveAnswer())
+    pipe.add_component("meta", MetaParser())
+    pipe.connect("answer.replies", "meta.replies")
+    loaded = Pipeline.loads(pipe.dumps(), allowed_modules=ALLOWED_MODULES)
+    result = loaded.run({"answer": {"question": VACATIONS, "documents": docs}, "meta": {"context_documents": docs}})
+    assert result["meta"]["used"] == [1] and result["meta"]["meta_valid"] is True
+    assert THIRTY_DAYS in result["meta"]["answer"]

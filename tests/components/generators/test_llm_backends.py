@@ -1,0 +1,289 @@
+import time
+
+import pytest
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.core.serialization import component_from_dict, component_to_dict
+from haystack.dataclasses import ChatMessage
+from pydantic import BaseModel
+
+from components.generators import llm_backends
+from components.generators.llm_backends import (
+    LocalLlamaChatGenerator,
+    chat_json,
+    chat_text,
+    default_chat_generator,
+    parse_json_reply,
+    strip_fences,
+)
+from tests.scripted_llm import ScriptedChatGenerator
+
+QUESTION = [
+    ChatMessage.from_system("Responde solo con JSON."),
+    ChatMessage.from_user("¿Cuántos días de vacaciones tengo?"),
+]
+
+
+class FakeServer:
+    """Stands in for `xllamacpp.Server`: streams scripted chunks to the callback, stops when it returns True."""
+
+    def __init__(self, pieces=("[", '"vacaciones', ' anuales"', "]"), delay=0.0, error=None):
+        self.pieces = list(pieces)
+        self.delay = delay
+        self.error = error
+        self.requests = []
+        self.sent = 0
+        self.stopped = False
+
+    def handle_chat_completions(self, request, callback):
+        self.requests.append(request)
+        if self.error:
+            callback({"error": {"code": 500, "message": self.error, "type": "server_error"}})
+            return
+        callback({"choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]})
+        for piece in self.pieces:
+            time.sleep(self.delay)
+            self.sent += 1
+            if callback({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}):
+                self.stopped = True
+                return
+        callback({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        callback({"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34},
+                  "timings": {"predicted_per_second": 12.5}})
+
+
+@pytest.fixture
+def fake_model(tmp_path, monkeypatch):
+    """A GGUF path whose 'loaded model' is a FakeServer (nothing is loaded by llama.cpp)."""
+    path = tmp_path / "fake.gguf"
+    path.write_bytes(b"GGUF")
+    server = FakeServer()
+    monkeypatch.setitem(llm_backends._MODELS, str(path), llm_backends._LoadedModel(server, 8192, 1))
+    return str(path), server
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    for var in ("LEXHAY_LLM", "LEXHAY_LLM_BASE_URL", "LEXHAY_LLM_MODEL", "LEXHAY_LLM_TIMEOUT", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    # set then delete: pytest restores "unset" at teardown even if default_chat_generator sets it
+    monkeypatch.setenv("LEXHAY_LLM_API_KEY", "placeholder")
+    monkeypatch.delenv("LEXHAY_LLM_API_KEY")
+    monkeypatch.setenv("LEXHAY_MODELS_DIR", str(tmp_path / "no-models"))
+    return monkeypatch
+
+
+def test_init_defaults_and_validation():
+    llm = LocalLlamaChatGenerator()
+    assert (llm.model, llm.n_ctx, llm.n_threads, llm.timeout) == ("qwen2.5-coder-1.5b", 8192, None, None)
+    assert llm.generation_kwargs == {}
+    with pytest.raises(ValueError, match="model"):
+        LocalLlamaChatGenerator(model=" ")
+    with pytest.raises(ValueError, match="n_ctx"):
+        LocalLlamaChatGenerator(n_ctx=16)
+    with pytest.raises(ValueError, match="n_threads"):
+        LocalLlamaChatGenerator(n_threads=0)
+    with pytest.raises(ValueError, match="timeout"):
+        LocalLlamaChatGenerator(timeout=0)
+
+
+def test_to_dict_from_dict_round_trip():
+    llm = LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b", n_ctx=2048, n_threads=2,
+                                  generation_kwargs={"max_tokens": 64}, timeout=30.0)
+    data = component_to_dict(llm, name="llm")
+    assert data == {
+        "type": "components.generators.llm_backends.LocalLlamaChatGenerator",
+        "init_parameters": {"model": "qwen2.5-coder-0.5b", "n_ctx": 2048, "n_threads": 2,
+                            "generation_kwargs": {"max_tokens": 64}, "timeout": 30.0},
+    }
+    restored = component_from_dict(LocalLlamaChatGenerator, data, name="llm")
+    assert restored.to_dict() == data
+    assert restored._loaded is None  # deserializing never loads the model
+
+
+def test_missing_model_names_make_models_llm(clean_env, tmp_path):
+    with pytest.raises(RuntimeError, match="make models-llm"):
+        LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b").warm_up()
+    with pytest.raises(RuntimeError, match="make models-llm"):
+        LocalLlamaChatGenerator(model=str(tmp_path / "missing.gguf")).warm_up()
+
+
+def test_warm_up_is_idempotent_and_shares_the_model(fake_model):
+    path, _ = fake_model
+    first, second = LocalLlamaChatGenerator(model=path), LocalLlamaChatGenerator(model=path)
+    first.warm_up()
+    loaded = first._loaded
+    first.warm_up()
+    second.warm_up()
+    assert first._loaded is loaded is second._loaded is llm_backends._MODELS[path]
+
+
+def test_run_assembles_the_streamed_reply(fake_model):
+    path, server = fake_model
+    llm = LocalLlamaChatGenerator(model=path, generation_kwargs={"max_tokens": 64})
+    reply = llm.run(messages=QUESTION, generation_kwargs={"seed": 7})["replies"][0]
+    assert reply.text == '["vacaciones anuales"]'
+    assert reply.meta["finish_reason"] == "stop"
+    assert reply.meta["usage"]["completion_tokens"] == 4
+    assert reply.meta["timings"]["predicted_per_second"] == 12.5
+    request = server.requests[0]
+    assert request["messages"] == [{"role": "system", "content": "Responde solo con JSON."},
+                                   {"role": "user", "content": "¿Cuántos días de vacaciones tengo?"}]
+    assert (request["temperature"], request["max_tokens"], request["seed"], request["stream"]) == (0.0, 64, 7, True)
+
+
+def test_run_maps_a_pydantic_response_format_to_a_json_schema(fake_model):
+    class Queries(BaseModel):
+        queries: list[str]
+
+    path, server = fake_model
+    LocalLlamaChatGenerator(model=path).run(messages=QUESTION, generation_kwargs={"response_format": Queries})
+    response_format = server.requests[0]["response_format"]
+    assert response_format["type"] == "json_schema"
+    assert response_format["json_schema"]["schema"]["properties"]["queries"]["type"] == "array"
+
+
+def test_run_timeout_stops_the_generation(fake_model):
+    path, server = fake_model
+    server.pieces = ["palabra "] * 200
+    server.delay = 0.01
+    llm = LocalLlamaChatGenerator(model=path, timeout=0.2)
+    started = time.perf_counter()
+    with pytest.raises(TimeoutError):
+        llm.run(messages=QUESTION)
+    assert time.perf_counter() - started < 1.0
+    deadline = time.perf_counter() + 2
+    while not server.stopped and time.perf_counter() < deadline:
+        time.sleep(0.02)
+    assert server.stopped and server.sent < 200
+
+
+def test_run_reports_backend_errors(fake_model):
+    path, server = fake_model
+    server.error = "failed to parse grammar"
+    with pytest.raises(RuntimeError, match="failed to parse grammar"):
+        LocalLlamaChatGenerator(model=path).run(messages=QUESTION)
+    with pytest.raises(TypeError, match="ChatMessage"):
+        LocalLlamaChatGenerator(model=path).run(messages="hola")
+
+
+def test_default_chat_generator_none_without_llm(clean_env):
+    assert default_chat_generator() is None  # no endpoint configured, local model not installed
+    clean_env.setenv("OPENAI_API_KEY", "sk-test")
+    clean_env.setenv("LEXHAY_LLM", "none")
+    assert default_chat_generator() is None
+
+
+def test_default_chat_generator_openai(clean_env):
+    clean_env.setenv("OPENAI_API_KEY", "sk-test")
+    llm = default_chat_generator()
+    assert isinstance(llm, OpenAIChatGenerator)
+    assert (llm.model, llm.api_base_url, llm.timeout, llm.max_retries) == ("gpt-4o-mini", None, 60.0, 1)
+    assert llm.api_key.resolve_value() == "sk-test"
+    assert llm.to_dict()["init_parameters"]["api_key"]["env_vars"] == ["OPENAI_API_KEY", "LEXHAY_LLM_API_KEY"]
+
+
+def test_default_chat_generator_local_endpoint_without_key(clean_env):
+    clean_env.setenv("LEXHAY_LLM_BASE_URL", "http://127.0.0.1:11434/v1")
+    clean_env.setenv("LEXHAY_LLM_MODEL", "qwen2.5:1.5b")
+    clean_env.setenv("LEXHAY_LLM_TIMEOUT", "12")
+    llm = default_chat_generator()
+    assert isinstance(llm, OpenAIChatGenerator)
+    assert (llm.model, llm.api_base_url, llm.timeout) == ("qwen2.5:1.5b", "http://127.0.0.1:11434/v1", 12.0)
+    assert llm.api_key.resolve_value() == llm_backends.NO_KEY
+    clean_env.setenv("LEXHAY_LLM_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="LEXHAY_LLM_TIMEOUT"):
+        default_chat_generator()
+
+
+def test_default_chat_generator_local_model(clean_env, fake_model):
+    path, _ = fake_model
+    clean_env.setenv("LEXHAY_LLM", path)
+    llm = default_chat_generator(timeout=5)
+    assert isinstance(llm, LocalLlamaChatGenerator)
+    assert (llm.model, llm.timeout) == (path, 5)
+    clean_env.setenv("LEXHAY_LLM", "no-such-model")
+    assert default_chat_generator() is None
+
+
+def test_strip_fences_and_parse_json_reply():
+    assert strip_fences('```json\n["a b c"]\n```') == '["a b c"]'
+    assert strip_fences("  [1]  ") == "[1]"
+    assert parse_json_reply('```\n["despido objetivo", "despido disciplinario"]\n```') == [
+        "despido objetivo", "despido disciplinario"]
+    assert parse_json_reply('Aquí tienes: ["vacaciones anuales"] Espero que sirva.') == ["vacaciones anuales"]
+    assert parse_json_reply('{"queries": ["paro"]}') == {"queries": ["paro"]}
+    assert parse_json_reply('["vacaciones anuales') is None
+    assert parse_json_reply("vacaciones anuales retribuidas") is None
+
+
+def test_chat_json_parses_replies_and_never_raises():
+    llm = ScriptedChatGenerator(replies=['```json\n["vacaciones anuales retribuidas"]\n```', "no es json"])
+    assert chat_json(llm, QUESTION, schema={"type": "array"}) == (
+        ["vacaciones anuales retribuidas"], '```json\n["vacaciones anuales retribuidas"]\n```')
+    assert chat_json(llm, QUESTION) == (None, "no es json")
+    assert llm.generation_kwargs == [None, None]  # schemas only become grammars for the local backend
+    assert chat_json(llm, QUESTION) == (None, "")  # script exhausted: the error is logged, not raised
+    assert chat_json(ScriptedChatGenerator(error="connection refused"), QUESTION) == (None, "")
+    assert chat_text(ScriptedChatGenerator(replies=["   "]), QUESTION) is None
+
+
+def test_chat_json_timeout():
+    slow = ScriptedChatGenerator(replies=['["tarde"]'], delay=2.0)
+    started = time.perf_counter()
+    assert chat_json(slow, QUESTION, timeout=0.2) == (None, "")
+    assert time.perf_counter() - started < 1.0
+
+
+def test_chat_json_sends_the_schema_as_a_grammar_to_the_local_backend(fake_model):
+    path, server = fake_model
+    schema = {"type": "array", "items": {"type": "string"}, "maxItems": 4}
+    parsed, raw = chat_json(LocalLlamaChatGenerator(model=path), QUESTION, schema=schema)
+    assert parsed == ["vacaciones anuales"] and raw == '["vacaciones anuales"]'
+    assert server.requests[0]["response_format"] == {
+        "type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+
+
+def test_run_streams_each_text_piece_to_the_callback(fake_model):
+    path, _ = fake_model
+    pieces = []
+    reply = LocalLlamaChatGenerator(model=path).run(messages=QUESTION, streaming_callback=pieces.append)["replies"][0]
+    assert len(pieces) > 1 and "".join(p.content for p in pieces) == reply.text == '["vacaciones anuales"]'
+
+
+def test_chat_text_streams_only_to_generators_that_take_a_callback(fake_model):
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    path, _ = fake_model
+    pieces = []
+    assert chat_text(LocalLlamaChatGenerator(model=path), QUESTION, streaming_callback=pieces.append) == (
+        '["vacaciones anuales"]')
+    assert pieces
+    # a generator without streaming still answers (no TypeError swallowed into a fallback)
+    assert chat_text(ScriptedChatGenerator(replies=["hola"]), QUESTION, streaming_callback=pieces.append) == "hola"
+
+
+def test_default_timeouts_local_model_longer_than_endpoint_and_env_wins(clean_env, fake_model):
+    path, _ = fake_model
+    clean_env.setenv("LEXHAY_LLM", path)
+    assert default_chat_generator().timeout == 180.0  # the bundled CPU model
+    clean_env.setenv("LEXHAY_LLM_TIMEOUT", "30")
+    assert default_chat_generator().timeout == 30.0
+    clean_env.delenv("LEXHAY_LLM_TIMEOUT")
+    clean_env.setenv("OPENAI_API_KEY", "sk-test")
+    assert default_chat_generator().timeout == 60.0
+
+
+def test_calls_abandoned_at_their_deadline_are_awaited_at_exit(monkeypatch):
+    import threading
+
+    from components.generators import llm_backends
+
+    release = threading.Event()
+    monkeypatch.setattr(llm_backends, "_ABANDONED", [])
+    with pytest.raises(TimeoutError):
+        llm_backends._run_with_deadline(lambda: release.wait(5), timeout=0.05)
+    (worker,) = llm_backends._ABANDONED
+    assert worker.is_alive()
+    release.set()
+    llm_backends._join_abandoned()  # what atexit runs: the native call is never torn down mid-flight
+    assert not worker.is_alive()

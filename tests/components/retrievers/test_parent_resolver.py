@@ -1,0 +1,66 @@
+import pytest
+from haystack import Document
+
+from components.document_stores.edge_document_store import EdgeDocumentStore
+from components.retrievers.parent_resolver import ParentResolver
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = EdgeDocumentStore(path=str(tmp_path / "store"))
+    s.write_documents(
+        [
+            Document(id="p38", content="Artículo 38. Vacaciones anuales. ...", meta={"level": "parent", "article": "38"}),
+            Document(id="p14", content="Artículo 14. Periodo de prueba. ...", meta={"level": "parent", "article": "14"}),
+            Document(id="p15", content="Artículo 15. Duración del contrato. ...", meta={"level": "parent", "article": "15"}),
+        ]
+    )
+    yield s
+    s.close()
+
+
+def _child(cid, parent, score):
+    return Document(id=cid, content="...", meta={"level": "child", "parent_id": parent}, score=score)
+
+
+def test_init_and_validation(store):
+    assert ParentResolver(document_store=store).top_k == 10
+    with pytest.raises(ValueError, match="top_k"):
+        ParentResolver(document_store=store, top_k=0)
+
+
+def test_to_dict_from_dict_round_trip(store):
+    resolver = ParentResolver(document_store=store, top_k=5)
+    data = resolver.to_dict()
+    assert data["init_parameters"]["top_k"] == 5
+    restored = ParentResolver.from_dict(data)
+    assert restored.to_dict() == data
+
+
+def test_run_groups_children_keeps_best_score_and_order(store):
+    hits = [
+        _child("c1", "p14", 0.9),
+        _child("c2", "p38", 0.5),
+        _child("c3", "p38", 0.95),
+        Document(id="p15", content="Artículo 15. Duración del contrato. ...", meta={"level": "parent", "article": "15"}, score=0.7),
+    ]
+    docs = ParentResolver(document_store=store).run(documents=hits)["documents"]
+    assert [d.id for d in docs] == ["p38", "p14", "p15"]
+    assert [d.score for d in docs] == [0.95, 0.9, 0.7]
+    assert docs[0].content.startswith("Artículo 38")
+    assert docs[0].meta["matched_chunk_ids"] == ["c2", "c3"]
+    top1 = ParentResolver(document_store=store).run(documents=hits, top_k=1)["documents"]
+    assert [d.id for d in top1] == ["p38"]
+
+
+def test_run_skips_missing_parents(store):
+    docs = ParentResolver(document_store=store).run(documents=[_child("c9", "gone", 0.4), _child("c1", "p14", 0.3)])["documents"]
+    assert [d.id for d in docs] == ["p14"]
+
+
+def test_run_keeps_the_best_dense_similarity_of_a_parents_hits(store):
+    hits = [_child("c1", "p38", 0.9), _child("c2", "p38", 0.5), _child("c3", "p14", 0.4)]
+    hits[0].meta["dense_score"], hits[1].meta["dense_score"] = 0.41, 0.57
+    docs = {d.id: d for d in ParentResolver(document_store=store).run(documents=hits)["documents"]}
+    assert docs["p38"].meta["dense_score"] == 0.57
+    assert "dense_score" not in docs["p14"].meta

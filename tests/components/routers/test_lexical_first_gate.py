@@ -1,0 +1,123 @@
+import pytest
+from haystack import Document
+
+from components.extractors.citation_detector import CitationDetector
+from components.document_stores.edge_document_store import EdgeDocumentStore
+from components.routers.lexical_first_gate import LexicalFirstGate
+from tests.corpus_helpers import ET_2015, markdown_article
+
+ET = "BOE-A-2015-11430"
+CE = "BOE-A-1978-31229"
+
+
+def _doc(doc_id, law_id, law_short, article, level="parent", content="..."):
+    return Document(
+        id=doc_id, content=content, meta={"law_id": law_id, "law_short": law_short, "article": article, "level": level}
+    )
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    s = EdgeDocumentStore(path=str(tmp_path_factory.mktemp("gate") / "store"))
+    s.write_documents(
+        [
+            _doc("et38", ET, "ET", "38", content=markdown_article(ET_2015, "38")),
+            _doc("et38c0", ET, "ET", "38", level="child", content="El periodo de vacaciones anuales retribuidas"),
+            _doc("et14", ET, "ET", "14", content=markdown_article(ET_2015, "14")),
+            _doc("ce14", CE, "CE", "14", content="Artículo 14. Los españoles son iguales ante la ley..."),
+            _doc("ce15", CE, "CE", "15", content="Artículo 15. Todos tienen derecho a la vida..."),
+            _doc("et15", ET, "ET", "15", content=markdown_article(ET_2015, "15")),
+            _doc("ce122", CE, "CE", "122", content="Artículo 122. ... Consejo General del Poder Judicial ..."),
+        ]
+    )
+    yield s
+    s.close()
+
+
+def _fetch(store, query):
+    detected = CitationDetector().run(query=query)
+    fetched = store.filter_documents(detected["filters"]) if detected["filters"] else []
+    return detected["citations"], fetched
+
+
+def test_init_and_validation():
+    assert LexicalFirstGate().min_results == 3
+    with pytest.raises(ValueError, match="min_results"):
+        LexicalFirstGate(min_results=0)
+
+
+def test_to_dict():
+    assert LexicalFirstGate(min_results=2).to_dict() == {
+        "type": "components.routers.lexical_first_gate.LexicalFirstGate",
+        "init_parameters": {"min_results": 2, "enabled": True},
+    }
+
+
+def test_from_dict():
+    data = LexicalFirstGate(min_results=4).to_dict()
+    assert LexicalFirstGate.from_dict(data).min_results == 4
+
+
+def test_run_exact_hit_skips_expansion(store):
+    citations, fetched = _fetch(store, "¿Cuántos días de vacaciones dice el art. 38 ET?")
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
+    assert result["skip_expansion"] is True
+    assert result["reason"] == "exact article hit: ET art. 38"
+    assert sorted(d.id for d in result["documents"]) == ["et38", "et38c0"]
+    assert all(d.score == 1.0 for d in result["documents"])
+    assert all(d.meta["score_type"] == "unit" and d.meta["lexical_match"] == "exact" for d in result["documents"])
+    assert fetched[0].score is None  # inputs are not modified
+
+
+def test_run_lawless_citation_unique_in_one_law_is_exact(store):
+    citations, fetched = _fetch(store, "¿Qué órgano gobierna el Poder Judicial según el artículo 122?")
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
+    assert result["skip_expansion"] is True
+    assert [(d.id, d.score) for d in result["documents"]] == [("ce122", 1.0)]
+
+
+def test_run_ambiguous_lawless_citation_is_weak(store):
+    citations, fetched = _fetch(store, "¿Qué dice el artículo 14?")
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
+    assert result["skip_expansion"] is False
+    assert result["reason"].startswith("weak direct fetch: 2 cited articles")
+    assert sorted((d.id, d.score, d.meta["lexical_match"]) for d in result["documents"]) == [
+        ("ce14", 0.5, "article"),
+        ("et14", 0.5, "article"),
+    ]
+
+
+def test_run_enough_results_without_exact_hit(store):
+    citations, fetched = _fetch(store, "¿Qué dicen los artículos 14 y 15?")
+    result = LexicalFirstGate(min_results=3).run(citations=citations, documents=fetched)
+    assert result["skip_expansion"] is True
+    assert result["reason"] == "4 cited articles fetched (min_results 3)"
+
+
+def test_run_missing_article_and_no_citations(store):
+    citations, fetched = _fetch(store, "art. 999 ET")
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
+    assert result == {
+        "skip_expansion": False,
+        "documents": [],
+        "reason": "weak direct fetch: 0 cited articles, no exact hit (min_results 3)",
+    }
+    law_only = CitationDetector().run(query="¿Qué dice el Estatuto de los Trabajadores?")["citations"]
+    result = LexicalFirstGate().run(citations=law_only, documents=[_doc("x", ET, "ET", "1")])
+    assert result == {"skip_expansion": False, "documents": [], "reason": "no article cited in the query"}
+
+
+def test_run_drops_documents_matching_no_citation():
+    citations = [{"law_id": ET, "law": "ET", "article": "38"}]
+    fetched = [_doc("a", ET, "ET", "39"), _doc("b", ET, "ET", "38")]
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
+    assert [d.id for d in result["documents"]] == ["b"]
+
+
+def test_run_disabled_never_skips_but_keeps_the_cited_documents(store):
+    citations, fetched = _fetch(store, "¿Cuántos días de vacaciones dice el art. 38 ET?")
+    for gate, override in ((LexicalFirstGate(enabled=False), None), (LexicalFirstGate(), False)):
+        result = gate.run(citations=citations, documents=fetched, enabled=override)
+        assert result["skip_expansion"] is False
+        assert result["reason"] == "lexical-first gating disabled: expansion runs"
+        assert sorted(d.id for d in result["documents"]) == ["et38", "et38c0"]

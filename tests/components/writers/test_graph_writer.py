@@ -1,0 +1,49 @@
+import pytest
+
+from components.document_stores.edge_document_store import EdgeDocumentStore
+from components.writers.graph_writer import GraphWriter
+from components.document_stores.legal_graph import NetworkXGraph
+from tests.corpus_helpers import RD_2720
+from tests.reference_fixtures import ET, RD, extracted
+
+
+def test_init_and_validation(tmp_path):
+    writer = GraphWriter()
+    assert (writer.document_store, writer.path, writer.backend, writer.enabled) == (None, None, None, True)
+    with pytest.raises(ValueError, match="backend"):
+        GraphWriter(backend="sqlite")
+    with pytest.raises(TypeError):
+        GraphWriter(None)  # keyword-only
+
+
+def test_to_dict_from_dict(tmp_path):
+    writer = GraphWriter(document_store=EdgeDocumentStore(path=str(tmp_path / "s")), backend="networkx")
+    data = writer.to_dict()
+    assert data["type"] == "components.writers.graph_writer.GraphWriter"
+    assert data["init_parameters"]["document_store"]["type"] == "components.document_stores.edge_document_store.EdgeDocumentStore"
+    assert data["init_parameters"]["backend"] == "networkx"
+    restored = GraphWriter.from_dict(data)
+    assert isinstance(restored.document_store, EdgeDocumentStore)
+    assert restored.document_store.path == str(tmp_path / "s")
+    assert GraphWriter.from_dict(GraphWriter().to_dict()).document_store is None
+
+
+def test_run_writes_beside_the_store_and_replaces_edges(tmp_path):
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    result = extracted(RD_2720)
+    writer = GraphWriter(document_store=store)
+    out = writer.run(nodes=result["nodes"], edges=result["edges"])
+    assert out == {"nodes_written": len(result["nodes"]), "edges_written": len(result["edges"]), "backend": "networkx"}
+    graph = NetworkXGraph(tmp_path / "store" / "graph.json")
+    counts = graph.counts()
+    assert counts["edges"] == len(result["edges"])
+    assert any(r["node"]["id"] == RD for r in graph.related([f"{ET}#15"], hops=1))
+    writer.run(nodes=result["nodes"], edges=result["edges"])  # re-indexing the same law: same edges
+    assert NetworkXGraph(tmp_path / "store" / "graph.json").counts() == counts
+
+
+def test_run_disabled_writes_nothing(tmp_path):
+    writer = GraphWriter(path=str(tmp_path / "g.json"), enabled=False)
+    assert writer.run(nodes=[{"id": "x"}], edges=[])["backend"] == "disabled"
+    assert not (tmp_path / "g.json").exists()
+    assert GraphWriter(path=str(tmp_path / "g.json")).run(nodes=[], edges=[], enabled=False)["nodes_written"] == 0

