@@ -11,11 +11,11 @@ from haystack.components.converters.utils import normalize_metadata
 from pypdf import PdfReader
 from pypdf.errors import PyPdfError
 
+from components.legal.laws import load_laws_table
 from components.legal.legal_text import detect_language, fold_accents
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_LAWS_FILE: Final[Path] = Path(__file__).resolve().parents[1] / "legal" / "data" / "laws.yaml"
 SUPPORTED_EXTENSIONS: Final[dict[str, str]] = {".md": "md", ".markdown": "md", ".txt": "text", ".pdf": "pdf"}
 
 # rank: 1 Constitución / ley orgánica, 2 ley / RDL / RD-ley, 3 reglamento general, 4 real decreto, 5 other
@@ -186,21 +186,6 @@ def _first_line(body: str) -> str | None:
         if line:
             return line[:300]
     return None
-
-
-def load_laws_table(laws_file: str | Path | None = None) -> dict[str, dict[str, Any]]:
-    """
-    The table of known norms (`laws: {<law_id>: {law_short: ..., ...}}`), from `laws_file` or the bundled one.
-
-    :raises ValueError: If the file does not exist or is not such a table.
-    """
-    laws_path = Path(laws_file) if laws_file else DEFAULT_LAWS_FILE
-    if not laws_path.is_file():
-        raise ValueError(f"laws_file {str(laws_path)!r} does not exist")
-    table = yaml.safe_load(laws_path.read_text(encoding="utf-8")) or {}
-    if not isinstance(table, dict) or not isinstance(table.get("laws", {}), dict):
-        raise ValueError(f"laws_file {str(laws_path)!r} must hold a mapping 'laws: {{<law_id>: {{...}}}}'")
-    return {str(k): dict(v or {}) for k, v in table.get("laws", {}).items()}
 
 
 @component

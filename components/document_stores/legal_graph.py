@@ -20,7 +20,7 @@ from typing import Any, Final
 import networkx as nx
 from haystack import logging
 
-from components.extractors.citation_detector import law_key
+from components.legal.citations import law_key
 
 logger = logging.getLogger(__name__)
 

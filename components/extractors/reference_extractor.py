@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.extractors.citation_detector import CitationDetector
+from components.legal.citations import CitationGrammar
 from components.document_stores.legal_graph import article_node_id, law_node_id
 from components.preprocessors.semantic_parent_splitter import parent_id_for
 
@@ -40,7 +40,7 @@ class ReferenceExtractor:
     """
     Reads the citations inside parent blocks at indexing time and resolves them to the parent blocks they cite.
 
-    Citations are parsed by `CitationDetector.extract_references` (the same parser as the query stage) and
+    Citations are parsed by `CitationGrammar.extract_references` (the same parser as the query stage) and
     resolved against the block's own law:
 
     - "artículo 48 de esta ley", "de la presente ley", "deste Ato ..." and an article with no law after it: the
@@ -87,12 +87,12 @@ class ReferenceExtractor:
         """
         Create a ReferenceExtractor.
 
-        :param laws_file: Laws table for `CitationDetector` (None: the bundled `components/legal/data/laws.yaml`).
-        :param aliases: Extra law names for `CitationDetector`.
+        :param laws_file: Laws table for the citation grammar (None: the bundled `components/legal/data/laws.yaml`).
+        :param aliases: Extra law names for the citation grammar.
         :param max_refs: At most this many ids in one block's `refs` (a few blocks list dozens of articles).
         :param regulation_refs: Whether the blocks of a regulation also refer to the articles its title says it
             develops (REGULAMENTA targets).
-        :raises ValueError: `max_refs` < 1, or an invalid laws table / alias (see `CitationDetector`).
+        :raises ValueError: `max_refs` < 1, or an invalid laws table / alias (see `CitationGrammar`).
         """
         if not isinstance(max_refs, int) or max_refs < 1:
             raise ValueError(f"max_refs must be a positive integer, got {max_refs!r}")
@@ -100,7 +100,7 @@ class ReferenceExtractor:
         self.aliases = aliases
         self.max_refs = max_refs
         self.regulation_refs = regulation_refs
-        self._detector = CitationDetector(laws_file=laws_file, aliases=aliases)
+        self._detector = CitationGrammar(laws_file=laws_file, aliases=aliases)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary."""

@@ -16,7 +16,7 @@ from haystack.dataclasses import ChatMessage
 
 from components.builders.answer_prompt import article_body, law_name
 from components.query.decompose_query import STOPWORDS
-from components.extractors.citation_detector import CitationDetector
+from components.legal.citations import CitationGrammar
 from components.legal.legal_text import cardinal_to_int, fold_accents, split_sentences
 from components.validators.meta_parser import META_DELIMITER
 
@@ -148,7 +148,7 @@ class ExtractiveAnswer:
             )
         self.max_articles = max_articles
         self.max_sentences = max_sentences
-        self._citations = CitationDetector()
+        self._citations = CitationGrammar()
 
     def to_dict(self) -> dict[str, Any]:
         """

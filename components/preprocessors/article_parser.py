@@ -8,12 +8,11 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.builders.access_filter import owner_key
+from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX
 from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key
 
 logger = logging.getLogger(__name__)
 
-APPROVAL_PREFIX: Final[str] = "rd-"
-ADCT_PREFIX: Final[str] = "adct-"
 DISPOSITION_GROUPS: Final[dict[str, str]] = {
     "adicional": "Disposiciones adicionales",
     "transitoria": "Disposiciones transitorias",
@@ -79,6 +78,48 @@ _APPROVAL_INSTRUMENT_RE: Final[re.Pattern[str]] = re.compile(
 _APPROVED_TEXT_MARKER_RE: Final[re.Pattern[str]] = re.compile(
     r"^(?:ANEXO(?:\s+[IVX\d]+)?\.?|(?:TEXTO REFUNDIDO|REGLAMENTO|ESTATUTO|LEY|CÓDIGO)\b[^a-záéíóúñ]*)$"
 )
+
+
+# Brazilian consolidated texts (Planalto) annotate provisions with their legislative history: "(Redação dada pela
+# Lei nº 13.467, de 2017)", "(Incluído pela ...)", "(Revogado pela ...)", "(Vide ADI 5766)", "(Vigência)". A bare
+# "(Revogado)" or "(VETADO)" is the provision's own text and is not a note.
+_BR_NOTE_RE: Final[re.Pattern[str]] = re.compile(
+    r"\s*\((?P<note>(?:Reda[çc][ãa]o\s+(?:dada|restabelecida)"
+    r"|(?:(?:Par[áa]grafo|Inciso|Al[íi]nea|Artigo|Caput)(?:\s+[\wº°]+)?\s+)?"
+    r"(?:Inclu[íi]d|Renumerad|Acrescentad|Acrescid|Restaurad|Suprimid|Transformad)[oa]s?"
+    r"|Revogad[oa]s?\s+pel|Vide|Vig[êe]ncia|Declarad[oa]s?\s+inconstitucional|Produ[çc][ãa]o\s+de\s+efeito"
+    r"|Execu[çc][ãa]o\s+suspensa|Regulamento)\b(?:[^()]|\([^()]*\))*)\)",
+    re.IGNORECASE,
+)
+# what is left of a provision whose only text was a note: its marker ("§ 2º", "Parágrafo único.", "I -", "a)")
+_BR_BARE_MARKER_RE: Final[re.Pattern[str]] = re.compile(
+    r"^(?:§\s*\d+\s*[º°o]?\.?|Par[áa]grafo\s+[úu]nico\.?|[IVXLCDM]+\s*[-–—]|[a-z]\))?$"
+)
+_BR_GONE_NOTE_RE: Final[re.Pattern[str]] = re.compile(r"^(Revogad[oa]|Suprimid[oa])s?\b", re.IGNORECASE)
+# the whole text of a repealed / vetoed provision, once its notes are gone
+_BR_REPEALED_LINE_RE: Final[re.Pattern[str]] = re.compile(
+    r"^(?:§\s*\d+\s*[º°o]?\.?|Par[áa]grafo\s+[úu]nico\.?|[IVXLCDM]+\s*[-–—]|[a-z]\))?\s*"
+    r"\((?P<kind>revogad[oa]s?|suprimid[oa]s?|vetad[oa]s?)\)\s*[.;]?$",
+    re.IGNORECASE,
+)
+
+
+def split_br_notes(line: str) -> tuple[str, list[str]]:
+    """
+    A Brazilian provision line without its legislative-history notes, and the notes.
+
+    `"§ 1º (Revogado). (Redação dada pela Lei nº 13.467, de 2017)"` -> `("§ 1º (Revogado).", ["Redação dada pela
+    Lei nº 13.467, de 2017"])`; a line that held nothing but a repeal note keeps "(Revogado)" / "(Suprimido)".
+    """
+    notes = [re.sub(r"\s+", " ", match.group("note")).strip() for match in _BR_NOTE_RE.finditer(line)]
+    if not notes:
+        return line, []
+    text = _BR_NOTE_RE.sub("", line).strip()
+    if _BR_BARE_MARKER_RE.match(text):
+        gone = next((m for m in map(_BR_GONE_NOTE_RE.match, notes) if m), None)
+        if gone:
+            text = f"{text} ({gone.group(1).capitalize()})".strip()
+    return text, notes
 
 
 @dataclass
@@ -236,6 +277,9 @@ class ArticleParser:
                     law_id=law_id, key=unit.key, label=unit.heading, new_key=key,
                 )
             seen.setdefault(key, 1)
+            extra: dict[str, Any] = {}
+            if law_meta.get("lang") == "pt":
+                extra = _strip_br_notes(unit, str(law_meta.get("status") or "in_force"))
             body = _body(unit.lines)
             content = body if unit.key == "texto" else f"{unit.heading}\n\n{body}".strip()
             meta = {
@@ -245,11 +289,35 @@ class ArticleParser:
                 "article_label": unit.label,
                 "heading_path": list(unit.heading_path),
                 "article_order": order,
+                **extra,
             }
             owner = owner_key(meta)
             doc_id = hashlib.sha256(f"{owner + '|' if owner else ''}{law_id}|{key}".encode()).hexdigest()
             out.append(Document(id=doc_id, content=content, meta=meta))
         return out
+
+
+def _strip_br_notes(unit: _Unit, law_status: str) -> dict[str, Any]:
+    """
+    Moves the legislative-history notes of a Brazilian unit out of its text (in place) into meta.
+
+    :returns: `amendments` (the unit's distinct notes, "(Vigência)" links left out) and, for a unit in force
+        whose every provision is repealed or vetoed, `status` `repealed` / `vetoed`.
+    """
+    notes: list[str] = []
+    lines = []
+    for line in unit.lines:
+        text, found = split_br_notes(line)
+        lines.append(text)
+        notes.extend(note for note in found if not note.lower().startswith("vig"))
+    unit.lines = lines
+    unit.heading = split_br_notes(unit.heading)[0]
+    unit.heading_path = [split_br_notes(heading)[0] for heading in unit.heading_path]
+    extra: dict[str, Any] = {"amendments": list(dict.fromkeys(notes))} if notes else {}
+    kinds = [match.group("kind").lower()[:3] for match in map(_BR_REPEALED_LINE_RE.match, lines) if match]
+    if law_status == "in_force" and kinds and len(kinds) == sum(1 for line in lines if line.strip()):
+        extra["status"] = "vetoed" if set(kinds) == {"vet"} else "repealed"
+    return extra
 
 
 class _LawSplitter:

@@ -4,7 +4,7 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.extractors.citation_detector import CitationDetector, citation_condition, law_key
+from components.legal.citations import CitationGrammar, citation_condition, law_key
 from components.retrievers.hybrid_retriever import and_filters
 
 logger = logging.getLogger(__name__)
@@ -19,7 +19,7 @@ class CitationVerifier:
     """
     Checks the citations of a generated answer against the context the model was given and, optionally, the index.
 
-    Citations are read with `CitationDetector` (articles with or without a law, law-only mentions). One is verified
+    Citations are read with `CitationGrammar` (articles with or without a law, law-only mentions). One is verified
     when a context document carries it: same `law_id` and `article`; same `article` in any law when the answer
     names no law; same `law_id` for a law-only mention; same short name for a norm outside the laws table. Each
     unverified citation gets a reason: `not_in_index` when a `document_store` is given and holds no document for
@@ -49,8 +49,8 @@ class CitationVerifier:
 
         :param document_store: Store to tell non-existent articles (`not_in_index`) from ones merely missing from
             the context; any store with `filter_documents` (`count_documents_by_filter` is used when present).
-        :param laws_file: Known-laws table (see `CitationDetector`).
-        :param aliases: Extra law aliases (see `CitationDetector`).
+        :param laws_file: Known-laws table (see `CitationGrammar`).
+        :param aliases: Extra law aliases (see `CitationGrammar`).
         :raises ValueError: If the store has no `filter_documents`, or `laws_file` / `aliases` is invalid.
         """
         if document_store is not None and not hasattr(document_store, "filter_documents"):
@@ -58,7 +58,7 @@ class CitationVerifier:
         self.document_store = document_store
         self.laws_file = laws_file
         self.aliases = aliases
-        self._detector = CitationDetector(laws_file=laws_file, aliases=aliases)
+        self._detector = CitationGrammar(laws_file=laws_file, aliases=aliases)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary."""

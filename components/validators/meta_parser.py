@@ -6,7 +6,7 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from components.extractors.citation_detector import CitationDetector
+from components.legal.citations import CitationGrammar
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class MetaParser:
     text is the answer and `used` holds the fragments the answer cites as `[n]`. Every deviation is reported in
     `warnings`, and `meta_valid` is True only for a delimiter plus well-formed USED and DROP lines.
 
-    NEED lines are resolved with `CitationDetector`: `NEED|art. 48|ET` -> `{"type": "article", "article": "48",
+    NEED lines are resolved with `CitationGrammar`: `NEED|art. 48|ET` -> `{"type": "article", "article": "48",
     "law_id": "BOE-A-2015-11430", "law": "ET", "query": "art. 48 ET"}`; `NEED|vacaciones no disfrutadas` ->
     `{"type": "keywords", "article": None, "law_id": None, "law": None, "query": "vacaciones no disfrutadas"}`.
 
@@ -73,13 +73,13 @@ class MetaParser:
         """
         Create a MetaParser.
 
-        :param laws_file: Known-laws table used to resolve NEED laws (see `CitationDetector`).
-        :param aliases: Extra law aliases (see `CitationDetector`).
+        :param laws_file: Known-laws table used to resolve NEED laws (see `CitationGrammar`).
+        :param aliases: Extra law aliases (see `CitationGrammar`).
         :raises ValueError: If `laws_file` or `aliases` is invalid.
         """
         self.laws_file = laws_file
         self.aliases = aliases
-        self._detector = CitationDetector(laws_file=laws_file, aliases=aliases)
+        self._detector = CitationGrammar(laws_file=laws_file, aliases=aliases)
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary."""

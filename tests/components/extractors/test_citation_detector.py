@@ -1,6 +1,7 @@
 import pytest
 
-from components.extractors.citation_detector import CitationDetector, citation_filters, law_key
+from components.extractors.citation_detector import CitationDetector
+from components.legal.citations import citation_filters
 
 ET = "BOE-A-2015-11430"
 CE = "BOE-A-1978-31229"
@@ -149,19 +150,3 @@ def test_custom_aliases_override_defaults():
     assert _pairs(detector.run(query="art. 57 da Lei nº 8.213/91")) == [("L8213", "57")]
     assert _pairs(detector.run(query="artículo 3 de la Ley de Empleo")) == [("LE2023", "3")]
     assert _pairs(detector.run(query="art. 38 ET")) == [(ET, "38")]
-
-
-def test_resolve_law_and_article_key(detector):
-    assert detector.resolve_law("ET") == (ET, "ET")
-    assert detector.resolve_law("del Estatuto de los Trabajadores") == (ET, "ET")
-    assert detector.resolve_law("la Constitución Española") == (CE, "CE")
-    assert detector.resolve_law("RD 1561/1995") == ("BOE-A-1995-21346", "RD 1561/1995")
-    assert detector.resolve_law("Lei 8.213") == (None, "Lei 8.213")
-    assert detector.resolve_law("vacaciones") == (None, None)
-    assert detector.article_key("art. 48.4") == "48"
-    assert detector.article_key("48") == "48"
-    assert detector.article_key("disposición adicional primera") == "da1"
-    assert detector.article_key("5º-A") == "5-a"
-    assert detector.article_key("vacaciones") is None
-    assert law_key("Real Decreto 1561/1995") == law_key("RD 1561/1995") == "real decreto 1561/1995"
-    assert law_key("Lei nº 8.213/91") == "lei 8213"

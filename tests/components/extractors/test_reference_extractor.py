@@ -101,26 +101,3 @@ def test_run_repeal_edges_from_front_matter_and_derogatory_provision():
     nodes = {n["id"]: n for n in result["nodes"]}
     assert nodes[ET]["indexed"] is True and nodes[ET]["law"] == "ET"
     assert nodes[f"{ET}#38"]["title"].startswith("Vacaciones")
-
-
-def test_citation_detector_reference_scopes():
-    from components.extractors.citation_detector import CitationDetector
-
-    detector = CitationDetector()
-
-    def scopes(text):
-        return [(c["law"], c["article"], c["scope"]) for c in detector.extract_references(text)]
-
-    assert scopes("el artículo 48 de esta ley") == [(None, "48", "self")]
-    assert scopes("art. 78 deste Ato das Disposições Constitucionais Transitórias") == [(None, "adct-78", "self")]
-    assert scopes("el artículo 60 de dicha ley") == [(None, "60", "anaphora")]
-    assert scopes("artículo 99 del Reglamento General de Recaudación") == [(None, "99", "other")]
-    assert scopes("el artículo 14 y el 38 del ET") == [("ET", "14", "law"), ("ET", "38", "law")]
-    assert scopes("artículos 18 y 168.1 y 2 de la presente ley") == [(None, "18", "self"), (None, "168", "self")]
-    assert scopes("apartado 3 de este artículo.\n4. El trabajador") == []  # no citation across a line break
-    assert scopes(
-        "artículo 166 del texto refundido de la Ley General de la Seguridad Social, aprobado por el Real Decreto "
-        "Legislativo 1/1994"
-    ) == [("LGSS1994", "166", "law")]
-    # `extract` (the query stage) keeps its shape: no scope key
-    assert "scope" not in detector.extract("art. 38 ET")[0]

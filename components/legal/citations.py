@@ -1,0 +1,572 @@
+"""
+The citation grammar and law resolution: how Spanish and Portuguese text cites articles and norms.
+
+`CitationGrammar` reads citations ("art. 38 ET", "arts. 40 y 41 ET", "Art. 5º, caput, da CF", "Lei 8.213") and
+resolves laws through the known-laws table (`components/legal/data/laws.yaml`) and `DEFAULT_ALIASES`;
+`law_key` is the lookup key of a law name; `citation_condition` / `citation_filters` turn citations into Haystack
+filters. Shared vocabulary: every stage that reads citations imports it from here.
+"""
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Final
+
+from haystack import logging
+
+from components.legal.ids import ADCT_PREFIX
+from components.legal.laws import load_laws_table
+from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key, ordinal_to_int
+
+logger = logging.getLogger(__name__)
+
+# Names and abbreviations of the bundled norms -> `law_short` (or `law_id`). None marks a name that is recognised
+# but does not identify a known norm ("Estatuto de Autonomía"): it resolves to no law, and being longer it keeps a
+# shorter alias ("Estatuto") from matching inside it. User `aliases` override these entries.
+DEFAULT_ALIASES: Final[dict[str, str | None]] = {
+    "Estatuto de los Trabajadores": "ET",
+    "Ley del Estatuto de los Trabajadores": "ET",
+    "Estatuto": "ET",
+    "TRLET": "ET",
+    "Real Decreto Legislativo 2/2015": "ET",
+    "Estatuto de los Trabajadores de 1995": "ET1995",
+    "Real Decreto Legislativo 1/1995": "ET1995",
+    "Constitución": "CE",
+    "Constitución Española": "CE",
+    "Ley General de la Seguridad Social": "LGSS",
+    "TRLGSS": "LGSS",
+    "Real Decreto Legislativo 8/2015": "LGSS",
+    "Ley General de la Seguridad Social de 1994": "LGSS1994",
+    "Real Decreto Legislativo 1/1994": "LGSS1994",
+    "Ley de Prevención de Riesgos Laborales": "LPRL",
+    "Ley 31/1995": "LPRL",
+    "Ley Orgánica de Libertad Sindical": "LOLS",
+    "Ley de Libertad Sindical": "LOLS",
+    "Ley Orgánica 11/1985": "LOLS",
+    "Ley de Infracciones y Sanciones en el Orden Social": "LISOS",
+    "Ley sobre Infracciones y Sanciones en el Orden Social": "LISOS",
+    "Real Decreto Legislativo 5/2000": "LISOS",
+    "Reglamento General de Cotización": "RGC",
+    "Reglamento General sobre Cotización y Liquidación de otros Derechos de la Seguridad Social": "RGC",
+    "Real Decreto 2064/1995": "RGC",
+    "Constituição": "CF88",
+    "Constituição Federal": "CF88",
+    "Constituição Federal de 1988": "CF88",
+    "Constituição da República": "CF88",
+    "Constituição da República Federativa do Brasil": "CF88",
+    "Constitución de Brasil": "CF88",
+    "Constitución brasileña": "CF88",
+    "CF": "CF88",
+    "CF/88": "CF88",
+    "CF/1988": "CF88",
+    "CRFB": "CF88",
+    "CRFB/88": "CF88",
+    "Constitución Federal": None,
+    "Estatuto de Autonomía": None,
+    "Estatuto Básico del Empleado Público": None,
+    "Estatuto del Trabajo Autónomo": None,
+}
+
+# Numbered norms ("Ley 31/1995", "RD 1561/1995", "Lei nº 8.213/91"): (pattern, canonical kind), longest first.
+# Abbreviations are case-sensitive ("RD", "LO"); Spanish kinds need the year, Portuguese ones are unique by number.
+_NUMBERED_KINDS: Final[tuple[tuple[str, str], ...]] = (
+    (r"ley\s+organica|(?-i:LO)", "ley organica"),
+    (r"real\s+decreto\s+legislativo|(?-i:RDLeg|RDLG)\.?|(?-i:RD)\s+legislativo", "real decreto legislativo"),
+    (r"real\s+decreto[\s-]+ley|(?-i:RDL)|(?-i:RD)-ley", "real decreto-ley"),
+    (r"real\s+decreto|(?-i:R\.?\s?D)\.?", "real decreto"),
+    (r"decreto\s+legislativo", "decreto legislativo"),
+    (r"decreto[\s-]+lei", "decreto-lei"),
+    (r"decreto[\s-]+ley", "decreto-ley"),
+    (r"lei\s+complementar|(?-i:LC)", "lei complementar"),
+    (r"medida\s+provisoria|(?-i:MP)", "medida provisoria"),
+    (r"decreto", "decreto"),
+    (r"ley", "ley"),
+    (r"lei", "lei"),
+    (r"orden", "orden"),
+)
+_PORTUGUESE_KINDS: Final[frozenset[str]] = frozenset({"lei", "lei complementar", "decreto-lei", "medida provisoria"})
+_NUMBERED_PATTERN: Final[str] = (
+    "(?:" + "|".join(f"(?P<k{i}>{pattern})" for i, (pattern, _) in enumerate(_NUMBERED_KINDS)) + ")"
+    r"\s*(?:(?:n\.?\s?[o\u00ba\u00b0]\.?|num\.|numero)\s*)?"
+    r"(?P<num>(?:[a-z]{2,5}/)?(?:\d{1,3}(?:\.\d{3})+|\d+))(?:/(?P<year>\d{4}|\d{2}))?(?![\w/])"
+)
+_NUMBERED_RE: Final[re.Pattern[str]] = re.compile(_NUMBERED_PATTERN, re.IGNORECASE)
+
+# Citation heads: an article or disposition label, or (bare form, "el 48.4 del Estatuto") a determiner or list
+# word before a number; the bare form only counts when a known law follows.
+_HEAD_RE: Final[re.Pattern[str]] = re.compile(
+    r"(?<!\w)(?:(?P<art>articulos?|artigos?|arts?(?![a-z]))\.?"
+    r"|disposicion(?:es)?\s+(?P<disp>adicional|transitoria|derogatoria|final)(?:es|s)?(?!\w)"
+    r"|(?P<bare>(?:el|al|del|los|o|os|ao|do|no|nos|y|e)(?!\w)|,))[^\S\n]*",
+    re.IGNORECASE,
+)
+_ITEM_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
+    r"(?P<n>\d+)(?![\d/])(?:\s?[\u00ba\u00aa\u00b0]|\.[\u00ba\u00aa\u00b0])?"
+    r"(?:\s?-\s?(?P<letter>[a-z])(?![a-z\d]))?"
+    rf"(?:\s+(?P<suffix>{LATIN_SUFFIXES})(?![a-z]))?",
+    re.IGNORECASE,
+)
+_ITEM_WORDS_RE: Final[re.Pattern[str]] = re.compile(r"(?P<w1>[a-z]+)(?:[\s-]+(?P<w2>[a-z]+))?", re.IGNORECASE)
+# apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
+_SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
+    r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z]\))?"
+    r"(?:[^\S\n]*,?[^\S\n]*(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.|numeros?|num\.|\u00a7+|paragrafos?"
+    r"|alineas?)\s*(?:(?-i:[IVXLC]+)(?!\w)|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
+    r"|\s*,\s*(?:(?-i:[IVXLC]+)(?!\w)|[a-z]\)|caput(?!\w))|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w))*",
+    re.IGNORECASE,
+)
+_SEPARATOR_RE: Final[re.Pattern[str]] = re.compile(
+    r"\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e|o|ou)\s+|\s+(?P<range>a|al|hasta|ate)\s+", re.IGNORECASE
+)
+_CONNECTOR: Final[str] = (
+    r"\s*,?\s*(?:(?:del\s+texto\s+refundido\s+de\s+la|del?|de\s+la|de\s+los|da|do|das|dos|en\s+(?:el|la)"
+    r"|na|no)\s+)?"
+)
+# "..., aprobado por el Real Decreto Legislativo 1/1994": the approving norm pins the version of a named law
+_APPROVED_BY_RE: Final[re.Pattern[str]] = re.compile(
+    r"\s*,?\s*(?:(?:su\s+)?texto\s+refundido\s*,?\s*)?(?:que\s+fue\s+)?aprobad[oa]\s+(?:por|mediante)\s+(?:el\s+|la\s+)?" + _NUMBERED_PATTERN, re.IGNORECASE
+)
+# What follows an article citation that names no known law (see `CitationGrammar.extract_references`):
+# the text being read ("de esta ley", "desta Constituição"), an earlier-named law ("de la citada ley", "del mismo
+# texto legal", "de la Ley."), or a norm that is not in the table ("del Reglamento General de Recaudación").
+_NORM_WORDS: Final[str] = (
+    r"ley(?:\s+organica)?|real\s+decreto(?:[\s-]+ley|\s+legislativo)?|texto\s+refundido|texto\s+legal|reglamento"
+    r"|constitucion|estatuto|norma|disposicion|orden|decreto(?:[\s-]+lei)?|codigo|convenio|lei(?:\s+complementar)?"
+    r"|constituicao|emenda(?:\s+constitucional)?|regulamento"
+    r"|(?P<adct>ato\s+das\s+disposicoes\s+constitucionais\s+transitorias)"
+)
+_SELF_TAIL_RE: Final[re.Pattern[str]] = re.compile(
+    r"\s*,?\s*(?:de|del|da|do|en|na|no)\s+(?:esta|este|esto|la\s+presente|el\s+presente|desta|deste"
+    rf"|da\s+presente|do\s+presente|presente)\s+(?:{_NORM_WORDS})(?!\w)"
+    r"|\s*,?\s*(?P<adct2>deste\s+ato|do\s+ato\s+das\s+disposicoes\s+constitucionais\s+transitorias|do\s+adct)(?!\w)",
+    re.IGNORECASE,
+)
+_ANAPHORA_TAIL_RE: Final[re.Pattern[str]] = re.compile(
+    r"\s*,?\s*(?:de|del|da|do|en|na|no)\s+(?:(?:la|el|o|a)\s+)?"
+    r"(?:(?:citad|mencionad|referid|precitad|dich|mism|aludid|indicad)[oa]s?(?!\w)"
+    r"|aquel(?:la)?(?!\w)|(?:ley|lei)(?=[^\S\n]*(?:[.,;:)]|$)))",
+    re.IGNORECASE,
+)
+_OTHER_NORM_TAIL_RE: Final[re.Pattern[str]] = re.compile(
+    rf"\s*,?\s*(?:de\s+la|de\s+las|de\s+los|del|de|da|do|das|dos)\s+(?:{_NORM_WORDS}|leyes|directiva|tratado"
+    r"|carta|resolucion|instrumento|acuerdo)(?!\w)",
+    re.IGNORECASE,
+)
+# between two citation groups of one list: "artículos 14 y el 38", "la disposición adicional primera y la final"
+_LIST_JOIN_RE: Final[re.Pattern[str]] = re.compile(
+    r"[^\S\n]*,?[^\S\n]*(?:(?:y|e|o|ou)[^\S\n]+)?(?:(?:en|a)[^\S\n]+)?(?:(?:el|la|los|las|o|a|os|as)[^\S\n]*)?",
+    re.IGNORECASE,
+)
+# how an article citation names its law (`extract_references`)
+REFERENCE_SCOPES: Final[tuple[str, ...]] = ("law", "self", "anaphora", "other", "none")
+_LEADING_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
+    r"^(?:(?:el|la|los|las|o|a|os|as|del?|da|do)\s+)+", re.IGNORECASE
+)
+MAX_RANGE_EXPANSION: Final[int] = 20
+
+
+def _fold(text: str) -> str:
+    """Accent-free copy of NFC `text`, character for character (offsets stay valid)."""
+    return "".join(fold_accents(ch) or ch for ch in text)
+
+
+def law_key(name: str) -> str:
+    """
+    Lookup key of a law name: accent-free, lowercase, single-spaced; numbered norms in a canonical form.
+
+    "Constitución  Española" -> "constitucion espanola"; "RD 1561/1995" and "Real Decreto 1561/1995" ->
+    "real decreto 1561/1995"; "Lei nº 8.213/91" -> "lei 8213".
+    """
+    folded = _fold(unicodedata.normalize("NFC", name)).strip()
+    match = _NUMBERED_RE.fullmatch(folded)
+    numbered = _numbered_key(match) if match else None
+    return numbered or re.sub(r"\s+", " ", folded.lower())
+
+
+def _numbered_key(match: re.Match[str]) -> str | None:
+    """Canonical key of a numbered-norm match ("ley 31/1995", "lei 8213"); None when it is not a valid citation."""
+    kind = next(canonical for i, (_, canonical) in enumerate(_NUMBERED_KINDS) if match.group(f"k{i}"))
+    number = match.group("num").lower()
+    number = number.replace(".", "") if re.search(r"\d\.\d{3}", number) else number
+    year = match.group("year")
+    if kind in _PORTUGUESE_KINDS:
+        return f"{kind} {number}"
+    if year is None:
+        return None  # "ley 30" is not a Spanish norm number; "Ley 30/1992" is
+    if len(year) == 2:
+        year = ("19" if int(year) >= 30 else "20") + year
+    return f"{kind} {number}/{year}"
+
+
+def citation_condition(citation: dict[str, Any]) -> dict[str, Any] | None:
+    """
+    Haystack filter matching the documents of one citation.
+
+    law + article -> AND(meta.law_id, meta.article); article only -> meta.article; law only -> meta.law_id;
+    None when the citation has neither a resolved law nor an article.
+    """
+    conditions = [
+        {"field": f"meta.{field}", "operator": "==", "value": citation[field]}
+        for field in ("law_id", "article")
+        if citation.get(field)
+    ]
+    if not conditions:
+        return None
+    return conditions[0] if len(conditions) == 1 else {"operator": "AND", "conditions": conditions}
+
+
+def citation_filters(citations: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """
+    Direct-fetch filter for the cited articles: OR of `citation_condition` over the citations that name an article.
+
+    Law-only citations are left out (fetching a whole law is not a direct fetch). None when no article is cited.
+    """
+    conditions: list[dict[str, Any]] = []
+    for citation in citations:
+        condition = citation_condition(citation) if citation.get("article") else None
+        if condition and condition not in conditions:
+            conditions.append(condition)
+    return {"operator": "OR", "conditions": conditions} if conditions else None
+
+
+@dataclass(frozen=True)
+class _LawRef:
+    law_id: str | None
+    law: str | None
+
+
+class CitationGrammar:
+    """
+    The citation grammar: reads article and law citations in Spanish or Portuguese text and resolves them to keys.
+
+    Recognised forms: "art. 38 ET", "arts. 40 y 41 ET", "artículos 14 a 16 de la Constitución" (ranges up to
+    20 articles are expanded), "el 48.4 del Estatuto de los Trabajadores" (a bare number counts only when a known
+    law follows), "artículo 37.3.b) ET", "disposición adicional primera de la LGSS", "Art. 5º, caput, da CF",
+    "artigo 7º, XXIX, da Constituição", and law-only mentions such as "Lei 8.213" or "la Ley 31/1995".
+
+    Laws resolve through the known-laws table (`law_id` and `law_short` of `laws.yaml`), the built-in
+    `DEFAULT_ALIASES` (Estatuto de los Trabajadores, Constitución, Constituição / CF, ...) and the `aliases` given
+    here. In free text, abbreviations (ET, CE, CF) match as written and one-word names need a capital
+    ("Estatuto", "Constitución"); right after an article number any case is accepted ("art. 38 et"). An article
+    with no law after it, or followed by an ambiguous name, keeps `law_id=None`. Article keys are normalized with
+    `normalize_article_key` ("48.4" -> "48", "5º-A" -> "5-a", "disposición adicional primera" -> "da1").
+
+    Each citation is a dict `{"law_id", "law", "article", "text", "span"}`: `law` is the law's short name (or the
+    norm as written when it is not in the table, e.g. "Lei 8.213"), `article` is None for a law-only citation,
+    `text`/`span` locate the citation in the text.
+
+    This is vocabulary, not a pipeline stage: the query stage (`CitationDetector`), the answer-META parser, the
+    extractive answer, the citation verifier and the statute reference extractor all read citations through it.
+
+    ### Usage example
+
+    ```python
+    from components.legal.citations import CitationGrammar, citation_filters
+
+    grammar = CitationGrammar()
+    citations = grammar.extract("¿Qué dicen los arts. 40 y 41 ET?")
+    citations[0]  # {"law_id": "BOE-A-2015-11430", "law": "ET", "article": "40", "text": ..., "span": [...]}
+    grammar.resolve_law("del Estatuto de los Trabajadores")  # ("BOE-A-2015-11430", "ET")
+    citation_filters(citations)  # Haystack filter fetching arts. 40 and 41 of the ET
+    ```
+    """
+
+    def __init__(self, *, laws_file: str | None = None, aliases: dict[str, str | None] | None = None) -> None:
+        """
+        Build the grammar for a laws table and extra aliases.
+
+        :param laws_file: YAML table of known norms (`laws: {<law_id>: {law_short: ...}}`); `None` uses the bundled
+            `components/legal/data/laws.yaml`.
+        :param aliases: Extra law names -> `law_short` or `law_id` (a target that is neither is used as the law id
+            as given); `None` as target marks an ambiguous name that resolves to no law. Overrides the built-in
+            `DEFAULT_ALIASES` and the table.
+        :raises ValueError: If `laws_file` does not exist or is not a valid table, or an alias is not a string.
+        """
+        laws = load_laws_table(laws_file)
+        for alias, target in (aliases or {}).items():
+            if not isinstance(alias, str) or not alias.strip() or not (target is None or isinstance(target, str)):
+                raise ValueError(
+                    f"aliases must map non-empty law names to a law_short, a law_id or None; got {alias!r}: {target!r}"
+                )
+        self.laws_file = laws_file
+        self.aliases = aliases
+
+        self._short_by_id: dict[str, str] = {}
+        self._lookup: dict[str, str | None] = {}
+        originals: dict[str, list[str]] = {}
+        for law_id, info in laws.items():
+            law_id, short = str(law_id), str((info or {}).get("law_short") or law_id)
+            self._short_by_id[law_id] = short
+            for name in (law_id, short):
+                self._register(name, law_id, originals)
+        for alias, target in DEFAULT_ALIASES.items():
+            resolved = self._lookup.get(law_key(target)) if target else None
+            if target and resolved is None:
+                logger.debug("Default alias {alias} -> {target}: no such law in the table", alias=alias, target=target)
+                continue
+            self._register(alias, resolved, originals)
+        for alias, target in (aliases or {}).items():
+            resolved = (self._lookup.get(law_key(target)) or target.strip()) if target else None
+            self._register(alias, resolved, originals)
+
+        names = sorted(originals, key=len, reverse=True)
+        any_case = _law_ref_pattern(names, originals, free_text=False)
+        self._law_ref_re = re.compile(_law_ref_pattern(names, originals, free_text=True), re.IGNORECASE)
+        self._tail_re = re.compile(_CONNECTOR + any_case, re.IGNORECASE)
+        self._law_name_re = re.compile(any_case, re.IGNORECASE)
+
+    def _register(self, name: str, law_id: str | None, originals: dict[str, list[str]]) -> None:
+        key = law_key(name)
+        self._lookup[key] = law_id
+        if not _NUMBERED_RE.fullmatch(_fold(name.strip())):
+            originals.setdefault(key, []).append(name.strip())
+
+    # -- reading ---------------------------------------------------------------------------------------------
+
+    def extract(self, text: str) -> list[dict[str, Any]]:
+        """
+        Every citation in `text`, in order, repeats included (one dict per cited article, sharing the `text` and
+        `span` of their group for lists like "arts. 40 y 41 ET").
+        """
+        return [{k: v for k, v in ref.items() if k != "scope"} for ref in self.extract_references(text)]
+
+    def extract_references(self, text: str) -> list[dict[str, Any]]:
+        """
+        `extract`, for statute text: each citation also says how it names its law, in `scope`:
+
+        - `law`: a law is named (`law_id` set when known, else `law` as written: "Ley 36/2011"); law-only
+          citations ("la Ley 39/2015") always have this scope;
+        - `self`: the text being read ("artículo 48 de esta ley", "del presente real decreto", "art. 7º desta
+          Constituição"; "deste Ato das Disposições Constitucionais Transitórias" prefixes the key with `adct-`);
+        - `anaphora`: a law named earlier ("de la citada ley", "del mismo texto legal", "de la Ley.");
+        - `other`: a norm that is not in the table and has no number ("del Reglamento General de Recaudación");
+        - `none`: nothing follows the article: by drafting convention, the text being read.
+
+        A named law followed by its approving norm ("texto refundido de la Ley General de la Seguridad Social,
+        aprobado por el Real Decreto Legislativo 1/1994") resolves to the approving norm's law when it is known.
+        """
+        original = unicodedata.normalize("NFC", text or "")
+        folded = _fold(original)
+        found: list[tuple[int, int, str | None, _LawRef, str]] = []
+        consumed: list[tuple[int, int]] = []
+        position = 0
+        while head := _HEAD_RE.search(folded, position):
+            group = self._parse_group(folded, original, head)
+            if group is None:
+                position = head.start() + 1
+                continue
+            start, end, articles, law, scope = group
+            found.extend((start, end, article, law, scope) for article in articles)
+            consumed.append((start, end))
+            position = end
+        for match in self._law_ref_re.finditer(folded):
+            if any(s < match.end() and match.start() < e for s, e in consumed):
+                continue
+            law = self._interpret(match, original)
+            if law is not None and (law.law_id or law.law):
+                law, end = self._approved_by(folded, match.end(), law)
+                found.append((match.start(), end, None, law, "law"))
+                consumed.append((match.start(), end))
+        found.sort(key=lambda item: item[0])
+        # "las disposiciones adicionales primera y segunda y la disposición final quinta de la Ley 27/2011", "el
+        # artículo 14 y el 38 del ET": a group joined to the next one by a list word takes the next group's law
+        for i in range(len(found) - 2, -1, -1):
+            start, end, article, law, scope = found[i]
+            following = next((item for item in found[i + 1 :] if item[0] >= end), None)
+            if (
+                scope == "none"
+                and article is not None
+                and following is not None
+                and following[2] is not None
+                and _LIST_JOIN_RE.fullmatch(folded, end, following[0])
+            ):
+                found[i] = (start, end, article, following[3], following[4])
+        return [
+            {
+                "law_id": law.law_id,
+                "law": law.law,
+                "article": article,
+                "text": original[start:end],
+                "span": [start, end],
+                "scope": scope,
+            }
+            for start, end, article, law, scope in found
+        ]
+
+    def resolve_law(self, name: str) -> tuple[str | None, str | None]:
+        """
+        Resolve a law name as written ("ET", "del Estatuto de los Trabajadores", "Ley 31/1995", "Lei 8.213").
+
+        :returns: (`law_id`, `law`): the id (None when unknown or ambiguous) and the short name (the norm as
+            written when it is not in the table); (None, None) when `name` is not a recognised law.
+        """
+        original = _LEADING_ARTICLE_RE.sub("", unicodedata.normalize("NFC", name).strip(" \t.,;:"))
+        match = self._law_name_re.fullmatch(_fold(original))
+        law = self._interpret(match, original) if match else None
+        return (law.law_id, law.law) if law else (None, None)
+
+    def article_key(self, raw: str) -> str | None:
+        """
+        Normalized key of one article reference as written ("48", "art. 48.4", "5º-A", "disposición adicional
+        primera" -> "48", "48", "5-a", "da1"); None when `raw` does not start with one.
+        """
+        folded = _fold(unicodedata.normalize("NFC", raw)).strip()
+        head = _HEAD_RE.match(folded)
+        if head and not head.group("bare"):
+            kind, position = (head.group("disp") or "articulo").lower(), head.end()
+        else:
+            kind, position = "articulo", 0
+        parsed = _parse_items(folded, position, kind, words=True)
+        return parsed[0][0] if parsed else None
+
+    # -- parsing -------------------------------------------------------------------------------------------------
+
+    def _parse_group(
+        self, folded: str, original: str, head: re.Match[str]
+    ) -> tuple[int, int, list[str], _LawRef, str] | None:
+        """
+        One citation group from a head: its span, the article keys, the law (None fields when absent) and how the
+        law is named (`REFERENCE_SCOPES`).
+        """
+        bare = head.group("bare") is not None
+        kind = (head.group("disp") or "articulo").lower()
+        parsed = _parse_items(folded, head.end(), kind, words=not bare)
+        if not parsed:
+            return None
+        articles, end = parsed
+        tail = self._tail_re.match(folded, end)
+        law = self._interpret(tail, original) if tail else None
+        if bare and (law is None or not (law.law_id or law.law)):
+            return None  # "el 10 de mayo": a bare number needs a known law after it
+        start = head.end() if bare else head.start()
+        if tail and law:
+            law, end = self._approved_by(folded, tail.end(), law)
+            return start, end, articles, law, "law"
+        if self_tail := _SELF_TAIL_RE.match(folded, end):
+            if self_tail.group("adct") or self_tail.group("adct2"):
+                articles = [f"{ADCT_PREFIX}{key}" for key in articles]
+            return start, self_tail.end(), articles, _LawRef(None, None), "self"
+        if anaphora := _ANAPHORA_TAIL_RE.match(folded, end):
+            return start, anaphora.end(), articles, _LawRef(None, None), "anaphora"
+        scope = "other" if _OTHER_NORM_TAIL_RE.match(folded, end) else "none"
+        return start, end, articles, _LawRef(None, None), scope
+
+    def _approved_by(self, folded: str, position: int, law: _LawRef) -> tuple[_LawRef, int]:
+        """
+        `law` and `position`, or the known law of an "aprobado por <numbered norm>" clause right after `position`
+        and the end of that clause.
+        """
+        clause = _APPROVED_BY_RE.match(folded, position)
+        key = _numbered_key(clause) if clause else None
+        law_id = self._lookup.get(key) if key else None
+        if not law_id:
+            return law, position
+        return _LawRef(law_id, self._short_by_id.get(law_id, law_id)), clause.end()  # type: ignore[union-attr]
+
+    def _interpret(self, match: re.Match[str], original: str) -> _LawRef | None:
+        """
+        The law of a law-reference match on the folded copy of `original`; None for an invalid numbered norm
+        ("ley 30"). A numbered norm outside the table keeps its name as written in `original`.
+        """
+        if match.group("numbered"):
+            start, end = match.span("numbered")
+            key = _numbered_key(_NUMBERED_RE.fullmatch(match.string, start, end))  # type: ignore[arg-type]
+            if key is None:
+                return None
+            as_written = original[start:end]
+        else:
+            key, as_written = law_key(match.group("alias")), None
+        law_id = self._lookup.get(key)
+        return _LawRef(law_id, self._short_by_id.get(law_id, law_id) if law_id else as_written)
+
+def _parse_items(folded: str, position: int, kind: str, *, words: bool) -> tuple[list[str], int] | None:
+    """A list of article numbers ("40, 41 y 42", "14 a 16", "primera y segunda") at `position`: keys and end."""
+    keys: list[str] = []
+    pending_range = False
+    dotted = False
+    while True:
+        item = _parse_item(folded, position, kind, words=words)
+        if item is None:
+            break
+        key, end, item_dotted = item
+        if pending_range and keys:
+            keys.extend(_expand_range(keys[-1], key))
+        elif dotted and keys and key.isdigit() and keys[-1].isdigit() and int(key) < int(keys[-1]):
+            pass  # "168.1 y 2": after a numbered apartado, a smaller bare number is another apartado
+        else:
+            keys.append(key)
+        dotted = item_dotted or (dotted and key.isdigit())
+        position = end
+        separator = _SEPARATOR_RE.match(folded, position)
+        if separator is None or _parse_item(folded, separator.end(), kind, words=words) is None:
+            break
+        pending_range = separator.group("range") is not None
+        position = separator.end()
+    return (list(dict.fromkeys(keys)), position) if keys else None
+
+
+def _parse_item(folded: str, position: int, kind: str, *, words: bool) -> tuple[str, int, bool] | None:
+    """
+    One article number or ordinal at `position`, subdivisions (".4", ", apartado 2") skipped: key, end and
+    whether a dotted apartado (".4") followed the number.
+    """
+    number = _ITEM_NUMBER_RE.match(folded, position)
+    if number:
+        raw = number.group("n") + (f"-{number.group('letter')}" if number.group("letter") else "")
+        raw += f" {number.group('suffix')}" if number.group("suffix") else ""
+        end = number.end()
+    elif words and (match := _ITEM_WORDS_RE.match(folded, position)):
+        raw, end = _ordinal_words(match)
+        if raw is None:
+            return None
+    else:
+        return None
+    subdivision = _SUBDIVISION_RE.match(folded, end)
+    try:
+        key = normalize_article_key(raw, kind, strict=True)
+    except ValueError:
+        return None
+    return key, subdivision.end() if subdivision else end, bool(subdivision and subdivision.group("dotted"))
+
+
+def _is_ordinal(word: str) -> bool:
+    return ordinal_to_int(word) is not None or word.lower() in ("unico", "unica")
+
+
+def _ordinal_words(match: re.Match[str]) -> tuple[str | None, int]:
+    """An ordinal in one or two words ("primera", "vigésima primera", "novena bis", "única") and where it ends."""
+    first, second = match.group("w1"), match.group("w2")
+    if second and (
+        ordinal_to_int(f"{first} {second}") is not None
+        or (_is_ordinal(first) and re.fullmatch(LATIN_SUFFIXES, second, re.IGNORECASE))
+    ):
+        return f"{first} {second}", match.end()
+    if _is_ordinal(first):
+        return first, match.end("w1")
+    return None, match.end()
+
+
+def _law_ref_pattern(names: list[str], originals: dict[str, list[str]], *, free_text: bool) -> str:
+    """
+    `(?P<numbered>...)|(?P<alias>...)` over the known law names (longest first), case-insensitive. With
+    `free_text`, abbreviations written without lowercase letters (ET, CE, CF) only match as written and one-word
+    names need their capital initial ("Estatuto", not "el estatuto e incompatibilidades"; "Constitución", not
+    "la constitución de una sociedad").
+    """
+    alternatives = []
+    for key in names:
+        if free_text and not any(c.islower() for name in originals[key] for c in name):
+            alternatives.append(f"(?-i:{'|'.join(re.escape(_fold(name)) for name in originals[key])})")
+        elif free_text and " " not in key:
+            alternatives.append(f"(?-i:{re.escape(key[0].upper())}){re.escape(key[1:])}")
+        else:
+            alternatives.append(r"\s+".join(re.escape(word) for word in key.split(" ")))
+    aliases = "|".join(alternatives) or r"(?!)"
+    return rf"(?<!\w)(?:(?P<numbered>{_NUMBERED_PATTERN})|(?P<alias>{aliases}))(?![\w/])"
+
+
+def _expand_range(low: str, high: str) -> list[str]:
+    """Keys from just after `low` up to `high` for numeric ranges ("14" a "16" -> 15, 16); else just `high`."""
+    if low.isdigit() and high.isdigit() and 0 < int(high) - int(low) <= MAX_RANGE_EXPANSION:
+        return [str(n) for n in range(int(low) + 1, int(high) + 1)]
+    return [high]

@@ -1,0 +1,75 @@
+import pytest
+
+from components.legal.citations import CitationGrammar, citation_condition, citation_filters, law_key
+
+ET = "BOE-A-2015-11430"
+CE = "BOE-A-1978-31229"
+
+
+@pytest.fixture(scope="module")
+def grammar():
+    return CitationGrammar()
+
+
+def test_init_validation(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        CitationGrammar(laws_file=str(tmp_path / "missing.yaml"))
+    with pytest.raises(ValueError, match="aliases"):
+        CitationGrammar(aliases={"Estatuto": 3})
+
+
+def test_extract_keeps_repeats_and_groups(grammar):
+    found = grammar.extract("arts. 40 y 41 ET; art. 40 ET")
+    assert [(c["law_id"], c["article"]) for c in found] == [(ET, "40"), (ET, "41"), (ET, "40")]
+    assert found[0]["text"] == found[1]["text"] == "arts. 40 y 41 ET"
+    assert "scope" not in found[0]
+
+
+def test_resolve_law_and_article_key(grammar):
+    assert grammar.resolve_law("ET") == (ET, "ET")
+    assert grammar.resolve_law("del Estatuto de los Trabajadores") == (ET, "ET")
+    assert grammar.resolve_law("la Constitución Española") == (CE, "CE")
+    assert grammar.resolve_law("RD 1561/1995") == ("BOE-A-1995-21346", "RD 1561/1995")
+    assert grammar.resolve_law("Lei 8.213") == (None, "Lei 8.213")
+    assert grammar.resolve_law("vacaciones") == (None, None)
+    assert grammar.article_key("art. 48.4") == "48"
+    assert grammar.article_key("48") == "48"
+    assert grammar.article_key("disposición adicional primera") == "da1"
+    assert grammar.article_key("5º-A") == "5-a"
+    assert grammar.article_key("vacaciones") is None
+    assert law_key("Real Decreto 1561/1995") == law_key("RD 1561/1995") == "real decreto 1561/1995"
+    assert law_key("Lei nº 8.213/91") == "lei 8213"
+
+
+def test_reference_scopes(grammar):
+    def scopes(text):
+        return [(c["law"], c["article"], c["scope"]) for c in grammar.extract_references(text)]
+
+    assert scopes("el artículo 48 de esta ley") == [(None, "48", "self")]
+    assert scopes("art. 78 deste Ato das Disposições Constitucionais Transitórias") == [(None, "adct-78", "self")]
+    assert scopes("el artículo 60 de dicha ley") == [(None, "60", "anaphora")]
+    assert scopes("artículo 99 del Reglamento General de Recaudación") == [(None, "99", "other")]
+    assert scopes("el artículo 14 y el 38 del ET") == [("ET", "14", "law"), ("ET", "38", "law")]
+    assert scopes("artículos 18 y 168.1 y 2 de la presente ley") == [(None, "18", "self"), (None, "168", "self")]
+    assert scopes("apartado 3 de este artículo.\n4. El trabajador") == []  # no citation across a line break
+    assert scopes(
+        "artículo 166 del texto refundido de la Ley General de la Seguridad Social, aprobado por el Real Decreto "
+        "Legislativo 1/1994"
+    ) == [("LGSS1994", "166", "law")]
+
+
+def test_citation_condition_and_filters():
+    law_article = {"law_id": ET, "article": "38"}
+    assert citation_condition(law_article) == {"operator": "AND", "conditions": [
+        {"field": "meta.law_id", "operator": "==", "value": ET},
+        {"field": "meta.article", "operator": "==", "value": "38"},
+    ]}
+    assert citation_condition({"law_id": None, "article": "38"}) == {
+        "field": "meta.article", "operator": "==", "value": "38"
+    }
+    assert citation_condition({"law_id": None, "article": None}) is None
+    # law-only citations are no direct fetch; duplicates are merged
+    assert citation_filters([law_article, law_article, {"law_id": CE, "article": None}]) == {
+        "operator": "OR", "conditions": [citation_condition(law_article)]
+    }
+    assert citation_filters([]) is None
