@@ -1,10 +1,11 @@
-"""A small bounded, thread-safe in-memory cache with per-entry time-to-live and LRU eviction."""
+"""A small bounded, thread-safe in-memory cache with per-entry time-to-live and LRU eviction (cachetools inside)."""
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
+
+import cachetools
 
 _MISSING = object()
 
@@ -13,6 +14,10 @@ class TTLCache:
     """
     Bounded in-memory cache: entries expire `ttl` seconds after they were stored, and past `max_entries` the least
     recently used entry is evicted. Every method is thread-safe; `hits` / `misses` count `get` outcomes.
+
+    Storage and eviction are `cachetools.TTLCache`'s (a linked list in expiry order plus an LRU order): an insert
+    into a full cache drops the expired entries at the head of the expiry list, then the least recently used one,
+    without scanning the whole cache. This class adds the lock, the hit / miss counters and `stats()`.
 
     lexhay caches reranker scores (5 min), query embeddings (1 h) and identical requests (30 s) with it.
 
@@ -44,7 +49,7 @@ class TTLCache:
         self.max_entries = max_entries
         self.ttl = float(ttl)
         self._clock = clock or time.monotonic
-        self._data: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        self._data: cachetools.TTLCache = cachetools.TTLCache(maxsize=max_entries, ttl=self.ttl, timer=self._clock)
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -52,27 +57,17 @@ class TTLCache:
     def get(self, key: Hashable, default: Any = None) -> Any:
         """The value stored under `key` if it has not expired (counted as a hit), else `default` (a miss)."""
         with self._lock:
-            entry = self._data.get(key, _MISSING)
-            if entry is not _MISSING:
-                expires, value = entry
-                if expires > self._clock():
-                    self._data.move_to_end(key)
-                    self.hits += 1
-                    return value
-                del self._data[key]
-            self.misses += 1
-            return default
+            value = self._data.get(key, _MISSING)  # an unexpired hit also becomes the most recently used
+            if value is _MISSING:
+                self.misses += 1
+                return default
+            self.hits += 1
+            return value
 
     def set(self, key: Hashable, value: Any) -> None:
         """Store `value` under `key` for `ttl` seconds, evicting expired entries, then the least recently used."""
         with self._lock:
-            now = self._clock()
-            self._data[key] = (now + self.ttl, value)
-            self._data.move_to_end(key)
-            if len(self._data) > self.max_entries:
-                self._purge_expired(now)
-            while len(self._data) > self.max_entries:
-                self._data.popitem(last=False)
+            self._data[key] = value
 
     def get_many(self, keys: list[Hashable]) -> dict[Hashable, Any]:
         """The unexpired values of `keys` (each key counted as a hit or a miss), missing keys left out."""
@@ -91,19 +86,18 @@ class TTLCache:
 
     def __len__(self) -> int:
         with self._lock:
-            self._purge_expired(self._clock())
+            self._data.expire()
             return len(self._data)
 
     def __contains__(self, key: Hashable) -> bool:
         """Whether `key` holds an unexpired value (not counted as a hit or a miss)."""
         with self._lock:
-            entry = self._data.get(key)
-            return entry is not None and entry[0] > self._clock()
+            return key in self._data
 
     def stats(self) -> dict[str, Any]:
         """`entries`, `hits`, `misses`, `hit_rate` (0.0 before any lookup), `max_entries` and `ttl`."""
         with self._lock:
-            self._purge_expired(self._clock())
+            self._data.expire()
             lookups = self.hits + self.misses
             return {
                 "entries": len(self._data),
@@ -113,8 +107,3 @@ class TTLCache:
                 "max_entries": self.max_entries,
                 "ttl": self.ttl,
             }
-
-    def _purge_expired(self, now: float) -> None:
-        expired = [key for key, (expires, _) in self._data.items() if expires <= now]
-        for key in expired:
-            del self._data[key]

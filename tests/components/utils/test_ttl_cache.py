@@ -95,3 +95,26 @@ def test_thread_safe_under_concurrent_writers():
     stats = cache.stats()
     assert stats["entries"] == 100
     assert stats["hits"] + stats["misses"] == 8000
+
+
+def test_eviction_at_capacity_drops_expired_then_least_recently_used():
+    clock = FakeClock()
+    cache = TTLCache(max_entries=1000, ttl=10, clock=clock)
+    for i in range(500):
+        cache.set(("old", i), i)
+    clock.now += 5
+    for i in range(500):
+        cache.set(("live", i), i)
+    assert len(cache) == 1000
+    cache.get(("live", 0))  # touched: no longer the least recently used live entry
+    cache.set("one-more", 1)  # full, nothing expired yet: exactly the least recently used entry goes
+    assert ("old", 0) not in cache and ("old", 1) in cache and len(cache) == 1000
+    clock.now += 6  # every "old" entry has expired, every "live" one has not
+    cache.set("after-expiry", 2)
+    stats = cache.stats()
+    assert stats["entries"] == 502  # 500 live + "one-more" + "after-expiry": the expired went, no live one did
+    assert all((("live", i) in cache) for i in range(500))
+    assert cache.get(("old", 1)) is None
+    cache.set("x", 3)
+    cache.set("y", 4)
+    assert len(cache) == 504  # below capacity again: inserts evict nothing
