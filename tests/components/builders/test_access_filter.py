@@ -101,3 +101,69 @@ def test_run_default_tenant_and_bad_filters(store):
     assert {d.id for d in store.filter_documents(filters)} == {"statute", "global", "beta-all"}
     with pytest.raises(ValueError, match="filter dict"):
         AccessFilter().run(filters="law_id=ET")
+
+
+def test_case_documents_are_a_boundary_for_non_admins(store):
+    reader = {"tenant_id": "acme", "roles": ["reader"]}
+    # a reader with no case sees its tenant's documents without a case, never a case's
+    assert visible(store, reader) == {"statute", "global", "acme-all"}
+    assert visible(store, {**reader, "case_ids": ["c1"]}) == {"statute", "global", "acme-all", "acme-case1"}
+    assert visible(store, {**reader, "case_ids": ["*"]}) == {"statute", "global", "acme-all", "acme-case1",
+                                                              "acme-case2"}
+    assert visible(store, {**reader, "case_ids": ["c1"], "case_id": "c1"}) == {"statute", "global", "acme-case1"}
+    with pytest.raises(ValueError, match="not one of the principal's cases"):
+        access_filter({**reader, "case_ids": ["c1"], "case_id": "c2"})
+    # an admin (and the local operator, who names no roles) reads every case of its tenant unless it lists some
+    admin = {"tenant_id": "acme", "roles": ["admin"]}
+    assert visible(store, admin) == visible(store, {"tenant_id": "acme"})
+    assert visible(store, {**admin, "case_ids": []}) == {"statute", "global", "acme-all"}
+    filters = AccessFilter().run(tenant_id="acme", case_ids=["c2"], roles=["reader"])["filters"]
+    assert {d.id for d in store.filter_documents(filters)} == {"statute", "global", "acme-all", "acme-case2"}
+
+
+def test_only_admins_write_global_and_writers_stay_in_their_scope():
+    from components.builders.access_filter import AccessDenied
+
+    writer = {"tenant_id": "acme", "roles": ["writer"]}
+    with pytest.raises(AccessDenied, match="only an admin"):
+        tenant_meta(writer, scope="global")
+    with pytest.raises(AccessDenied, match="writer or admin"):
+        tenant_meta({"tenant_id": "acme", "roles": ["reader"]})
+    with pytest.raises(AccessDenied, match="one of them"):
+        tenant_meta({**writer, "case_ids": ["c1"]})
+    assert tenant_meta({**writer, "case_ids": ["c1"], "case_id": "c1"}) == {"scope": "tenant", "tenant_id": "acme",
+                                                                            "case_id": "c1"}
+    assert tenant_meta(writer) == {"scope": "tenant", "tenant_id": "acme"}  # roles are never stamped
+    assert tenant_meta({"tenant_id": "acme", "roles": ["admin"]}, scope="global") == {"scope": "global"}
+    assert tenant_meta({"tenant_id": "acme"}, scope="global") == {"scope": "global"}  # the local operator
+    with pytest.raises(ValueError, match="Unknown role"):
+        check_access({"tenant_id": "acme", "roles": ["root"]})
+
+
+def test_owner_condition_selects_exactly_one_owner(store):
+    from components.builders.access_filter import owner_condition
+
+    ids = {d.id for d in store.filter_documents(owner_condition({"scope": "tenant", "tenant_id": "acme"}))}
+    assert ids == {"acme-all"}
+    ids = {d.id for d in store.filter_documents(owner_condition({"scope": "tenant", "tenant_id": "acme",
+                                                                 "case_id": "c1"}))}
+    assert ids == {"acme-case1"}
+    assert {d.id for d in store.filter_documents(owner_condition({"scope": "global"}))} == {"statute", "global"}
+
+
+def test_deep_or_huge_filters_are_value_errors_not_recursion_errors():
+    from components.builders.access_filter import MAX_FILTER_LIST, check_filters
+
+    deep: dict = {"field": "meta.law_id", "operator": "==", "value": "ET"}
+    for _ in range(5000):
+        deep = {"operator": "NOT", "conditions": [deep]}
+    with pytest.raises(ValueError, match="nested deeper"):
+        check_filters(deep)
+    with pytest.raises(ValueError, match="value list"):
+        check_filters({"field": "meta.law_id", "operator": "in", "value": ["x"] * (MAX_FILTER_LIST + 1)})
+    wide = {"operator": "OR", "conditions": [{"field": "meta.law_id", "operator": "==", "value": str(i)}
+                                             for i in range(10_000)]}
+    with pytest.raises(ValueError, match="more than"):
+        check_filters(wide)
+    assert check_filters({"operator": "AND", "conditions": [{"field": "meta.law_id", "operator": "==",
+                                                             "value": "ET"}]})
