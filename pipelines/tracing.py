@@ -532,7 +532,8 @@ class LexhayTracer(Tracer):
         for target in forward_to:
             if not isinstance(target, Tracer) or isinstance(target, LexhayTracer):
                 raise ValueError(f"forward_to takes Haystack tracers other than LexhayTracer, got {target!r}")
-        self.forward_to = [t for t in forward_to if not isinstance(t, NullTracer)]
+        # a plain NullTracer does nothing; a subclass may (hayhooks' mirrors spans into its `/traces` buffer)
+        self.forward_to = [t for t in forward_to if type(t) is not NullTracer]
 
     @contextlib.contextmanager
     def trace(
@@ -611,26 +612,55 @@ def opentelemetry_tracer(tracer_provider: Any = None) -> Tracer:
     return OpenTelemetryTracer(tracer_provider.get_tracer("lexhay"))
 
 
+def _tracer_chain(tracer: Tracer, depth: int = 0) -> Iterator[Tracer]:
+    """
+    `tracer` and every tracer it hands spans to: a LexhayTracer's `forward_to`, Haystack's `ProxyTracer`
+    (`actual_tracer`) and wrappers that keep the tracer they wrap in `_delegate` (hayhooks' live-buffer proxy).
+    """
+    yield tracer
+    if depth >= 8:
+        return
+    inner: list[Any] = list(tracer.forward_to) if isinstance(tracer, LexhayTracer) else []
+    for attribute in ("actual_tracer", "_delegate"):
+        wrapped = getattr(tracer, attribute, None)
+        if isinstance(wrapped, Tracer) and wrapped is not tracer:
+            inner.append(wrapped)
+    for wrapped in inner:
+        yield from _tracer_chain(wrapped, depth + 1)
+
+
+def _is_opentelemetry(tracer: Tracer) -> bool:
+    """Whether `tracer` is opentelemetry-haystack's `OpenTelemetryTracer` (whichever package provided it)."""
+    return type(tracer).__name__ == "OpenTelemetryTracer"
+
+
 def install_tracer(*, forward_to: list[Tracer] | None = None) -> LexhayTracer:
     """
     Make a `LexhayTracer` Haystack's global tracer (idempotent) and return it.
 
-    The first install forwards to the tracer that was active before (if any) and, when `otel_enabled()`, to
-    OpenTelemetry. Later calls return the installed tracer unchanged, unless `forward_to` is given: it then
-    replaces the tracers it forwards to (tests pass an in-memory OpenTelemetry exporter's tracer).
+    The first install forwards to the tracer already installed, whatever it is (hayhooks' tracer that feeds its
+    `/traces` view, an OpenTelemetry tracer set up by hayhooks or the application, ...), and adds an
+    OpenTelemetry tracer of its own only when `otel_enabled()` and no OpenTelemetry tracer is installed yet, so a
+    span is never exported twice. A LexhayTracer already installed, also one that another tracer wraps (hayhooks
+    wraps the global tracer when it starts), is returned unchanged, unless `forward_to` is given: it then replaces
+    the tracers it forwards to (tests pass an in-memory OpenTelemetry exporter's tracer).
 
     :param forward_to: Tracers to forward every span to.
     """
     with _INSTALL_LOCK:
         current = haystack_tracing.tracer.actual_tracer
-        if isinstance(current, LexhayTracer):
+        installed = next((t for t in _tracer_chain(current) if isinstance(t, LexhayTracer)), None)
+        if installed is not None:
             if forward_to is not None:
-                current.forward_to = LexhayTracer(forward_to=forward_to).forward_to
-            return current
+                installed.forward_to = LexhayTracer(forward_to=forward_to).forward_to
+            return installed
         if forward_to is None:
-            forward_to = [] if isinstance(current, NullTracer) else [current]
+            forward_to = [] if type(current) is NullTracer else [current]
             if otel_enabled():
-                forward_to.append(opentelemetry_tracer())
+                if any(_is_opentelemetry(t) for t in _tracer_chain(current)):
+                    logger.info("OpenTelemetry export: spans go to the OpenTelemetry tracer already installed")
+                else:
+                    forward_to.append(opentelemetry_tracer())
         tracer = LexhayTracer(forward_to=forward_to)
         haystack_tracing.enable_tracing(tracer)
         return tracer

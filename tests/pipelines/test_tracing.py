@@ -9,6 +9,7 @@ from haystack import Document, Pipeline
 from haystack import tracing as haystack_tracing
 from haystack.dataclasses import ChatMessage, SparseEmbedding
 from haystack.tracing import Span, Tracer
+from haystack.tracing.tracer import NullTracer
 
 from components.embedders.dense_embedder import DenseTextEmbedder
 from components.embedders.sparse_embedder import SparseTextEmbedder
@@ -362,3 +363,95 @@ def test_lexhay_otel_env_forwards_to_the_global_opentelemetry_provider(monkeypat
     names = [s.attributes.get("haystack.component.name") for s in exporter.get_finished_spans()]
     assert "sparse" in names and [s.name for s in trace.stages] == ["sparse"]
     assert "despido" not in json.dumps([dict(s.attributes) for s in exporter.get_finished_spans()])
+
+
+def _global_in_memory_exporter():
+    """An in-memory exporter on the process's OpenTelemetry SDK provider (set once per process, as an app does)."""
+    from opentelemetry import trace as otel_trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = otel_trace.get_tracer_provider()
+    if not isinstance(provider, TracerProvider):
+        otel_trace.set_tracer_provider(TracerProvider())
+        provider = otel_trace.get_tracer_provider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+def _sparse_pipeline():
+    pipe = Pipeline()
+    pipe.add_component("sparse", SparseTextEmbedder())
+    return pipe
+
+
+def test_install_keeps_the_hayhooks_tracer_so_its_traces_view_sees_the_spans(monkeypatch, restore_tracer):
+    from hayhooks.server import tracing as hayhooks_tracing
+    from hayhooks.server.utils.live_trace_buffer import clear_live_traces, get_recent_traces
+
+    monkeypatch.delenv("LEXHAY_OTEL", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    haystack_tracing.disable_tracing()
+    hayhooks_tracing._enable_live_buffer_span_capture()  # what `hayhooks run` does at start-up without OTLP
+    hayhooks_tracer = haystack_tracing.tracer.actual_tracer
+    assert isinstance(hayhooks_tracer, NullTracer)  # a NullTracer subclass that records
+    clear_live_traces()
+    installed = install_tracer()
+    assert installed.forward_to == [hayhooks_tracer]
+    with request_trace("retrieve", "vacaciones", sink=None) as trace:
+        _sparse_pipeline().run({"sparse": {"text": "vacaciones anuales"}})
+    assert [s.name for s in trace.stages] == ["sparse"]  # recorded by lexhay ...
+    (buffered,) = get_recent_traces(limit=5)  # ... and in hayhooks' /traces buffer, one trace with its child span
+    assert buffered["root_span"]["name"] == "haystack.pipeline.run"
+    assert [child["name"] for child in buffered["root_span"]["children"]] == ["haystack.component.run"]
+    clear_live_traces()
+
+
+def test_install_with_otlp_endpoint_exports_each_span_once_through_the_installed_tracer(monkeypatch, restore_tracer):
+    from haystack_integrations.tracing.opentelemetry import OpenTelemetryTracer
+    from hayhooks.server import tracing as hayhooks_tracing
+
+    provider, exporter = _global_in_memory_exporter()
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")  # never reached: the test's provider
+    monkeypatch.delenv("LEXHAY_OTEL", raising=False)
+    # hayhooks' start-up with an OTLP endpoint: an OpenTelemetry tracer, wrapped by its /traces mirror
+    haystack_tracing.enable_tracing(OpenTelemetryTracer(provider.get_tracer("hayhooks")))
+    hayhooks_tracing._enable_live_buffer_span_capture()
+    installed = install_tracer()
+    assert [type(t).__name__ for t in installed.forward_to] == ["_LiveBufferProxyTracer"]  # no second OTel tracer
+    with request_trace("retrieve", "despido", sink=None) as trace:
+        _sparse_pipeline().run({"sparse": {"text": "despido disciplinario"}})
+    component_spans = [s for s in exporter.get_finished_spans() if s.name == "haystack.component.run"]
+    assert [s.attributes.get("haystack.component.name") for s in component_spans] == ["sparse"]  # exported once
+    assert [s.name for s in trace.stages] == ["sparse"]
+
+
+def test_install_adds_opentelemetry_only_when_no_tracer_exports_to_it(monkeypatch, restore_tracer):
+    from hayhooks.server import tracing as hayhooks_tracing
+
+    provider, exporter = _global_in_memory_exporter()
+    monkeypatch.setenv("LEXHAY_OTEL", "1")
+    haystack_tracing.disable_tracing()
+    hayhooks_tracing._enable_live_buffer_span_capture()  # hayhooks without OTLP: its buffer only
+    installed = install_tracer()
+    assert [type(t).__name__ for t in installed.forward_to] == ["_LiveBufferNullTracer", "OpenTelemetryTracer"]
+    with request_trace("retrieve", "huelga", sink=None):
+        _sparse_pipeline().run({"sparse": {"text": "derecho de huelga"}})
+    names = [s.attributes.get("haystack.component.name") for s in exporter.get_finished_spans()
+             if s.name == "haystack.component.run"]
+    assert names == ["sparse"]
+
+
+def test_install_finds_its_tracer_behind_a_wrapper_and_records_each_stage_once(restore_tracer):
+    from hayhooks.server import tracing as hayhooks_tracing
+
+    haystack_tracing.disable_tracing()
+    installed = install_tracer()
+    hayhooks_tracing._enable_live_buffer_span_capture()  # hayhooks starting after lexhay wraps the LexhayTracer
+    assert haystack_tracing.tracer.actual_tracer is not installed
+    assert install_tracer() is installed  # not a second LexhayTracer around the wrapper
+    with request_trace("retrieve", "vacaciones", sink=None) as trace:
+        _sparse_pipeline().run({"sparse": {"text": "vacaciones"}})
+    assert [s.name for s in trace.stages] == ["sparse"]
