@@ -70,6 +70,7 @@ _DATE_LAYOUTS: Final[tuple[tuple[str, str], ...]] = (
     (r"\d{4}-\d{2}-\d{2}", "%Y-%m-%d"), (r"\d{8}", "%Y%m%d"), (r"\d{1,2}/\d{1,2}/\d{4}", "%d/%m/%Y")
 )
 _COUNTRY_LANG: Final[dict[str, str]] = {"es": "es", "br": "pt", "pt": "pt"}
+_LANG_COUNTRY: Final[dict[str, str]] = {"es": "es", "pt": "br"}  # a file that names no country: its language's
 # BOE consolidated texts open with e.g. "Norma derogada, con efectos de ..., por ... Ref. BOE-A-2015-11430#ddunica."
 _DEROGATION_RE: Final[re.Pattern[str]] = re.compile(
     r"^Norma derogada(?P<partial>\s+parcialmente)?\b(?P<rest>[^\n]*)", re.M
@@ -199,9 +200,11 @@ class StatuteConverter:
 
     Each Document's content is the law text without the front matter; its meta carries `law_id`, `law_title`,
     `law_short`, `rank` (1-5) and `rank_name`, `status` (`in_force` / `repealed` / `partially_repealed`) and
-    `derogated_by` when known, `publication_date` / `last_updated` (ISO), `lang`, `collection`, `source_path`
-    and `format` (`statute_md`, `br_md`, `text`, `pdf`). Short names and known derogations of norms the files do not
-    describe come from a small table (`components/legal/data/laws.yaml`). Values passed in `meta` override them.
+    `derogated_by` when known, `publication_date` / `last_updated` (ISO), `lang`, `country` (front matter, law
+    table, else the language's: `es` -> `es`, `pt` -> `br`), `collection`, `source_path` and `format`
+    (`statute_md`, `br_md`, `text`, `pdf`). The front matter's `short_name` is the law's short name; short names
+    and known derogations of norms the files do not describe come from a small table
+    (`components/legal/data/laws.yaml`). Values passed in `meta` override them.
 
     A file that cannot be converted (missing, empty, binary, unterminated front matter, PDF without text) becomes
     an entry in `errors` and the other files are still converted.
@@ -382,4 +385,9 @@ class StatuteConverter:
             meta["source_url"] = str(front["source"])
         if front.get("official_number"):
             meta["official_number"] = str(front["official_number"])
+        country = country or str(known.get("country") or "").lower() or _LANG_COUNTRY.get(lang, "")
+        if country:  # ISO 3166 code ("es", "br"): the jurisdiction, for filters
+            meta["country"] = country
+        if front.get("short_name"):  # the file's own short name ("CLT") wins over one derived from the title
+            meta["law_short"] = str(front["short_name"])
         return meta

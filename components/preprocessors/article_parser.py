@@ -86,14 +86,15 @@ _APPROVED_TEXT_MARKER_RE: Final[re.Pattern[str]] = re.compile(
 _BR_NOTE_RE: Final[re.Pattern[str]] = re.compile(
     r"\s*\((?P<note>(?:Reda[çc][ãa]o\s+(?:dada|restabelecida)"
     r"|(?:(?:Par[áa]grafo|Inciso|Al[íi]nea|Artigo|Caput)(?:\s+[\wº°]+)?\s+)?"
-    r"(?:Inclu[íi]d|Renumerad|Acrescentad|Acrescid|Restaurad|Suprimid|Transformad)[oa]s?"
-    r"|Revogad[oa]s?\s+pel|Vide|Vig[êe]ncia|Declarad[oa]s?\s+inconstitucional|Produ[çc][ãa]o\s+de\s+efeito"
-    r"|Execu[çc][ãa]o\s+suspensa|Regulamento)\b(?:[^()]|\([^()]*\))*)\)",
+    r"(?:Inclu[íi]d|Renumerad|Acrescentad|Acrescid|Restaurad|Transformad)[oa]s?"
+    r"|(?:Revogad|Suprimid)[oa]s?\s+pel[oa]s?|Vide|Vig[êe]ncia|Declarad[oa]s?\s+inconstitucional"
+    r"|Produ[çc][ãa]o\s+de\s+efeito|Execu[çc][ãa]o\s+suspensa|Regulamento)\b"
+    r"(?:[^()]|\([^()]*\))*)(?:\)|$)",  # a few headings never close the parenthesis
     re.IGNORECASE,
 )
 # what is left of a provision whose only text was a note: its marker ("§ 2º", "Parágrafo único.", "I -", "a)")
 _BR_BARE_MARKER_RE: Final[re.Pattern[str]] = re.compile(
-    r"^(?:§\s*\d+\s*[º°o]?\.?|Par[áa]grafo\s+[úu]nico\.?|[IVXLCDM]+\s*[-–—]|[a-z]\))?$"
+    r"^(?P<marker>§\s*\d+\s*[º°o]?\.?|Par[áa]grafo\s+[úu]nico\.?|[IVXLCDM]+\s*[-–—]|[a-z]\))?\s*(?P<end>[.;:,]?)$"
 )
 _BR_GONE_NOTE_RE: Final[re.Pattern[str]] = re.compile(r"^(Revogad[oa]|Suprimid[oa])s?\b", re.IGNORECASE)
 # the whole text of a repealed / vetoed provision, once its notes are gone
@@ -115,10 +116,11 @@ def split_br_notes(line: str) -> tuple[str, list[str]]:
     if not notes:
         return line, []
     text = _BR_NOTE_RE.sub("", line).strip()
-    if _BR_BARE_MARKER_RE.match(text):
+    bare = _BR_BARE_MARKER_RE.match(text)
+    if bare:
         gone = next((m for m in map(_BR_GONE_NOTE_RE.match, notes) if m), None)
         if gone:
-            text = f"{text} ({gone.group(1).capitalize()})".strip()
+            text = f"{bare.group('marker') or ''} ({gone.group(1).capitalize()}){bare.group('end')}".strip()
     return text, notes
 
 
@@ -183,6 +185,13 @@ class ArticleParser:
     dispositions get keys prefixed `rd-` (`rd-unico`, `rd-dd`) so they never collide with the approved text.
     A key that still repeats gets `-2`, `-3` appended (with a warning). A law without recognizable articles
     becomes one Document with article `texto`.
+
+    Portuguese (`lang` `pt`) texts such as the CLT carry the legislative history of each provision in notes
+    ("(Redação dada pela Lei nº 13.467, de 2017)", "(Incluído pela ...)", "(Vide ADI 5766)"): they are moved out of
+    the content (which is what gets embedded, indexed for BM25 and shown) and out of the heading path into
+    `meta["amendments"]` (the unit's distinct notes, in order). A unit whose every provision is "(Revogado)" /
+    "(Suprimido)" or "(VETADO)" is kept, with `meta["status"]` `repealed` or `vetoed` instead of the law's
+    `in_force`, so a `meta.status == in_force` filter leaves it out.
 
     ### Usage example
 

@@ -31,6 +31,7 @@ EXPECTED = {
     "BOE-A-2015-11430": ("ET", 2, "real_decreto_legislativo", "in_force", "es", "statute_md"),
     "BOE-A-2015-11724": ("LGSS", 2, "real_decreto_legislativo", "in_force", "es", "statute_md"),
     "CF88": ("CF88", 1, "constitucion", "in_force", "pt", "br_md"),
+    "DEL-5452-1943": ("CLT", 2, "decreto_ley", "in_force", "pt", "statute_md"),
 }
 
 
@@ -223,6 +224,28 @@ def test_run_brazilian_constitution(corpus_docs):
     assert (cf.meta["rank"], cf.meta["lang"], cf.meta["status"]) == (1, "pt", "in_force")
     assert cf.meta["publication_date"] == "1988-10-05"
     assert "**Art. 5º**" in cf.content
+
+
+def test_run_clt_front_matter_short_name_and_country(corpus_docs):
+    clt = corpus_docs["DEL-5452-1943"]
+    assert clt.meta["law_short"] == "CLT"  # the front matter's short_name, not "DL 5.452/1943" from the title
+    assert clt.meta["law_title"].startswith("Decreto-Lei nº 5.452, de 1º de maio de 1943")
+    assert (clt.meta["country"], clt.meta["lang"]) == ("br", "pt")
+    assert corpus_docs["CF88"].meta["country"] == "br"  # no front matter: the laws table
+    assert corpus_docs["BOE-A-2015-11430"].meta["country"] == "es"
+
+
+def test_run_short_name_front_matter_wins_and_country_from_language(tmp_path):
+    path = tmp_path / "lei.md"
+    path.write_text(
+        '---\ntitle: "Lei nº 9.999, de 1º de maio de 2020"\nidentifier: "LEI-9999"\nshort_name: "LTeste"\n---\n'
+        "# Lei nº 9.999\n\n**Art. 1º** Esta Lei institui o teste, não altera os direitos dos trabalhadores, que "
+        "são assegurados pela Constituição, e também não muda a jornada de trabalho nem as férias.\n",
+        encoding="utf-8",
+    )
+    meta = StatuteConverter().run(sources=[path])["documents"][0].meta
+    assert meta["law_short"] == "LTeste"
+    assert (meta["lang"], meta["country"]) == ("pt", "br")
 
 
 # -- meta, directories, other formats -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from haystack import Document, Pipeline
 
-from components.preprocessors.article_parser import ArticleParser
+from components.preprocessors.article_parser import ArticleParser, split_br_notes
 from components.converters.statute_converter import StatuteConverter
 from tests.components.converters.test_statute_converter import make_text_pdf
 
@@ -31,6 +31,7 @@ EXPECTED_COUNTS = {
     "BOE-A-2015-11430": 142,
     "BOE-A-2015-11724": 508,
     "CF88": 383,  # preâmbulo + 263 articles (250 + 13 "-A"/"-B") + 119 ADCT articles
+    "DEL-5452-1943": 1027,  # CLT: preâmbulo (the approving decree) + 1026 articles, lettered ones included
 }
 
 
@@ -222,6 +223,73 @@ def test_run_brazilian_constitution(by_law):
     assert cf["adct-1"].meta["heading_path"] == ["Ato das Disposições Constitucionais Transitórias"]
     assert cf["preambulo"].content.startswith("Preâmbulo\n\nNós, representantes do povo brasileiro")
     assert "_a)_" not in cf["5"].content and "a) para assegurar" in cf["5"].content
+
+
+def test_run_clt_structure_and_lettered_articles(by_law):
+    clt = by_law["DEL-5452-1943"]
+    assert clt["59-a"].meta["article_label"] == "Art. 59-A" and clt["59-a"].meta["law_short"] == "CLT"
+    assert clt["59-a"].meta["heading_path"] == [
+        "TÍTULO II: DAS NORMAS GERAIS DE TUTELA DO TRABALHO",
+        "CAPÍTULO II: DA DURAÇÃO DO TRABALHO",
+        "SEÇÃO II: DA JORNADA DE TRABALHO",
+    ]
+    assert clt["611-b"].meta["heading_path"] == ["TÍTULO VI: CONVENÇÕES COLETIVAS DE TRABALHO"]  # note removed
+    assert {"477", "477-a", "477-b", "611-a", "611-b"} <= set(clt)
+    art477 = clt["477"].content
+    assert art477.startswith("Art. 477.\n\nNa extinção do contrato de trabalho")
+    assert "§ 8º A inobservância do disposto no § 6º" in art477 and "Parágrafo único" not in art477
+    assert "a) (revogado);" in art477  # alíneas, emphasis removed
+    assert "Art. 477-A" not in art477
+    assert "Parágrafo único. A remuneração mensal pactuada" in clt["59-a"].content
+    assert re.search(r"^I - em dinheiro, depósito bancário", art477, re.M)  # incisos on their own lines
+
+
+def test_run_clt_amendment_notes_move_to_meta(by_law):
+    clt = by_law["DEL-5452-1943"]
+    art477 = clt["477"]
+    assert "Redação dada" not in art477.content and "Incluído pela" not in art477.content
+    assert "§ 1º (Revogado)." in art477.content  # a repealed paragraph keeps its "(Revogado)"
+    assert art477.meta["amendments"][:2] == [
+        "Redação dada pela Lei nº 13.467, de 2017",
+        "Redação dada pela Lei nº 5.584, de 26.6.1970",
+    ]
+    assert len(art477.meta["amendments"]) == len(set(art477.meta["amendments"]))  # each note once
+    assert art477.meta["status"] == "in_force"
+    assert "(Vigência)" not in clt["59"].content and "Vigência" not in clt["59"].meta["amendments"]
+    for doc in clt.values():
+        assert not re.search(r"\((?:Redação dada|Incluíd[oa] pel|Revogad[oa] pel|Vide )", doc.content), doc.meta
+        assert not any("Redação dada" in heading for heading in doc.meta["heading_path"])
+
+
+def test_run_clt_repealed_and_vetoed_articles_kept_with_status(by_law):
+    clt = by_law["DEL-5452-1943"]
+    assert clt["17"].content == "Art. 17.\n\n(Revogado)"
+    assert clt["17"].meta["status"] == "repealed"
+    assert clt["17"].meta["amendments"] == ["Revogado pela Lei nº 13.874, de 2019"]
+    assert clt["686"].content == "Art. 686.\n\n(Suprimido)" and clt["686"].meta["status"] == "repealed"
+    assert clt["390-a"].meta["status"] == "vetoed"
+    statuses = [doc.meta["status"] for doc in clt.values()]
+    assert statuses.count("in_force") == 841 and statuses.count("repealed") == 182 and statuses.count("vetoed") == 4
+    assert by_law["CF88"]["117"].meta["status"] == "repealed"  # "Art. 117. (Revogado)." without a note
+    assert by_law["BOE-A-2015-11430"]["38"].meta["status"] == "in_force"  # Spanish text untouched
+
+
+def test_split_br_notes():
+    assert split_br_notes("§ 1º (Revogado). (Redação dada pela Lei nº 13.467, de 2017)") == (
+        "§ 1º (Revogado).", ["Redação dada pela Lei nº 13.467, de 2017"]
+    )
+    assert split_br_notes("(Revogado pelo Decreto-Lei nº 926, de 10.10.1969)") == (
+        "(Revogado)", ["Revogado pelo Decreto-Lei nº 926, de 10.10.1969"]
+    )
+    assert split_br_notes("II - (Suprimido pela Lei nº 1, de 1950);") == ("II - (Suprimido);", [
+        "Suprimido pela Lei nº 1, de 1950"
+    ])
+    text = "jornada normal (Vide Lei nº 6.205, de 1975 e Lei 6.986, de 1982) diária. (Incluído pela Lei nº 1) (Vigência)"
+    assert split_br_notes(text) == (
+        "jornada normal diária.", ["Vide Lei nº 6.205, de 1975 e Lei 6.986, de 1982", "Incluído pela Lei nº 1", "Vigência"]
+    )
+    plain = "Fundo de Garantia do Tempo de Serviço (FGTS); salário (Revogado); (VETADO)"
+    assert split_br_notes(plain) == (plain, [])
 
 
 def test_run_subsections_group_labels_and_annexes(by_law):
