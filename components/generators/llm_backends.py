@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """
-LLM backends for the answer loop: a Haystack chat generator running the bundled GGUF in-process, the
-choice of the default generator from the environment, and never-raising helpers to call any generator.
+LLM backends for the answer loop: a Haystack chat generator for the bundled GGUF (llama.cpp's OpenAI-compatible
+server, started in-process on loopback and driven by Haystack's `OpenAIChatGenerator`), the choice of the default
+generator from the environment, and never-raising helpers to call any generator.
 
 Every LLM stage of lexhay takes a Haystack chat generator (`OpenAIChatGenerator` for any OpenAI-compatible
 endpoint, `LocalLlamaChatGenerator` for the bundled Qwen2.5-Coder GGUF, or any component with the same
@@ -17,6 +18,7 @@ Environment read by `default_chat_generator`:
 - `LEXHAY_LLM_TIMEOUT`: seconds allowed to one LLM call (default 60).
 """
 
+import asyncio
 import atexit
 import inspect
 import json
@@ -29,8 +31,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from haystack import component, default_from_dict, default_to_dict, logging
+from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.core.serialization import component_to_dict
-from haystack.dataclasses import ChatMessage, StreamingChunk
+from haystack.dataclasses import ChatMessage, StreamingCallbackT, StreamingChunk
+from haystack.tools import ToolsType
 from haystack.utils import Secret, deserialize_chatgenerator_inplace
 
 from components.utils.models import REGISTRY, is_installed, resolve_model
@@ -73,16 +77,30 @@ T = TypeVar("T")
 
 
 class _LoadedModel:
-    """One GGUF loaded in this process: the xllamacpp server and the settings it was loaded with."""
+    """One GGUF served in this process: the xllamacpp server, its loopback OpenAI base URL and its settings."""
 
-    def __init__(self, server: Any, n_ctx: int, n_threads: int) -> None:
+    def __init__(self, server: Any, n_ctx: int, n_threads: int, base_url: str) -> None:
         self.server = server
         self.n_ctx = n_ctx
         self.n_threads = n_threads
+        self.base_url = base_url
 
 
 _MODELS: dict[str, _LoadedModel] = {}
 _LOAD_LOCK = threading.Lock()
+# seconds the loopback HTTP client waits for the next byte when a call has no deadline (llama.cpp's own default)
+LOOPBACK_READ_TIMEOUT = 3600.0
+# the OpenAI chat-completions parameters; any other generation kwarg (llama.cpp's `grammar`, `top_k`, `min_p`,
+# `repeat_penalty`, ...) goes to the server in the request body (`extra_body`)
+OPENAI_CHAT_PARAMS = frozenset(
+    {
+        "audio", "extra_body", "extra_headers", "extra_query", "frequency_penalty", "function_call", "functions",
+        "logit_bias", "logprobs", "max_completion_tokens", "max_tokens", "metadata", "modalities", "n",
+        "parallel_tool_calls", "prediction", "presence_penalty", "reasoning_effort", "response_format", "seed",
+        "service_tier", "stop", "store", "stream_options", "temperature", "tool_choice", "tools", "top_logprobs",
+        "top_p", "user",
+    }
+)
 
 
 def default_threads() -> int:
@@ -98,7 +116,12 @@ def default_threads() -> int:
 
 
 def _load_model(path: str, n_ctx: int, n_threads: int) -> _LoadedModel:
-    """The process-wide xllamacpp server of `path`, loaded on first use (the first settings win)."""
+    """
+    The process-wide llama.cpp server of `path`, started on first use (the first settings win).
+
+    xllamacpp's `Server` loads the GGUF and serves llama.cpp's OpenAI-compatible HTTP API on 127.0.0.1, on a free
+    port the OS picks; nothing listens beyond loopback.
+    """
     with _LOAD_LOCK:
         loaded = _MODELS.get(path)
         if loaded is None:
@@ -108,20 +131,23 @@ def _load_model(path: str, n_ctx: int, n_threads: int) -> _LoadedModel:
             params.model.path = path
             params.n_ctx = n_ctx
             params.n_parallel = 1  # one slot: calls are served one at a time, the prompt prefix stays cached
-            params.port = 0  # xllamacpp also opens an HTTP listener on 127.0.0.1: let the OS pick a free port
+            params.hostnames = ["127.0.0.1"]  # loopback only
+            params.port = 0  # let the OS pick a free port
             params.verbosity = -1
             for cpu in (params.cpuparams, params.cpuparams_batch):
                 cpu.n_threads = n_threads
                 cpu.poll = 0  # no busy-waiting between work items: robust on a shared CPU
             started = time.perf_counter()
-            loaded = _LoadedModel(xllamacpp.Server(params), n_ctx, n_threads)
+            server = xllamacpp.Server(params)
+            loaded = _LoadedModel(server, n_ctx, n_threads, server.listening_address.rstrip("/") + "/v1")
             _MODELS[path] = loaded
             logger.info(
-                "Local LLM loaded: {path} (n_ctx={n_ctx}, {n_threads} threads) in {seconds:.1f} s",
+                "Local LLM loaded: {path} (n_ctx={n_ctx}, {n_threads} threads) in {seconds:.1f} s, serving {url}",
                 path=path,
                 n_ctx=n_ctx,
                 n_threads=n_threads,
                 seconds=time.perf_counter() - started,
+                url=loaded.base_url,
             )
         elif (loaded.n_ctx, loaded.n_threads) != (n_ctx, n_threads):
             logger.warning(
@@ -166,38 +192,15 @@ def _run_with_deadline(call: Callable[[], T], timeout: float | None, on_timeout:
     return outcome["value"]
 
 
-class _StreamCollector:
-    """Accumulates the chunks of one streamed chat completion; returning True from `__call__` stops it."""
-
-    def __init__(self, on_content: Callable[[StreamingChunk], None] | None = None) -> None:
-        self.on_content = on_content
-        self.parts: list[str] = []
-        self.finish_reason: str | None = None
-        self.usage: dict[str, Any] = {}
-        self.timings: dict[str, Any] = {}
-        self.error: str | None = None
-        self.cancelled = False
-
-    def __call__(self, chunk: dict[str, Any]) -> bool:
-        if "error" in chunk or ("message" in chunk and "choices" not in chunk):
-            detail = chunk.get("error", chunk)
-            self.error = detail.get("message", str(detail)) if isinstance(detail, dict) else str(detail)
-            return True
-        for choice in chunk.get("choices") or []:
-            content = (choice.get("delta") or {}).get("content")
-            if content:
-                self.parts.append(content)
-                if self.on_content is not None:
-                    self.on_content(StreamingChunk(content=content))
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-        self.usage = chunk.get("usage") or self.usage
-        self.timings = chunk.get("timings") or self.timings
-        return self.cancelled
-
-
 def _backend_kwargs(generation_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """OpenAI-style generation kwargs as the llama.cpp server expects them (a pydantic `response_format` too)."""
+    """
+    Generation kwargs as the OpenAI client sends them to llama.cpp's server.
+
+    A pydantic `response_format` becomes its JSON schema (streamed structured output needs a schema), llama.cpp's
+    own `json_schema` kwarg becomes a `json_schema` response format (llama.cpp turns either into a grammar), other
+    non-OpenAI kwargs (`grammar`, `top_k`, `min_p`, ...) travel in `extra_body`, and the usage counts are asked for
+    in the stream.
+    """
     kwargs = dict(generation_kwargs)
     response_format = kwargs.get("response_format")
     if isinstance(response_format, type) and hasattr(response_format, "model_json_schema"):
@@ -205,23 +208,95 @@ def _backend_kwargs(generation_kwargs: dict[str, Any]) -> dict[str, Any]:
             "type": "json_schema",
             "json_schema": {"name": response_format.__name__, "schema": response_format.model_json_schema()},
         }
+    if "json_schema" in kwargs:
+        schema = kwargs.pop("json_schema")
+        kwargs.setdefault("response_format", {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}})
+    extra = {name: kwargs.pop(name) for name in list(kwargs) if name not in OPENAI_CHAT_PARAMS}
+    if extra:
+        kwargs["extra_body"] = {**(kwargs.get("extra_body") or {}), **extra}
+    kwargs["stream_options"] = {"include_usage": True}
     return kwargs
+
+
+class _TimedStream:
+    """
+    A chat-completion stream (sync or async) seen through: llama.cpp's `timings` (an extra field of its last
+    chunk, which the OpenAI chunk model keeps) are recorded on the way.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.timings: dict[str, Any] = {}
+
+    def _note(self, chunk: Any) -> Any:
+        extra = getattr(chunk, "model_extra", None) or {}
+        if isinstance(extra.get("timings"), dict):
+            self.timings = extra["timings"]
+        return chunk
+
+    def __iter__(self) -> Any:
+        for chunk in self.stream:
+            yield self._note(chunk)
+
+    async def __aiter__(self) -> Any:
+        async for chunk in self.stream:
+            yield self._note(chunk)
+
+    def close(self) -> Any:
+        return self.stream.close()
+
+
+class _LoopbackChatGenerator(OpenAIChatGenerator):
+    """
+    `OpenAIChatGenerator` for the in-process llama.cpp server: it closes the HTTP stream of a call that stops
+    early (llama.cpp stops generating when the connection closes) and adds llama.cpp's `timings` to the reply's
+    meta. Internal to `LocalLlamaChatGenerator`, which serializes itself.
+    """
+
+    def _handle_stream_response(self, chat_completion: Any, callback: Any) -> list[ChatMessage]:
+        timed = _TimedStream(chat_completion)
+        try:
+            replies = super()._handle_stream_response(timed, callback)
+        finally:
+            timed.close()  # a no-op after a complete stream; after a cancelled one, llama.cpp stops generating
+        return _with_timings(replies, timed.timings)
+
+    async def _handle_async_stream_response(self, chat_completion: Any, callback: Any) -> list[ChatMessage]:
+        timed = _TimedStream(chat_completion)
+        try:
+            replies = await super()._handle_async_stream_response(timed, callback)
+        finally:
+            await timed.close()
+        return _with_timings(replies, timed.timings)
+
+
+def _with_timings(replies: list[ChatMessage], timings: dict[str, Any]) -> list[ChatMessage]:
+    for reply in replies:
+        reply.meta["timings"] = dict(timings)
+    return replies
+
+
+class _Cancelled(Exception):
+    """Raised from the streaming callback of a call abandoned at its deadline: it ends the stream."""
 
 
 @component
 class LocalLlamaChatGenerator:
     """
-    Chat completion with a local GGUF model run in-process by llama.cpp (`xllamacpp`), no server to start.
+    Chat completion with a local GGUF model: llama.cpp (`xllamacpp`) serves it in this process on loopback, and
+    Haystack's `OpenAIChatGenerator` talks to it with the OpenAI protocol.
 
-    A drop-in for Haystack's `OpenAIChatGenerator` in lexhay's LLM stages: same `run(messages,
-    generation_kwargs)` contract, OpenAI-style generation kwargs (`temperature`, `max_tokens`, `top_p`, `stop`,
-    `seed`, ...). The model's own chat template (from the GGUF) formats the messages. `response_format`
-    (`{"type": "json_schema", "json_schema": {"schema": {...}}}`, `{"type": "json_object"}` or a pydantic
-    model) and llama.cpp's own `json_schema` / `grammar` (GBNF) kwargs constrain decoding with a grammar, so
-    the reply is valid JSON by construction.
+    A drop-in for `OpenAIChatGenerator` in lexhay's LLM stages: same `run(messages, generation_kwargs,
+    streaming_callback, tools)` contract (and `run_async`), OpenAI generation kwargs (`temperature`,
+    `max_tokens`, `top_p`, `stop`, `seed`, `tool_choice`, ...), tool calls in the replies, streaming chunks with
+    their `finish_reason`, token `usage` in the reply's meta. The model's own chat template (from the GGUF)
+    formats the messages. `response_format` (`{"type": "json_schema", "json_schema": {"schema": {...}}}`,
+    `{"type": "json_object"}` or a pydantic model) and llama.cpp's own `json_schema` / `grammar` (GBNF) kwargs
+    constrain decoding with a grammar, so the reply is valid JSON by construction.
 
     The model is loaded once per process and GGUF path, with one decoding slot: concurrent calls queue, and the
-    prompt prefix of the previous call (a fixed system prompt) is reused from the KV cache.
+    prompt prefix of the previous call (a fixed system prompt) is reused from the KV cache. A call past its
+    `timeout` raises `TimeoutError` and its HTTP stream is closed at the next token, which stops llama.cpp.
 
     Usage example:
 
@@ -234,7 +309,8 @@ class LocalLlamaChatGenerator:
     reply = llm.run(
         messages=[ChatMessage.from_user("Palabras clave para: ¿cuántos días de vacaciones tengo?")],
         generation_kwargs={"json_schema": {"type": "array", "items": {"type": "string"}}},
-    )["replies"][0].text
+    )["replies"][0]
+    reply.text, reply.meta["usage"], reply.meta["finish_reason"]
     ```
     """
 
@@ -274,6 +350,7 @@ class LocalLlamaChatGenerator:
         self.generation_kwargs = generation_kwargs or {}
         self.timeout = timeout
         self._loaded: _LoadedModel | None = None
+        self._client: _LoopbackChatGenerator | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -322,26 +399,47 @@ class LocalLlamaChatGenerator:
 
     def warm_up(self) -> None:
         """
-        Loads the model (once per process and GGUF file; later calls return at once).
+        Loads the model and its loopback server (once per process and GGUF file; later calls return at once).
 
         :raises RuntimeError: The model is not installed (see `model_path`) or llama.cpp cannot load it.
         """
         if self._loaded is None:
             self._loaded = _load_model(self.model_path(), self.n_ctx, self.n_threads or default_threads())
+        if self._client is None:
+            self._client = _LoopbackChatGenerator(
+                api_key=Secret.from_token(NO_KEY),  # the loopback server checks no key
+                model=self.model,
+                api_base_url=self._loaded.base_url,  # each call passes its generation kwargs, translated
+                # the call's deadline is enforced by `run`; the HTTP client only guards against a silent server
+                timeout=self.timeout or LOOPBACK_READ_TIMEOUT,
+                max_retries=0,  # a retry would queue the same long generation again
+            )
+
+    def _prepare(self, messages: Any, generation_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+        if not isinstance(messages, list) or not all(isinstance(m, ChatMessage) for m in messages):
+            raise TypeError("LocalLlamaChatGenerator expects `messages` to be a list of ChatMessage.")
+        merged = {**DEFAULT_GENERATION_KWARGS, **self.generation_kwargs, **(generation_kwargs or {})}
+        return _backend_kwargs(merged)
 
     @component.output_types(replies=list[ChatMessage])
     def run(
         self,
         messages: list[ChatMessage],
         generation_kwargs: dict[str, Any] | None = None,
-        streaming_callback: Callable[[StreamingChunk], None] | None = None,
+        streaming_callback: StreamingCallbackT | None = None,
+        *,
+        tools: ToolsType | None = None,
+        tools_strict: bool | None = None,
     ) -> dict[str, list[ChatMessage]]:
         """
         Generates one reply to the conversation.
 
-        :param messages: The conversation (system, user, assistant messages).
+        :param messages: The conversation (system, user, assistant and tool messages).
         :param generation_kwargs: Per-call generation kwargs, merged over the init ones.
-        :param streaming_callback: Called with a `StreamingChunk` for each piece of text as it is generated.
+        :param streaming_callback: Called with each `StreamingChunk` as it is generated (the last ones carry
+            the `finish_reason` and the usage counts).
+        :param tools: Tools the model may call; its calls are the reply's `tool_calls`.
+        :param tools_strict: Ask for strict adherence to the tools' parameter schemas.
         :returns: A dictionary with:
             - `replies`: One assistant `ChatMessage`; its meta holds `model`, `finish_reason`, `usage`
               (token counts) and `timings` (llama.cpp's prompt / generation speeds).
@@ -349,36 +447,80 @@ class LocalLlamaChatGenerator:
         :raises TimeoutError: No complete reply within `timeout` seconds.
         :raises RuntimeError: llama.cpp rejected the request or failed.
         """
-        if not isinstance(messages, list) or not all(isinstance(m, ChatMessage) for m in messages):
-            raise TypeError("LocalLlamaChatGenerator expects `messages` to be a list of ChatMessage.")
+        kwargs = self._prepare(messages, generation_kwargs)
+        if inspect.iscoroutinefunction(streaming_callback):
+            raise ValueError("An async streaming_callback needs `run_async`.")
         self.warm_up()
-        kwargs = _backend_kwargs({**DEFAULT_GENERATION_KWARGS, **self.generation_kwargs, **(generation_kwargs or {})})
-        request = {
-            **kwargs,
-            "messages": [message.to_openai_dict_format() for message in messages],
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
-        collector = _StreamCollector(streaming_callback)
+        assert self._client is not None  # noqa: S101 - set by warm_up
+        client = self._client
+        cancelled = threading.Event()
 
-        def complete() -> None:
-            assert self._loaded is not None  # noqa: S101 - set by warm_up above
+        def relay(chunk: StreamingChunk) -> None:
+            if cancelled.is_set():
+                raise _Cancelled
+            if streaming_callback is not None:
+                streaming_callback(chunk)
+
+        def complete() -> dict[str, list[ChatMessage]]:
             try:
-                self._loaded.server.handle_chat_completions(request, collector)
-            except ValueError as error:  # how xllamacpp reports a bad request (schema, messages)
-                raise RuntimeError(f"llama.cpp rejected the request: {error}") from error
+                return client.run(messages=messages, generation_kwargs=kwargs, streaming_callback=relay, tools=tools,
+                                  tools_strict=tools_strict)
+            except openai_errors() as error:
+                raise _backend_error(error) from error
 
-        _run_with_deadline(complete, self.timeout, on_timeout=lambda: setattr(collector, "cancelled", True))
-        if collector.error is not None:
-            raise RuntimeError(f"llama.cpp failed: {collector.error}")
-        meta = {
-            "model": self.model,
-            "index": 0,
-            "finish_reason": collector.finish_reason,
-            "usage": collector.usage,
-            "timings": collector.timings,
-        }
-        return {"replies": [ChatMessage.from_assistant("".join(collector.parts), meta=meta)]}
+        return _run_with_deadline(complete, self.timeout, on_timeout=cancelled.set)
+
+    @component.output_types(replies=list[ChatMessage])
+    async def run_async(
+        self,
+        messages: list[ChatMessage],
+        generation_kwargs: dict[str, Any] | None = None,
+        streaming_callback: StreamingCallbackT | None = None,
+        *,
+        tools: ToolsType | None = None,
+        tools_strict: bool | None = None,
+    ) -> dict[str, list[ChatMessage]]:
+        """
+        Asynchronous `run`: same parameters and reply. `streaming_callback` may be sync or async; past `timeout`
+        the call is cancelled (its stream closed, llama.cpp stops) and `TimeoutError` is raised.
+        """
+        kwargs = self._prepare(messages, generation_kwargs)
+        if self._client is None:
+            await asyncio.to_thread(self.warm_up)  # loading a GGUF takes seconds: off the event loop
+        assert self._client is not None  # noqa: S101 - set by warm_up
+
+        async def relay(chunk: StreamingChunk) -> None:
+            if streaming_callback is not None:
+                result = streaming_callback(chunk)
+                if inspect.isawaitable(result):
+                    await result
+
+        call = self._client.run_async(messages=messages, generation_kwargs=kwargs, streaming_callback=relay,
+                                      tools=tools, tools_strict=tools_strict)
+        try:
+            return await asyncio.wait_for(call, self.timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"no reply from the LLM within {self.timeout:g} s") from None
+        except openai_errors() as error:
+            raise _backend_error(error) from error
+
+
+def openai_errors() -> tuple[type[BaseException], ...]:
+    """The OpenAI client's errors (a timeout, a refused connection, an error status or streamed error)."""
+    import openai  # noqa: PLC0415 - a dependency of Haystack's OpenAIChatGenerator
+
+    return (openai.APIError,)
+
+
+def _backend_error(error: BaseException) -> Exception:
+    """The OpenAI client's `error` from the loopback server as lexhay reports it (timeout / llama.cpp failure)."""
+    import openai  # noqa: PLC0415
+
+    if isinstance(error, openai.APITimeoutError):
+        return TimeoutError(f"no reply from llama.cpp: {error}")
+    body = getattr(error, "body", None)
+    detail = body.get("message") if isinstance(body, dict) and body.get("message") else str(error)
+    return RuntimeError(f"llama.cpp failed: {detail}")
 
 
 def _env_timeout() -> float:

@@ -1,9 +1,14 @@
+import asyncio
+import http.server
+import json
+import threading
 import time
 
 import pytest
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.core.serialization import component_from_dict, component_to_dict
 from haystack.dataclasses import ChatMessage
+from haystack.tools import Tool
 from pydantic import BaseModel
 
 from components.generators import llm_backends
@@ -24,31 +29,77 @@ QUESTION = [
 
 
 class FakeServer:
-    """Stands in for `xllamacpp.Server`: streams scripted chunks to the callback, stops when it returns True."""
+    """
+    Stands in for llama.cpp's loopback server: an OpenAI-compatible HTTP endpoint on 127.0.0.1 that streams
+    scripted chunks (server-sent events), records the request bodies, and notices a client that hangs up.
+    """
 
-    def __init__(self, pieces=("[", '"vacaciones', ' anuales"', "]"), delay=0.0, error=None):
+    def __init__(self, pieces=("[", '"vacaciones', ' anuales"', "]"), delay=0.0, error=None, tool_call=None):
         self.pieces = list(pieces)
         self.delay = delay
         self.error = error
+        self.tool_call = tool_call  # (name, arguments JSON) streamed as a tool call instead of text
         self.requests = []
         self.sent = 0
         self.stopped = False
+        fake = self
 
-    def handle_chat_completions(self, request, callback):
-        self.requests.append(request)
-        if self.error:
-            callback({"error": {"code": 500, "message": self.error, "type": "server_error"}})
-            return
-        callback({"choices": [{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}]})
-        for piece in self.pieces:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append({"path": self.path, **body})
+                if fake.error:
+                    payload = json.dumps({"error": {"code": 400, "message": fake.error,
+                                                    "type": "invalid_request_error"}}).encode()
+                    self.send_response(400)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                try:
+                    fake.stream(self.wfile)
+                except (BrokenPipeError, ConnectionResetError):
+                    fake.stopped = True
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def stream(self, out):
+        def send(choices, **extra):
+            chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "fake",
+                     "choices": choices, **extra}
+            out.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            out.flush()
+
+        send([{"index": 0, "delta": {"role": "assistant", "content": None}, "finish_reason": None}])
+        finish = "stop"
+        if self.tool_call:
+            name, arguments = self.tool_call
+            call = {"index": 0, "id": "call-1", "type": "function", "function": {"name": name, "arguments": arguments}}
+            send([{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}])
+            finish = "tool_calls"
+        for piece in [] if self.tool_call else self.pieces:
             time.sleep(self.delay)
+            send([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
             self.sent += 1
-            if callback({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}):
-                self.stopped = True
-                return
-        callback({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-        callback({"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34},
-                  "timings": {"predicted_per_second": 12.5}})
+        send([{"index": 0, "delta": {}, "finish_reason": finish}])
+        send([], usage={"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34},
+             timings={"predicted_per_second": 12.5})
+        out.write(b"data: [DONE]\n\n")
+        out.flush()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 @pytest.fixture
@@ -57,8 +108,10 @@ def fake_model(tmp_path, monkeypatch):
     path = tmp_path / "fake.gguf"
     path.write_bytes(b"GGUF")
     server = FakeServer()
-    monkeypatch.setitem(llm_backends._MODELS, str(path), llm_backends._LoadedModel(server, 8192, 1))
-    return str(path), server
+    loaded = llm_backends._LoadedModel(None, 8192, 1, server.base_url)
+    monkeypatch.setitem(llm_backends._MODELS, str(path), loaded)
+    yield str(path), server
+    server.close()
 
 
 @pytest.fixture
@@ -126,9 +179,11 @@ def test_run_assembles_the_streamed_reply(fake_model):
     assert reply.meta["usage"]["completion_tokens"] == 4
     assert reply.meta["timings"]["predicted_per_second"] == 12.5
     request = server.requests[0]
+    assert request["path"] == "/v1/chat/completions"  # the OpenAI protocol, on the loopback server
     assert request["messages"] == [{"role": "system", "content": "Responde solo con JSON."},
                                    {"role": "user", "content": "¿Cuántos días de vacaciones tengo?"}]
     assert (request["temperature"], request["max_tokens"], request["seed"], request["stream"]) == (0.0, 64, 7, True)
+    assert request["stream_options"] == {"include_usage": True}
 
 
 def test_run_maps_a_pydantic_response_format_to_a_json_schema(fake_model):
@@ -160,7 +215,7 @@ def test_run_timeout_stops_the_generation(fake_model):
 def test_run_reports_backend_errors(fake_model):
     path, server = fake_model
     server.error = "failed to parse grammar"
-    with pytest.raises(RuntimeError, match="failed to parse grammar"):
+    with pytest.raises(RuntimeError, match="llama.cpp failed: failed to parse grammar"):
         LocalLlamaChatGenerator(model=path).run(messages=QUESTION)
     with pytest.raises(TypeError, match="ChatMessage"):
         LocalLlamaChatGenerator(model=path).run(messages="hola")
@@ -287,3 +342,86 @@ def test_calls_abandoned_at_their_deadline_are_awaited_at_exit(monkeypatch):
     release.set()
     llm_backends._join_abandoned()  # what atexit runs: the native call is never torn down mid-flight
     assert not worker.is_alive()
+
+
+def test_llama_cpp_kwargs_become_a_response_format_or_travel_in_the_body(fake_model):
+    path, server = fake_model
+    schema = {"type": "array", "items": {"type": "string"}}
+    LocalLlamaChatGenerator(model=path).run(messages=QUESTION, generation_kwargs={"json_schema": schema, "top_k": 1})
+    LocalLlamaChatGenerator(model=path).run(messages=QUESTION, generation_kwargs={"grammar": 'root ::= "[]"'})
+    first, second = server.requests
+    assert first["response_format"] == {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+    assert first["top_k"] == 1 and "json_schema" not in first
+    assert second["grammar"] == 'root ::= "[]"' and "response_format" not in second
+
+
+def test_streaming_chunks_end_with_the_finish_reason_and_usage(fake_model):
+    path, _ = fake_model
+    chunks = []
+    reply = LocalLlamaChatGenerator(model=path).run(messages=QUESTION, streaming_callback=chunks.append)["replies"][0]
+    assert [c.finish_reason for c in chunks if c.finish_reason] == ["stop"]
+    assert chunks[-1].meta["usage"]["total_tokens"] == 34
+    assert reply.meta["usage"] == {"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34,
+                                   "completion_tokens_details": None, "prompt_tokens_details": None}
+    with pytest.raises(ValueError, match="run_async"):
+        LocalLlamaChatGenerator(model=path).run(messages=QUESTION, streaming_callback=_async_callback)
+
+
+async def _async_callback(chunk):
+    pass
+
+
+def test_tool_calls_come_back_as_tool_calls(fake_model):
+    path, server = fake_model
+    server.tool_call = ("buscar_articulo", '{"ley": "ET", "articulo": "38"}')
+    tool = Tool(name="buscar_articulo", description="Busca un artículo de una ley.",
+                parameters={"type": "object", "properties": {"ley": {"type": "string"},
+                                                             "articulo": {"type": "string"}}},
+                function=lambda ley, articulo: f"{ley} {articulo}")
+    reply = LocalLlamaChatGenerator(model=path).run(messages=QUESTION, tools=[tool])["replies"][0]
+    (call,) = reply.tool_calls
+    assert (call.tool_name, call.arguments) == ("buscar_articulo", {"ley": "ET", "articulo": "38"})
+    assert reply.meta["finish_reason"] == "tool_calls"
+    assert server.requests[0]["tools"][0]["function"]["name"] == "buscar_articulo"
+
+
+def test_run_async_streams_and_times_out(fake_model):
+    path, server = fake_model
+    pieces = []
+
+    async def collect(chunk):
+        pieces.append(chunk.content)
+
+    reply = asyncio.run(LocalLlamaChatGenerator(model=path).run_async(messages=QUESTION, streaming_callback=collect))
+    assert reply["replies"][0].text == '["vacaciones anuales"]' == "".join(pieces)
+    server.pieces = ["palabra "] * 200
+    server.delay = 0.01
+    with pytest.raises(TimeoutError):
+        asyncio.run(LocalLlamaChatGenerator(model=path, timeout=0.2).run_async(messages=QUESTION))
+    deadline = time.perf_counter() + 2
+    while not server.stopped and time.perf_counter() < deadline:
+        time.sleep(0.02)
+    assert server.stopped and server.sent < 200
+
+
+@pytest.mark.model
+def test_bundled_model_over_the_openai_protocol():
+    from components.utils.models import is_installed
+
+    if not is_installed("qwen2.5-coder-0.5b"):
+        pytest.skip("qwen2.5-coder-0.5b is not installed (lexhay models install qwen2.5-coder-0.5b)")
+    llm = LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b", n_ctx=2048, timeout=240,
+                                  generation_kwargs={"max_tokens": 48})
+    schema = {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 3}
+    parsed, raw = chat_json(llm, [ChatMessage.from_user(
+        "Devuelve 2 palabras clave jurídicas para: ¿cuántos días de vacaciones tengo?")], schema=schema)
+    assert isinstance(parsed, list) and 1 <= len(parsed) <= 3 and all(isinstance(k, str) for k in parsed), raw
+    chunks = []
+    reply = llm.run(messages=[ChatMessage.from_user("Di hola.")], streaming_callback=chunks.append,
+                    generation_kwargs={"max_tokens": 8})["replies"][0]
+    assert reply.text and "".join(c.content for c in chunks) == reply.text
+    assert reply.meta["finish_reason"] in ("stop", "length")
+    assert [c.finish_reason for c in chunks if c.finish_reason] == [reply.meta["finish_reason"]]
+    assert reply.meta["usage"]["prompt_tokens"] > 0 and 0 < reply.meta["usage"]["completion_tokens"] <= 8
+    assert reply.meta["timings"]["predicted_n"] == reply.meta["usage"]["completion_tokens"]
+    assert llm._loaded.base_url.startswith("http://127.0.0.1:")
