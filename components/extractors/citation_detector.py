@@ -18,7 +18,10 @@ class CitationDetector:
     da CF", law resolution through `laws.yaml` and aliases) is the shared citation grammar,
     `components.legal.citations.CitationGrammar`; this stage deduplicates the citations of one question and builds
     the direct-fetch filter (OR of `meta.law_id == X AND meta.article == N`; `meta.article == N` alone when the law
-    is unknown) used by lexical-first gating.
+    is unknown) used by lexical-first gating. Brazilian forms are read too: "art. 477 da CLT", "§ 8º do art. 477",
+    "CLT 59-A", "artigo 7º, inciso XVII, da CF", "art. 10, II, b, do ADCT". Case law ("Súmula 331 do TST", CNJ
+    process numbers "0001234-56.2023.5.02.0001") is reported apart in `case_law`: statutes hold none of it, so it
+    fetches nothing.
 
     ### Usage example
 
@@ -56,7 +59,9 @@ class CitationDetector:
         """Deserialize this component from a dictionary."""
         return default_from_dict(cls, data)
 
-    @component.output_types(citations=list[dict[str, Any]], filters=dict[str, Any] | None, has_citations=bool)
+    @component.output_types(
+        citations=list[dict[str, Any]], filters=dict[str, Any] | None, has_citations=bool, case_law=list[dict[str, Any]]
+    )
     def run(self, query: str) -> dict[str, Any]:
         """
         Detect the citations of a question.
@@ -64,7 +69,8 @@ class CitationDetector:
         :param query: The user's question.
         :returns: `citations`: unique citations in order of appearance (a law-only citation is dropped when the
             same law is also cited with an article); `filters`: the direct-fetch filter, None when no article is
-            cited; `has_citations`: whether any citation was found.
+            cited; `has_citations`: whether any citation was found; `case_law`: the case-law citations
+            (`CitationGrammar.extract_case_law`: `kind`, `number`, `court`, `text`, `span`).
         """
         found = self.grammar.extract(query)
         cited_laws = {c["law_id"] or c["law"] for c in found if c["article"]}
@@ -78,4 +84,9 @@ class CitationDetector:
             citations.append(citation)
         if citations:
             logger.debug("Citations in query: {citations}", citations=[(c["law"], c["article"]) for c in citations])
-        return {"citations": citations, "filters": citation_filters(citations), "has_citations": bool(citations)}
+        return {
+            "citations": citations,
+            "filters": citation_filters(citations),
+            "has_citations": bool(citations),
+            "case_law": self.grammar.extract_case_law(query),
+        }

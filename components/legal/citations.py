@@ -61,6 +61,12 @@ DEFAULT_ALIASES: Final[dict[str, str | None]] = {
     "CF/1988": "CF88",
     "CRFB": "CF88",
     "CRFB/88": "CF88",
+    "CF 88": "CF88",
+    "CF 1988": "CF88",
+    "Constituição de 1988": "CF88",
+    "Consolidação das Leis do Trabalho": "CLT",
+    "Consolidação das Leis Trabalhistas": "CLT",
+    "Decreto-Lei 5.452": "CLT",
     "Constitución Federal": None,
     "Estatuto de Autonomía": None,
     "Estatuto Básico del Empleado Público": None,
@@ -101,7 +107,7 @@ _HEAD_RE: Final[re.Pattern[str]] = re.compile(
     re.IGNORECASE,
 )
 _ITEM_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
-    r"(?P<n>\d+)(?![\d/])(?:\s?[\u00ba\u00aa\u00b0]|\.[\u00ba\u00aa\u00b0])?"
+    r"(?P<n>\d+)(?![\d/])(?:\s?[\u00ba\u00aa\u00b0]|\.[\u00ba\u00aa\u00b0]|o(?![a-z\d]))?"
     r"(?:\s?-\s?(?P<letter>[a-z])(?![a-z\d]))?"
     rf"(?:\s+(?P<suffix>{LATIN_SUFFIXES})(?![a-z]))?",
     re.IGNORECASE,
@@ -112,7 +118,8 @@ _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
     r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z]\))?"
     r"(?:[^\S\n]*,?[^\S\n]*(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.|numeros?|num\.|\u00a7+|paragrafos?"
     r"|alineas?)\s*(?:(?-i:[IVXLC]+)(?!\w)|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
-    r"|\s*,\s*(?:(?-i:[IVXLC]+)(?!\w)|[a-z]\)|caput(?!\w))|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w))*",
+    r"|\s*,\s*(?:(?-i:[IVXLC]+)(?!\w)|[a-z]\)|caput(?!\w))|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"
+    r"|\s*,\s*[a-z](?=\s*,|\s+(?:do|da|de|del|dos|das)(?!\w)))*",
     re.IGNORECASE,
 )
 _SEPARATOR_RE: Final[re.Pattern[str]] = re.compile(
@@ -132,7 +139,7 @@ _APPROVED_BY_RE: Final[re.Pattern[str]] = re.compile(
 _NORM_WORDS: Final[str] = (
     r"ley(?:\s+organica)?|real\s+decreto(?:[\s-]+ley|\s+legislativo)?|texto\s+refundido|texto\s+legal|reglamento"
     r"|constitucion|estatuto|norma|disposicion|orden|decreto(?:[\s-]+lei)?|codigo|convenio|lei(?:\s+complementar)?"
-    r"|constituicao|emenda(?:\s+constitucional)?|regulamento"
+    r"|constituicao|emenda(?:\s+constitucional)?|regulamento|consolidacao"
     r"|(?P<adct>ato\s+das\s+disposicoes\s+constitucionais\s+transitorias)"
 )
 _SELF_TAIL_RE: Final[re.Pattern[str]] = re.compile(
@@ -163,6 +170,21 @@ _LEADING_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
     r"^(?:(?:el|la|los|las|o|a|os|as|del?|da|do)\s+)+", re.IGNORECASE
 )
 MAX_RANGE_EXPANSION: Final[int] = 20
+# law first, then the article: "CLT 59-A", "CLT, art. 477", "ET art. 38"
+_LAW_FIRST_GAP_RE: Final[re.Pattern[str]] = re.compile(r"[^\S\n]*[,:]?[^\S\n]*")
+_LAW_FIRST_HEAD_RE: Final[re.Pattern[str]] = re.compile(
+    r"[^\S\n]*[,:]?[^\S\n]*(?:(?:articulos?|artigos?|arts?(?![a-z]))\.?[^\S\n]*)?", re.IGNORECASE
+)
+# Brazilian case law: "Súmula 331 do TST", "Súmula Vinculante 13 do STF", "OJ 394 da SDI-1"; CNJ process numbers
+# (Resolução CNJ 65/2008): NNNNNNN-DD.AAAA.J.TR.OOOO
+_CASE_LAW_RE: Final[re.Pattern[str]] = re.compile(
+    r"(?<!\w)(?:(?P<kind>sumulas?(?:\s+vinculantes?)?|(?:orientacao\s+jurisprudencial|OJ)|enunciados?)"
+    r"\s*(?:n\.?\s?[o\u00ba\u00b0]\.?\s*)?(?P<number>\d{1,4})"
+    r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:d[oa]s?|de)?[^\S\n]*"
+    r"(?P<court>TST|STF|STJ|TSE|TRF-?\d|TRT-?\d{1,2}|SDI-?[12]|SBDI-?[12]))?"
+    r"|(?P<process>\d{7}-\d{2}\.\d{4}\.\d\.\d{2}\.\d{4}))(?!\w)",
+    re.IGNORECASE,
+)
 
 
 def _fold(text: str) -> str:
@@ -368,6 +390,7 @@ class CitationGrammar:
                 found.append((match.start(), end, None, law, "law"))
                 consumed.append((match.start(), end))
         found.sort(key=lambda item: item[0])
+        found = self._law_first(folded, found)
         # "las disposiciones adicionales primera y segunda y la disposición final quinta de la Ley 27/2011", "el
         # artículo 14 y el 38 del ET": a group joined to the next one by a list word takes the next group's law
         for i in range(len(found) - 2, -1, -1):
@@ -392,6 +415,68 @@ class CitationGrammar:
             }
             for start, end, article, law, scope in found
         ]
+
+    @staticmethod
+    def _law_first(
+        folded: str, found: list[tuple[int, int, str | None, _LawRef, str]]
+    ) -> list[tuple[int, int, str | None, _LawRef, str]]:
+        """
+        Citations that name the law before the article: "CLT, art. 477" (an article group with no law right after
+        a known law) and "CLT 59-A" (a known law's name followed by a number that is not a year).
+        """
+        out: list[tuple[int, int, str | None, _LawRef, str]] = []
+        index = 0
+        while index < len(found):
+            start, end, article, law, scope = found[index]
+            if article is not None or scope != "law" or not law.law_id:
+                out.append(found[index])
+                index += 1
+                continue
+            following = found[index + 1] if index + 1 < len(found) else None
+            group = [item for item in found[index + 1 :] if following and item[0] == following[0]]
+            if group and group[0][2] is not None and group[0][4] == "none" and _LAW_FIRST_GAP_RE.fullmatch(
+                folded, end, group[0][0]
+            ):
+                out.extend((start, item[1], item[2], law, "law") for item in group)
+                index += 1 + len(group)
+                continue
+            head = _LAW_FIRST_HEAD_RE.match(folded, end)
+            parsed = _parse_items(folded, head.end(), "articulo", words=False) if head else None
+            fits = parsed and parsed[1] <= (following[0] if following else len(folded))
+            if fits and not (len(parsed[0]) == 1 and _is_year(parsed[0][0])):  # type: ignore[index]
+                out.extend((start, parsed[1], key, law, "law") for key in parsed[0])
+            else:
+                out.append(found[index])
+            index += 1
+        return out
+
+    def extract_case_law(self, text: str) -> list[dict[str, Any]]:
+        """
+        Brazilian case-law citations: súmulas, súmulas vinculantes and orientações jurisprudenciais ("Súmula 331 do
+        TST", "OJ 394 da SBDI-1") and CNJ process numbers ("0001234-56.2023.5.02.0001").
+
+        :returns: One dict per citation, in order: `kind` (`sumula`, `sumula_vinculante`, `oj`, `processo`),
+            `number`, `court` (the court as written, upper case; for a process, the CNJ segment and tribunal, e.g.
+            `TRT-2`; None when not said), `text` and `span`.
+        """
+        original = unicodedata.normalize("NFC", text or "")
+        out = []
+        for match in _CASE_LAW_RE.finditer(_fold(original)):
+            if match.group("process"):
+                number = match.group("process")
+                justice, tribunal = number.split(".")[2:4]
+                court = {"5": f"TRT-{int(tribunal)}", "4": f"TRF-{int(tribunal)}"}.get(justice)
+                if justice == "5" and tribunal == "00":
+                    court = "TST"
+                out.append({"kind": "processo", "number": number, "court": court})
+            else:
+                word = match.group("kind").lower()
+                kind = "oj" if word.startswith(("oj", "orientacao")) else (
+                    "sumula_vinculante" if "vinculante" in word else "sumula")
+                court = (match.group("court") or "").upper().replace("SDI", "SBDI") or None
+                out.append({"kind": kind, "number": match.group("number"), "court": court})
+            out[-1].update(text=original[match.start() : match.end()], span=[match.start(), match.end()])
+        return out
 
     def resolve_law(self, name: str) -> tuple[str | None, str | None]:
         """
@@ -445,6 +530,10 @@ class CitationGrammar:
         if self_tail := _SELF_TAIL_RE.match(folded, end):
             if self_tail.group("adct") or self_tail.group("adct2"):
                 articles = [f"{ADCT_PREFIX}{key}" for key in articles]
+            constitution = self._lookup.get(law_key("CF88"))
+            if constitution and self_tail.group("adct2") and not self_tail.group("adct2").startswith("deste"):
+                # "do ADCT" names the Brazilian constitution's transitional act wherever it is written
+                return start, self_tail.end(), articles, _LawRef(constitution, self._short_by_id[constitution]), "law"
             return start, self_tail.end(), articles, _LawRef(None, None), "self"
         if anaphora := _ANAPHORA_TAIL_RE.match(folded, end):
             return start, anaphora.end(), articles, _LawRef(None, None), "anaphora"
@@ -563,6 +652,10 @@ def _law_ref_pattern(names: list[str], originals: dict[str, list[str]], *, free_
             alternatives.append(r"\s+".join(re.escape(word) for word in key.split(" ")))
     aliases = "|".join(alternatives) or r"(?!)"
     return rf"(?<!\w)(?:(?P<numbered>{_NUMBERED_PATTERN})|(?P<alias>{aliases}))(?![\w/])"
+
+
+def _is_year(key: str) -> bool:
+    return key.isdigit() and 1900 <= int(key) <= 2100
 
 
 def _expand_range(low: str, high: str) -> list[str]:

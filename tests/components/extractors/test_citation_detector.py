@@ -1,3 +1,6 @@
+import json
+from pathlib import Path
+
 import pytest
 
 from components.extractors.citation_detector import CitationDetector
@@ -87,6 +90,53 @@ def test_run_portuguese_forms(detector, query, expected):
     assert _pairs(detector.run(query=query)) == expected
 
 
+CLT = "DEL-5452-1943"
+PT_FIXTURES = Path(__file__).parent / "fixtures" / "citations_pt.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("o que diz o art. 477 da CLT?", [(CLT, "477")]),
+        ("§ 8º do art. 477 da CLT", [(CLT, "477")]),
+        ("§ 8º do art. 477", [(None, "477")]),
+        ("CLT 59-A", [(CLT, "59-a")]),
+        ("CLT, art. 477 e 478", [(CLT, "477"), (CLT, "478")]),
+        ("o art. 7o da Constituição Federal", [("CF88", "7")]),
+        ("Consolidação das Leis do Trabalho, art. 58", [(CLT, "58")]),
+        ("art. 10, II, b, do ADCT", [("CF88", "adct-10")]),
+        ("a reforma da CLT 2017", [(CLT, None)]),  # a year after the law is not an article
+        ("ET 38", [(ET, "38")]),
+        ("la CE 1978", [(CE, None)]),
+    ],
+)
+def test_run_brazilian_labour_forms(detector, query, expected):
+    assert _pairs(detector.run(query=query)) == expected
+
+
+def test_run_portuguese_citation_set_cites_the_expected_article_first(detector):
+    cases = [json.loads(line) for line in PT_FIXTURES.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert len(cases) >= 20
+    for case in cases:
+        citations = detector.run(query=case["question"])["citations"]
+        assert citations, case["question"]
+        assert (citations[0]["law_id"], citations[0]["article"]) == (case["law_id"], case["article"]), case
+
+
+def test_run_case_law(detector):
+    query = "A Súmula 331 do TST e a Súmula Vinculante 13 do STF; processo 0001234-56.2023.5.02.0001"
+    result = detector.run(query=query)
+    assert [(c["kind"], c["number"], c["court"]) for c in result["case_law"]] == [
+        ("sumula", "331", "TST"),
+        ("sumula_vinculante", "13", "STF"),
+        ("processo", "0001234-56.2023.5.02.0001", "TRT-2"),
+    ]
+    assert result["case_law"][0]["text"] == "Súmula 331 do TST"
+    assert result["citations"] == [] and result["filters"] is None  # no statute article to fetch
+    assert detector.run(query="OJ 394 da SDI-1")["case_law"][0]["court"] == "SBDI-1"
+    assert detector.run(query="processo 0001234-56.2023.5.00.0000")["case_law"][0]["court"] == "TST"
+
+
 def test_run_law_only_citations(detector):
     query = "O que diz a Lei 8.213 sobre o auxílio-doença?"
     result = detector.run(query=query)
@@ -117,7 +167,7 @@ def test_run_law_only_citations(detector):
 )
 def test_run_no_false_positives(detector, query):
     result = detector.run(query=query)
-    assert result == {"citations": [], "filters": None, "has_citations": False}
+    assert result == {"citations": [], "filters": None, "has_citations": False, "case_law": []}
 
 
 def test_run_citation_fields_and_filters(detector):

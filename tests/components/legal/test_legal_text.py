@@ -7,6 +7,7 @@ import pytest
 from components.legal.legal_text import (
     cardinal_to_int,
     detect_language,
+    detect_query_language,
     fold_accents,
     normalize_article_key,
     ordinal_to_int,
@@ -271,3 +272,24 @@ def test_detect_language():
     assert detect_language((CORPUS / "CF88.md").read_text(encoding="utf-8")) == "pt"
     assert detect_language((CORPUS / "BOE-A-1999-346.md").read_text(encoding="utf-8")) == "es"
     assert detect_language("The quick brown fox jumps over the lazy dog.", default="es") == "es"
+
+
+@pytest.mark.parametrize(
+    "question, language",
+    [
+        ("fui mandado embora grávida, tenho direito a alguma coisa?", "pt"),
+        ("to quase 2 anos sem tirar ferias pq o patrao nunca libera", "pt"),
+        ("o que diz o art. 477 da CLT?", "pt"),
+        ("¿Cuántos días de vacaciones tengo?", "es"),
+        ("me han despedido estando de baja, ¿es legal?", "es"),
+        ("pacto de no competencia sin compensacion", "es"),
+    ],
+)
+def test_detect_query_language(question, language):
+    assert detect_query_language(question) == language
+
+
+def test_detect_query_language_without_evidence_returns_default():
+    assert detect_query_language("art. 38 ET") is None
+    assert detect_query_language("CLT 59-A", default="es") == "es"
+    assert detect_query_language("") is None

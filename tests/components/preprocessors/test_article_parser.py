@@ -284,9 +284,9 @@ def test_split_br_notes():
     assert split_br_notes("II - (Suprimido pela Lei nº 1, de 1950);") == ("II - (Suprimido);", [
         "Suprimido pela Lei nº 1, de 1950"
     ])
-    text = "jornada normal (Vide Lei nº 6.205, de 1975 e Lei 6.986, de 1982) diária. (Incluído pela Lei nº 1) (Vigência)"
+    text = "jornada normal (Vide Lei nº 6.205, de 1975 e Lei 6.986) diária. (Incluído pela Lei nº 1) (Vigência)"
     assert split_br_notes(text) == (
-        "jornada normal diária.", ["Vide Lei nº 6.205, de 1975 e Lei 6.986, de 1982", "Incluído pela Lei nº 1", "Vigência"]
+        "jornada normal diária.", ["Vide Lei nº 6.205, de 1975 e Lei 6.986", "Incluído pela Lei nº 1", "Vigência"]
     )
     plain = "Fundo de Garantia do Tempo de Serviço (FGTS); salário (Revogado); (VETADO)"
     assert split_br_notes(plain) == (plain, [])
