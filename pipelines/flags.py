@@ -1,6 +1,5 @@
 """Feature flags: one set per deployment (env + config file), overridable per request."""
 
-import os
 from typing import Any
 
 # flag -> default. Defaults follow the measurements in the README (a stage that did not help is off).
@@ -60,21 +59,41 @@ def parse_assignments(items: Any, error: str) -> dict[str, str]:
     return values
 
 
-def env_flags(environ: dict[str, str] | None = None) -> dict[str, bool]:
-    """
-    Flags from the environment: `LEXHAY_FLAGS="hyde=on,rerank=off"` and/or `LEXHAY_FLAG_<NAME>=1|0`.
+def lookup_variable(variables: Any, name: str) -> Any:
+    """`name` in a mapping of variables whose keys may have been lower-cased (pydantic-settings does)."""
+    value = variables.get(name)
+    return value if value is not None else variables.get(name.lower())
 
-    The per-flag variables win over `LEXHAY_FLAGS`.
+
+def flags_from_variables(variables: Any) -> dict[str, Any]:
     """
-    environ = os.environ if environ is None else environ
+    The raw flag values set by a mapping of variables: `LEXHAY_FLAGS="hyde=on,rerank=off"` and/or
+    `LEXHAY_FLAG_<NAME>=1|0` (the per-flag variables win). `pipelines.settings` reads them from the environment
+    and `.env` with this; `check_flags` validates the result.
+
+    :raises ValueError: A malformed `LEXHAY_FLAGS` item.
+    """
     values: dict[str, Any] = parse_assignments(
-        environ.get("LEXHAY_FLAGS", "").split(","), "LEXHAY_FLAGS items look like name=on|off, got {item}"
+        str(lookup_variable(variables, "LEXHAY_FLAGS") or "").split(","),
+        "LEXHAY_FLAGS items look like name=on|off, got {item}",
     )
     for name in DEFAULT_FLAGS:
-        var = f"LEXHAY_FLAG_{name.upper()}"
-        if environ.get(var):
-            values[name] = environ[var]
-    return check_flags(values)
+        value = lookup_variable(variables, f"LEXHAY_FLAG_{name.upper()}")
+        if value:
+            values[name] = value
+    return values
+
+
+def env_flags(environ: dict[str, str] | None = None) -> dict[str, bool]:
+    """
+    Validated flags of a mapping of variables (see `flags_from_variables`); without one, the deployment's flags
+    as `pipelines.settings` reads them (environment, `.env`, settings file).
+    """
+    if environ is None:
+        from pipelines.settings import current_settings  # noqa: PLC0415 - settings imports this module
+
+        return dict(current_settings().flags)
+    return check_flags(flags_from_variables(environ))
 
 
 def request_flags(base: dict[str, bool], options: dict[str, Any] | None) -> dict[str, bool]:
