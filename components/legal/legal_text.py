@@ -244,7 +244,7 @@ _QUERY_LANG_MARKERS: Final[dict[str, frozenset[str]]] = {
         "ella eso esto muy sin hasta ya pero cuando cuándo cuánto cuántos cuántas cuál dónde donde qué tengo "
         "tiene tienen tener puedo puede pueden estoy soy son hay trabajo trabajar vacaciones despido despedir "
         "despedido jefe baja nómina nomina sueldo embarazada paro cosa más ahora aquí después todavía dinero hoy "
-        "año años día días constitución estatuto derecho me han he ha".split()
+        "año años día días constitución estatuto derecho han he ha ayer".split()
     ),
     "pt": frozenset(
         "o os do dos das da e um uma com não nao ao pelo pela artigo artigos lei em na eu meu minha meus "
@@ -253,7 +253,7 @@ _QUERY_LANG_MARKERS: Final[dict[str, frozenset[str]]] = {
         "demissão demissao demitido demitida demitir dispensa chefe patrão patrao grávida gravida gestante "
         "carteira assinada coisa mais agora aqui depois ainda dinheiro hoje ano anos dia dias pra pq tb q fui "
         "fiz vou mandado mandada embora constituição constituicao salário direito direitos consigo preciso "
-        "ganho recebo receber".split()
+        "ganho recebo receber recebi ontem amanhã amanha mandaram demitiram trabalhei".split()
     ),
 }
 _QUERY_LANG_LETTERS: Final[dict[str, str]] = {"es": "ñ¿¡", "pt": "ãõçê"}
