@@ -10,6 +10,14 @@ from typing import Any
 Key = tuple[str, str]
 
 
+def article_key(law: Any, article: Any) -> Key:
+    """
+    The comparison key of an article: law id as is, article key lowercased and trimmed, so a label written as the
+    statute writes it ("59-A") matches the parser's key ("59-a").
+    """
+    return str(law), str(article).strip().lower()
+
+
 def load_labelled(path: str | Path) -> list[dict[str, Any]]:
     """Read a labelled JSONL file; every line needs `id`, `question` and a non-empty `expected` list."""
     items = []
@@ -21,16 +29,19 @@ def load_labelled(path: str | Path) -> list[dict[str, Any]]:
             expected = item.get("expected")
             if not item.get("question") or not expected:
                 raise ValueError(f"{path}:{n}: needs 'question' and a non-empty 'expected' list")
-            item["relevant"] = {(str(e["law"]), str(e["article"])) for e in expected}
+            item["relevant"] = {article_key(e["law"], e["article"]) for e in expected}
             items.append(item)
     return items
 
 
 def article_ranking(keys: Iterable[Key]) -> list[Key]:
-    """Rank order of distinct (law_id, article) keys (several parts of one article count once, at the best)."""
+    """
+    Rank order of distinct (law_id, article) keys (several parts of one article count once, at the best); article
+    keys compare case-insensitively (`article_key`).
+    """
     seen: set[Key] = set()
     ranking = []
-    for key in keys:
+    for key in map(lambda pair: article_key(*pair), keys):
         if key not in seen:
             seen.add(key)
             ranking.append(key)
@@ -67,6 +78,73 @@ def score_rankings(rankings: Sequence[Sequence[Key]], items: Sequence[dict[str, 
     }
 
 
+METRICS = ("hit@1", "hit@10", "nDCG@5", "MRR@10")
+
+
+def per_query_scores(rankings: Sequence[Sequence[Key]], items: Sequence[dict[str, Any]]) -> dict[str, list[float]]:
+    """Each item's hit@1, hit@10, nDCG@5 and MRR@10 (the inputs of `bootstrap_ci` / `paired_bootstrap`)."""
+    if len(rankings) != len(items):
+        raise ValueError("one ranking per labelled item is needed")
+    pairs = list(zip(rankings, items))
+    return {
+        "hit@1": [hit_at(r, it["relevant"], 1) for r, it in pairs],
+        "hit@10": [hit_at(r, it["relevant"], 10) for r, it in pairs],
+        "nDCG@5": [ndcg_at(r, it["relevant"], 5) for r, it in pairs],
+        "MRR@10": [mrr_at(r, it["relevant"], 10) for r, it in pairs],
+    }
+
+
+def bootstrap_ci(
+    values: Sequence[float], *, resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """
+    Percentile bootstrap interval of the mean of per-query `values` (questions resampled with replacement).
+
+    :returns: `(low, high)`; `(nan, nan)` for no values.
+    """
+    import numpy as np  # noqa: PLC0415
+
+    data = np.asarray(values, dtype=float)
+    if data.size == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(resamples, data.size))].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    return float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))
+
+
+def paired_bootstrap(
+    a: Sequence[float], b: Sequence[float], *, resamples: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> dict[str, float]:
+    """
+    Paired bootstrap of the mean difference `a - b` over the same questions.
+
+    :returns: `diff` (mean of a - b), `low` / `high` (its interval) and `p` (two-sided: twice the share of
+        resampled differences on the other side of zero, at most 1). A change is called better only when `low > 0`.
+    :raises ValueError: `a` and `b` differ in length.
+    """
+    import numpy as np  # noqa: PLC0415
+
+    if len(a) != len(b):
+        raise ValueError("paired_bootstrap needs two score lists over the same questions")
+    diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if diffs.size == 0:
+        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "p": float("nan")}
+    rng = np.random.default_rng(seed)
+    means = diffs[rng.integers(0, diffs.size, size=(resamples, diffs.size))].mean(axis=1)
+    tail = (1 - confidence) / 2 * 100
+    share = min((means <= 0).mean(), (means >= 0).mean())
+    return {"diff": float(diffs.mean()), "low": float(np.percentile(means, tail)),
+            "high": float(np.percentile(means, 100 - tail)), "p": float(min(1.0, 2 * share))}
+
+
+def format_ci(values: Sequence[float], digits: int = 3) -> str:
+    """`mean [low, high]` of per-query values with the 95% bootstrap interval."""
+    low, high = bootstrap_ci(values)
+    mean = sum(values) / len(values) if values else float("nan")
+    return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (q in [0, 100]) of a non-empty sequence."""
     ordered = sorted(values)
@@ -77,11 +155,15 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 
 def evaluate_mode(
-    retrieve: Callable[[str], Sequence[Any]], datasets: dict[str, Sequence[dict[str, Any]]]
+    retrieve: Callable[[str], Sequence[Any]],
+    datasets: dict[str, Sequence[dict[str, Any]]],
+    per_query: dict[str, dict[str, list[float]]] | None = None,
 ) -> tuple[dict[str, dict[str, float]], list[float]]:
     """
     Run `retrieve(question) -> documents` over labelled datasets.
 
+    :param per_query: When given, filled with each dataset's per-question metrics (`per_query_scores`), for
+        bootstrap intervals and paired comparisons between modes.
     :returns: metrics per dataset name, and every query's latency in ms.
     """
     scores, latencies = {}, []
@@ -93,6 +175,8 @@ def evaluate_mode(
             latencies.append((time.perf_counter() - start) * 1000)
             rankings.append(article_ranking((d.meta.get("law_id"), d.meta.get("article")) for d in docs))
         scores[name] = score_rankings(rankings, items)
+        if per_query is not None:
+            per_query[name] = per_query_scores(rankings, items)
     return scores, latencies
 
 

@@ -1,0 +1,53 @@
+"""Article-level metrics of `pipelines.evaluation`: labels compare case-insensitively with the parser's keys."""
+
+import json
+
+import pytest
+from haystack import Document
+
+from pipelines.evaluation import article_key, article_ranking, evaluate_mode, load_labelled, score_rankings
+
+CLT = "DEL-5452-1943"
+
+
+@pytest.fixture
+def labelled(tmp_path):
+    path = tmp_path / "dev-br.jsonl"
+    lines = [
+        {"id": "q1", "question": "escala 12x36", "expected": [{"law": CLT, "article": "59-A"}]},
+        {"id": "q2", "question": "aviso prévio",
+         "expected": [{"law": CLT, "article": "487"}, {"law": "CF88", "article": "7"}]},
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return load_labelled(path)
+
+
+def test_article_key_lowercases_the_article_only():
+    assert article_key(CLT, "59-A") == (CLT, "59-a")
+    assert article_key("BOE-A-2015-11430", " 38 ") == ("BOE-A-2015-11430", "38")
+
+
+def test_labels_match_lowercase_parser_keys(labelled):
+    assert labelled[0]["relevant"] == {(CLT, "59-a")}
+    ranking = article_ranking([(CLT, "59-a"), (CLT, "59-A"), (CLT, "59")])
+    assert ranking == [(CLT, "59-a"), (CLT, "59")]  # one article, whatever the case
+    scores = score_rankings([ranking, [(CLT, "488"), ("CF88", "7")]], labelled)
+    assert scores["hit@1"] == 0.5 and scores["hit@10"] == 1.0
+
+
+def test_evaluate_mode_on_documents(labelled):
+    docs = {
+        "escala 12x36": [Document(content="x", meta={"law_id": CLT, "article": "59-a"})],
+        "aviso prévio": [Document(content="y", meta={"law_id": CLT, "article": "487"})],
+    }
+    per_query: dict = {}
+    scores, latencies = evaluate_mode(lambda question: docs[question], {"br": labelled}, per_query)
+    assert scores["br"]["hit@1"] == 1.0 and len(latencies) == 2
+    assert per_query["br"]["hit@1"] == [1.0, 1.0]
+
+
+def test_load_labelled_rejects_items_without_labels(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"id": "x", "question": "q", "expected": []}) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="expected"):
+        load_labelled(path)
