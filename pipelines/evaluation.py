@@ -154,30 +154,76 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+LANGUAGE_COUNTRY = {"es": "es", "pt": "br"}
+COUNTRY_METRIC = "country@5"
+
+
+def meta_country(meta: dict[str, Any]) -> str | None:
+    """A document's jurisdiction: `meta.country`, else its language's (`es` -> `es`, `pt` -> `br`)."""
+    return meta.get("country") or LANGUAGE_COUNTRY.get(str(meta.get("lang") or ""))
+
+
+def country_share(documents: Sequence[Any], country: str, k: int = 5) -> float:
+    """Share of the first `k` distinct articles of `documents` that belong to `country`'s law (0 when none)."""
+    seen: set[Key] = set()
+    countries = []
+    for doc in documents:
+        key = article_key(doc.meta.get("law_id"), doc.meta.get("article"))
+        if key not in seen:
+            seen.add(key)
+            countries.append(meta_country(doc.meta))
+    top = countries[:k]
+    return sum(1 for c in top if c == country) / len(top) if top else 0.0
+
+
 def evaluate_mode(
     retrieve: Callable[[str], Sequence[Any]],
     datasets: dict[str, Sequence[dict[str, Any]]],
     per_query: dict[str, dict[str, list[float]]] | None = None,
+    law_country: Callable[[str], str | None] | None = None,
 ) -> tuple[dict[str, dict[str, float]], list[float]]:
     """
     Run `retrieve(question) -> documents` over labelled datasets.
 
     :param per_query: When given, filled with each dataset's per-question metrics (`per_query_scores`), for
         bootstrap intervals and paired comparisons between modes.
+    :param law_country: law id -> its country; when given, each dataset also gets `country@5`: the mean share of
+        the top-5 articles that come from the jurisdiction of the question's labelled law (cross-jurisdiction
+        behaviour: Portuguese questions should retrieve Brazilian law, Spanish ones Spanish law).
     :returns: metrics per dataset name, and every query's latency in ms.
     """
     scores, latencies = {}, []
     for name, items in datasets.items():
-        rankings = []
+        rankings, shares = [], []
         for item in items:
             start = time.perf_counter()
             docs = retrieve(item["question"])
             latencies.append((time.perf_counter() - start) * 1000)
             rankings.append(article_ranking((d.meta.get("law_id"), d.meta.get("article")) for d in docs))
+            country = law_country(item["expected"][0]["law"]) if law_country else None
+            if country:
+                shares.append(country_share(docs, country))
         scores[name] = score_rankings(rankings, items)
         if per_query is not None:
             per_query[name] = per_query_scores(rankings, items)
+        if shares:
+            scores[name][COUNTRY_METRIC] = sum(shares) / len(shares)
+            if per_query is not None:
+                per_query[name][COUNTRY_METRIC] = shares
     return scores, latencies
+
+
+def store_law_country(document_store: Any) -> Callable[[str], str | None]:
+    """law id -> country (`meta_country` of one of its documents in `document_store`), looked up once per law."""
+    cache: dict[str, str | None] = {}
+
+    def lookup(law_id: str) -> str | None:
+        if law_id not in cache:
+            docs = document_store.filter_documents({"field": "meta.law_id", "operator": "==", "value": law_id})
+            cache[law_id] = meta_country(docs[0].meta) if docs else None
+        return cache[law_id]
+
+    return lookup
 
 
 # --- ablation specs: `base[+stage...]` -------------------------------------------------------------------------

@@ -5,7 +5,14 @@ import json
 import pytest
 from haystack import Document
 
-from pipelines.evaluation import article_key, article_ranking, evaluate_mode, load_labelled, score_rankings
+from pipelines.evaluation import (
+    article_key,
+    article_ranking,
+    country_share,
+    evaluate_mode,
+    load_labelled,
+    score_rankings,
+)
 
 CLT = "DEL-5452-1943"
 
@@ -51,3 +58,18 @@ def test_load_labelled_rejects_items_without_labels(tmp_path):
     path.write_text(json.dumps({"id": "x", "question": "q", "expected": []}) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="expected"):
         load_labelled(path)
+
+
+def test_country_share_and_law_country(labelled):
+    docs = [
+        Document(content="a", meta={"law_id": CLT, "article": "477", "country": "br"}),
+        Document(content="b", meta={"law_id": CLT, "article": "477", "country": "br"}),  # same article: once
+        Document(content="c", meta={"law_id": "BOE-A-2015-11430", "article": "49", "lang": "es"}),
+        Document(content="d", meta={"law_id": "CF88", "article": "7", "lang": "pt"}),  # no country: its language's
+    ]
+    assert country_share(docs, "br") == pytest.approx(2 / 3)
+    assert country_share(docs, "es", k=1) == 0.0 and country_share([], "br") == 0.0
+    countries = {CLT: "br", "CF88": "br"}
+    scores, _ = evaluate_mode(lambda question: docs, {"br": labelled}, law_country=countries.get)
+    assert scores["br"]["country@5"] == pytest.approx(2 / 3)
+    assert "country@5" not in evaluate_mode(lambda question: docs, {"br": labelled})[0]["br"]
