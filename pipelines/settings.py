@@ -145,7 +145,7 @@ class Settings(BaseSettings):
     # behaviour
     flags: Annotated[dict[str, bool], NoDecode] = Field(default_factory=dict)  # feature flags (pipelines.flags)
     # tracing
-    trace_file: str | None = _env("trace_file")  # JSONL trace file; `off` / `none` / `-` = none
+    trace_file: str | None = _env("trace_file")  # JSONL trace file; `off` / `none` / `-` / empty = none
     trace_text_chars: int = _env("trace_text_chars", 60, ge=0)
     trace_max_bytes: int = _env("trace_max_bytes", 50 * 1024 * 1024, ge=1)
     trace_backups: int = _env("trace_backups", 5, ge=0)
@@ -169,7 +169,7 @@ class Settings(BaseSettings):
             raise ValueError(f"collections must map names to positive weights, got {value}")
         return value
 
-    @field_validator("llm", "llm_base_url", "llm_model", "llm_api_key", "openai_api_key", "trace_file", "otlp_endpoint",
+    @field_validator("llm", "llm_base_url", "llm_model", "llm_api_key", "openai_api_key", "otlp_endpoint",
                      "qdrant_url", "qdrant_api_key", "opensearch_url", "neo4j_uri", "neo4j_database", "topics",
                      "yaml_dir", "hayhooks_dir", mode="before")
     @classmethod

@@ -10,8 +10,10 @@ Haystack has one global tracer (`haystack.tracing.tracer`). `install_tracer()` m
   NEED requests, topic, fallbacks, router branches), plus cache hits and misses tagged by components on the
   current span (`tracing.tracer.current_span().set_tag("lexhay.cache.<name>", "hit" | "miss")`, or a batch
   `{"hits": n, "misses": m}`);
-- forwards every span to the tracers it multiplexes: the tracer that was installed before it, and OpenTelemetry
-  (opentelemetry-haystack's `OpenTelemetryTracer`) when `LEXHAY_OTEL=1` or `OTEL_EXPORTER_OTLP_ENDPOINT` is set.
+- forwards every span to the tracers it multiplexes: the tracer that was installed before it (hayhooks' tracer
+  behind its `/traces` view, an OpenTelemetry tracer that hayhooks or the application set up), and
+  OpenTelemetry (opentelemetry-haystack's `OpenTelemetryTracer`) when `LEXHAY_OTEL=1` or
+  `OTEL_EXPORTER_OTLP_ENDPOINT` is set and no OpenTelemetry tracer is installed yet (never one span exported twice).
 
 Content tracing stays Haystack's: component inputs and outputs reach OpenTelemetry only with
 `HAYSTACK_CONTENT_TRACING_ENABLED=true` (off by default: questions are legal matters), and the pipeline's
@@ -90,16 +92,9 @@ _INSTALL_LOCK = threading.Lock()
 
 def text_chars() -> int:
     """How many characters of any string a trace keeps (`LEXHAY_TRACE_TEXT_CHARS`, default 60; 0 = none)."""
-    raw = os.environ.get(TEXT_CHARS_ENV, "").strip()
-    if not raw:
-        return DEFAULT_TEXT_CHARS
-    try:
-        chars = int(raw)
-    except ValueError:
-        raise ValueError(f"{TEXT_CHARS_ENV} must be a whole number of characters, got {raw!r}") from None
-    if chars < 0:
-        raise ValueError(f"{TEXT_CHARS_ENV} must be >= 0, got {chars}")
-    return chars
+    from pipelines.settings import current_settings  # noqa: PLC0415 - the settings module imports the SDK's users
+
+    return current_settings().trace_text_chars
 
 
 def short_text(text: str, limit: int | None = None) -> str:
@@ -338,7 +333,9 @@ class TraceSink:
     @classmethod
     def from_env(cls, default: str | Path | None = None) -> "TraceSink | None":
         """The sink of `LEXHAY_TRACE_FILE` (`off` / `none` / `-` = no file), else of `default` (None = no file)."""
-        raw = os.environ.get(TRACE_FILE_ENV)
+        from pipelines.settings import current_settings  # noqa: PLC0415
+
+        raw = current_settings().trace_file
         if raw is not None:
             return None if raw.strip().lower() in TRACE_FILE_OFF else cls(raw.strip())
         return cls(default) if default else None
@@ -570,8 +567,14 @@ class LexhayTracer(Tracer):
 
 
 def otel_enabled(environ: dict[str, str] | None = None) -> bool:
-    """Whether OpenTelemetry export is configured: `LEXHAY_OTEL` on, or `OTEL_EXPORTER_OTLP_ENDPOINT` set."""
-    environ = os.environ if environ is None else environ
+    """
+    Whether OpenTelemetry export is configured: `LEXHAY_OTEL` on, or `OTEL_EXPORTER_OTLP_ENDPOINT` set, in
+    `environ` (a mapping of variables) or, by default, in the deployment's settings.
+    """
+    if environ is None:
+        from pipelines.settings import current_settings  # noqa: PLC0415
+
+        return current_settings().otel_enabled()
     flag = environ.get(OTEL_ENV, "").strip().lower()
     if flag in {"0", "false", "no", "off"}:
         return False

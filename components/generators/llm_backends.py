@@ -9,7 +9,7 @@ endpoint, `LocalLlamaChatGenerator` for the bundled Qwen2.5-Coder GGUF, or any c
 `run(messages, generation_kwargs)` interface) and falls back to a deterministic path when the call fails.
 `chat_text` / `chat_json` make that failure a return value instead of an exception.
 
-Environment read by `default_chat_generator`:
+Settings followed by `default_chat_generator` (`pipelines.settings`, from these variables):
 
 - `LEXHAY_LLM_BASE_URL`, `OPENAI_API_KEY`, `LEXHAY_LLM_MODEL`: an OpenAI-compatible endpoint (OpenAI, Azure,
   Ollama, vLLM, a llama.cpp server). `LEXHAY_LLM_API_KEY` is the key of a base URL that is not OpenAI's.
@@ -523,53 +523,42 @@ def _backend_error(error: BaseException) -> Exception:
     return RuntimeError(f"llama.cpp failed: {detail}")
 
 
-def _env_timeout() -> float:
-    raw = os.environ.get(LLM_TIMEOUT_ENV)
-    if not raw:
-        return DEFAULT_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = 0.0
-    if value <= 0:
-        raise ValueError(f"{LLM_TIMEOUT_ENV} must be a positive number of seconds, got {raw!r}.")
-    return value
-
-
-def default_chat_generator(*, timeout: float | None = None) -> Any | None:
+def default_chat_generator(*, timeout: float | None = None, settings: Any | None = None) -> Any | None:
     """
-    The chat generator configured by the environment, or `None` when no LLM is available.
+    The chat generator the deployment's settings configure, or `None` when no LLM is available.
 
-    1. `LEXHAY_LLM=none` (or `off`): `None`, every LLM stage runs its deterministic fallback.
-    2. `LEXHAY_LLM_BASE_URL` or `OPENAI_API_KEY` set: Haystack's `OpenAIChatGenerator` (model
-       `LEXHAY_LLM_MODEL`, default `gpt-4o-mini`; key `OPENAI_API_KEY`, else `LEXHAY_LLM_API_KEY`, which is set
-       to a dummy for a base URL that needs no key; one retry).
-    3. The local model `LEXHAY_LLM` (registry name or GGUF path, default `qwen2.5-coder-1.5b`) when it is
-       installed: `LocalLlamaChatGenerator`.
+    1. `llm` (`LEXHAY_LLM`) `none` (or `off`): `None`, every LLM stage runs its deterministic fallback.
+    2. `llm_base_url` (`LEXHAY_LLM_BASE_URL`) or `OPENAI_API_KEY` set: Haystack's `OpenAIChatGenerator` (model
+       `llm_model` / `LEXHAY_LLM_MODEL`, default `gpt-4o-mini`; key `OPENAI_API_KEY`, else `LEXHAY_LLM_API_KEY`,
+       which is set to a dummy for a base URL that needs no key; one retry).
+    3. The local model `llm` (registry name or GGUF path, default `qwen2.5-coder-1.5b`) when it is installed:
+       `LocalLlamaChatGenerator`.
     4. Otherwise `None`.
 
     The generator is not warmed up here.
 
-    :param timeout: Seconds allowed to one call; default env `LEXHAY_LLM_TIMEOUT`, else 60 for an endpoint and
-        180 for the bundled CPU model.
+    :param timeout: Seconds allowed to one call; default `llm_timeout` (`LEXHAY_LLM_TIMEOUT`), else 60 for an
+        endpoint and 180 for the bundled CPU model.
+    :param settings: The settings to follow (`pipelines.settings.Settings`); default: `current_settings()`.
     :returns: A chat generator component, or `None`.
-    :raises ValueError: `LEXHAY_LLM_TIMEOUT` is not a positive number.
+    :raises ValueError: An invalid setting (e.g. `LEXHAY_LLM_TIMEOUT` is not a positive number).
     """
-    if timeout is None and os.environ.get(LLM_TIMEOUT_ENV):
-        timeout = _env_timeout()
-    local = (os.environ.get(LLM_ENV) or DEFAULT_LOCAL_MODEL).strip()
+    if settings is None:
+        from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
+
+        settings = current_settings()
+    timeout = timeout if timeout is not None else settings.llm_timeout
+    local = (settings.llm or DEFAULT_LOCAL_MODEL).strip()
     if local.lower() in DISABLED_VALUES:
         logger.info("{env}={value}: LLM stages use their deterministic fallbacks", env=LLM_ENV, value=local)
         return None
-    base_url = os.environ.get(LLM_BASE_URL_ENV) or None
-    if base_url or os.environ.get("OPENAI_API_KEY"):
-        from haystack.components.generators.chat import OpenAIChatGenerator  # noqa: PLC0415
-
-        if base_url and not os.environ.get("OPENAI_API_KEY"):
-            os.environ.setdefault(LLM_API_KEY_ENV, NO_KEY)
+    base_url = settings.llm_base_url or None
+    if base_url or settings.openai_api_key:
+        if base_url and not settings.openai_api_key and not settings.llm_api_key:
+            os.environ.setdefault(LLM_API_KEY_ENV, NO_KEY)  # what the serialized Secret resolves at run time
         return OpenAIChatGenerator(
             api_key=Secret.from_env_var(["OPENAI_API_KEY", LLM_API_KEY_ENV]),
-            model=os.environ.get(LLM_MODEL_ENV) or DEFAULT_OPENAI_MODEL,
+            model=settings.llm_model or DEFAULT_OPENAI_MODEL,
             api_base_url=base_url,
             timeout=timeout or DEFAULT_TIMEOUT,
             max_retries=1,
