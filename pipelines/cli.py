@@ -83,18 +83,10 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _result_rows(docs: list[Any]) -> list[dict[str, Any]]:
-    """One row per article-level result, in rank order."""
-    return [
-        {
-            "law_id": doc.meta.get("law_id"),
-            "article": doc.meta.get("article"),
-            "score": round(float(doc.score or 0.0), 6),
-            "chunk_id": doc.id,
-            "title": doc.meta.get("article_title") or "",
-            "law_short": doc.meta.get("law_short") or "",
-        }
-        for doc in docs
-    ]
+    """One row per article-level result, in rank order (`pipelines.results.article_row`)."""
+    from pipelines.results import article_row  # noqa: PLC0415
+
+    return [article_row(doc) for doc in docs]
 
 
 def _read_queries(path: str) -> list[dict[str, Any]]:
@@ -148,16 +140,16 @@ def _print_results(item: dict[str, Any], docs: list[Any], fmt: str) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from haystack.dataclasses import ChatMessage
+    from pipelines.history import to_history  # noqa: PLC0415
 
     history = None
     try:
         if args.history:
             raw = json.loads(Path(args.history).read_text(encoding="utf-8"))
-            if not isinstance(raw, list) or not all(isinstance(m, dict) and {"role", "content"} <= set(m) for m in raw):
-                raise ValueError(f'{args.history}: expected a JSON list of {{"role", "content"}} messages')
-            makers = {"user": ChatMessage.from_user, "assistant": ChatMessage.from_assistant, "system": ChatMessage.from_system}
-            history = [makers[m["role"]](str(m["content"])) for m in raw if m["role"] in makers]
+            try:
+                history = to_history(raw)  # the same history helper as the HTTP API
+            except ValueError as exc:
+                raise ValueError(f"{args.history}: {exc}") from None
         filters = json.loads(args.filters) if args.filters else None
         options = _options(args)
     except (ValueError, OSError) as exc:
@@ -219,7 +211,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
-    from pipelines.serve import serve
+    from pipelines.serving import serve
 
     if args.embedder:
         os.environ["LEXHAY_EMBEDDER"] = args.embedder
@@ -227,6 +219,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ["LEXHAY_CONFIG"] = args.config
     err.print(f"lexhay serve: http://{args.host}:{args.port} (loading models and store, then deploying pipelines)")
     serve(host=args.host, port=args.port, store=args.store)
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from pipelines.serving.auth import KeyStore  # noqa: PLC0415
+    from pipelines.serving.config import server_settings  # noqa: PLC0415
+
+    path = Path(args.keys_file) if args.keys_file else server_settings().keys_file(args.store)
+    store = KeyStore(path)
+    if args.action == "add":
+        split = lambda raw: [x.strip() for x in (raw or "").split(",") if x.strip()] or None  # noqa: E731
+        key = store.add(tenant=args.tenant, user=args.user, groups=split(args.groups), cases=split(args.cases),
+                        roles=split(args.roles) or [], rate_limit=args.rate_limit)
+        sys.stdout.write(key + "\n")
+        err.print(f"key added to {path} (only its hash is stored: keep the key now)")
+        return 0
+    if args.action == "revoke":
+        if not store.revoke(args.key_id):
+            err.print(f"[red]no key {args.key_id!r} in {path}[/red]")
+            return 1
+        err.print(f"key {args.key_id} revoked")
+        return 0
+    table = Table(title=f"lexhay keys ({path})")
+    for col in ("id", "tenant", "user", "groups", "cases", "roles", "created"):
+        table.add_column(col)
+    for entry in store.list():
+        table.add_row(*(", ".join(v) if isinstance(v, list) else str(v or "") for v in (
+            entry.get(c) for c in ("id", "tenant", "user", "groups", "cases", "roles", "created"))))
+    out.print(table)
     return 0
 
 
@@ -338,9 +359,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_migrate)
 
     p = sub.add_parser("serve", parents=[engine], help="HTTP API (hayhooks): index, retrieve, ask, OpenAI chat")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: the API has no auth)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="bind address (default 127.0.0.1; another address needs API keys: lexhay keys add)")
     p.add_argument("--port", type=int, default=1416, help="port (default 1416)")
     p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("keys", help="API keys of the HTTP server: add, list, revoke")
+    keys = p.add_subparsers(dest="action", required=True)
+    keys_file = argparse.ArgumentParser(add_help=False)
+    keys_file.add_argument("--keys-file", help="keys file (default LEXHAY_AUTH_KEYS or <store>/keys.yaml)")
+    keys_file.add_argument("--store", help="store folder whose keys.yaml to use (default LEXHAY_STORE or ./.lexhay)")
+    k = keys.add_parser("add", parents=[keys_file], help="create a key; prints the key alone on stdout (shown once)")
+    k.add_argument("--tenant", required=True, help="tenant of the key's principal")
+    k.add_argument("--user", help="user id (the user's own documents)")
+    k.add_argument("--groups", help="comma-separated group ids")
+    k.add_argument("--cases", help="comma-separated case ids the key may read (* = every case of the tenant)")
+    k.add_argument("--roles", required=True, help="comma-separated: reader, writer, admin, gateway")
+    k.add_argument("--rate-limit", type=float, help="requests a minute for this key (default LEXHAY_RATE_LIMIT)")
+    keys.add_parser("list", parents=[keys_file], help="the keys (ids and principals, never the keys)")
+    k = keys.add_parser("revoke", parents=[keys_file], help="remove a key by id")
+    k.add_argument("key_id")
+    p.set_defaults(func=cmd_keys)
 
     p = sub.add_parser("models", help="list or install the offline models")
     p.add_argument("action", choices=["list", "install"])

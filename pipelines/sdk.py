@@ -19,6 +19,7 @@ from components.embedders.dense_embedder import query_embedding_cache
 from components.retrievers.hybrid_retriever import and_filters
 from components.utils.ttl_cache import TTLCache
 from pipelines.flags import request_flags
+from pipelines.history import to_history
 from pipelines.loader import load_pipeline
 from pipelines.settings import Settings, setup_environment
 from pipelines.tracing import TraceSink, install_tracer, request_trace
@@ -30,6 +31,8 @@ INDEXED_SUFFIXES = (".md", ".markdown", ".txt", ".pdf")
 REQUEST_CACHE_TTL = 30.0
 REQUEST_CACHE_ENTRIES = 512
 TRACE_FILENAME = "traces.jsonl"
+MAX_QUESTION_CHARS = 4000  # default of `LexHay.max_question_chars` (the server sets LEXHAY_MAX_QUESTION_CHARS)
+MAX_CARRYOVER_IDS = 100
 # the answer-level keys of `ask`'s trace (kept next to the PipelineTrace's own: stages, cache, request_id, ...)
 ASK_TRACE_KEYS = ("citations", "gate", "queries", "decompose", "hyde", "topic", "retrieval", "crag", "expanded",
                   "graph_context", "need_retry", "seconds", "meta_warnings")
@@ -49,11 +52,37 @@ class IndexReport:
     errors: list[dict[str, str]] = field(default_factory=list)
 
 
-def _checked_question(question: Any) -> str:
-    """The question, stripped; a clear error for anything but a non-empty string."""
+def _checked_question(question: Any, limit: int = MAX_QUESTION_CHARS) -> str:
+    """The question, stripped; a clear error for anything but a non-empty string of at most `limit` characters."""
     if not isinstance(question, str) or not question.strip():
         raise ValueError("question must be a non-empty string")
-    return question.strip()
+    question = question.strip()
+    if len(question) > limit:
+        raise ValueError(f"question too long: {len(question)} characters, at most {limit}")
+    return question
+
+
+def _checked_ids(ids: Any) -> list[str] | None:
+    """`previous_chunk_ids`: None, or a list of at most `MAX_CARRYOVER_IDS` non-empty strings (stripped)."""
+    if ids is None:
+        return None
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i.strip() for i in ids):
+        raise ValueError("previous_chunk_ids must be a list of chunk id strings")
+    if len(ids) > MAX_CARRYOVER_IDS:
+        raise ValueError(f"previous_chunk_ids holds {len(ids)} ids, at most {MAX_CARRYOVER_IDS}")
+    return [i.strip() for i in ids]
+
+
+def _checked_collections(collections: Any, known: dict[str, float]) -> list[str] | None:
+    """Collection names: None, or a non-empty list of configured collections."""
+    if collections is None:
+        return None
+    if not isinstance(collections, list) or not collections or not all(isinstance(c, str) for c in collections):
+        raise ValueError(f"collections must be a non-empty list of names among {sorted(known)}")
+    unknown = sorted(set(collections) - set(known))
+    if unknown:
+        raise ValueError(f"Unknown collection(s) {unknown}; known: {sorted(known)}")
+    return collections
 
 
 def _key_default(value: Any) -> Any:
@@ -144,6 +173,7 @@ class LexHay:
         self._generation = 0  # bumped by every index() of a file: cached requests of older generations miss
         self._local = threading.local()
         self._load_lock = threading.RLock()  # pipelines load lazily; concurrent first requests load them once
+        self.max_question_chars = MAX_QUESTION_CHARS  # longer questions are a ValueError
         default_trace_file = None if self.settings.qdrant_url else Path(self.settings.store_path) / TRACE_FILENAME
         self.trace_sink = TraceSink.from_env(default_trace_file)
         install_tracer()
@@ -242,6 +272,8 @@ class LexHay:
         """
         start = time.perf_counter()
         report = IndexReport()
+        if collection is not None:
+            _checked_collections([collection], self.settings.collections)
         owner = tenant_meta(access, scope)
         pipe = self.pipeline("indexing")
         meta = {**owner, **({"collection": collection} if collection else {})}
@@ -311,15 +343,13 @@ class LexHay:
         :param options: Per-request feature flags (`use_rerank`: `False` returns `hybrid` scores in `full` mode).
         :raises ValueError: Empty question, unknown mode or collection, bad `top_k`, access context or options.
         """
-        question = _checked_question(question)
+        question = _checked_question(question, self.max_question_chars)
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if top_k <= 0:
+        if not isinstance(top_k, int) or top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
         flags = request_flags(self.settings.flags, options)
-        unknown = sorted(set(collections or []) - set(self.settings.collections))
-        if unknown:
-            raise ValueError(f"Unknown collection(s) {unknown}; known: {sorted(self.settings.collections)}")
+        collections = _checked_collections(collections, self.settings.collections)
         checked_access = _key_access(access)
         restricted = self._restricted(filters, access)
         key = self._request_key("retrieve", question=question, top_k=top_k, mode=mode, filters=filters,
@@ -391,11 +421,37 @@ class LexHay:
                 articles.append(doc)
         return articles[:top_k]
 
+    def check_ask(
+        self,
+        question: Any,
+        *,
+        history: Any = None,
+        previous_chunk_ids: Any = None,
+        filters: Any = None,
+        access: Any = None,
+        options: Any = None,
+    ) -> dict[str, Any]:
+        """
+        The validated inputs of `ask` (what `ask` itself runs on): `question`, `history` (ChatMessages),
+        `previous_chunk_ids`, `filters`, `access` (canonical) and `flags`. Callers that must refuse bad input before
+        they start answering (the HTTP stream) call it first.
+
+        :raises ValueError: Empty or too long question, malformed history / ids / filters, bad access or options.
+        """
+        return {
+            "question": _checked_question(question, self.max_question_chars),
+            "history": to_history(history),
+            "previous_chunk_ids": _checked_ids(previous_chunk_ids),
+            "filters": check_filters(filters),
+            "access": _key_access(access),
+            "flags": request_flags(self.settings.flags, options),
+        }
+
     def ask(
         self,
         question: str,
         *,
-        history: list[ChatMessage] | None = None,
+        history: list[ChatMessage | dict[str, Any]] | None = None,
         previous_chunk_ids: list[str] | None = None,
         filters: dict[str, Any] | None = None,
         access: dict[str, Any] | None = None,
@@ -406,7 +462,8 @@ class LexHay:
         Answer a question from the statutes, with citations (the `yaml/query.yaml` pipeline).
 
         :param question: The question.
-        :param history: Earlier messages of the conversation (follow-up mode).
+        :param history: Earlier messages of the conversation (follow-up mode): `ChatMessage`s or `{"role",
+            "content"}` dicts; user and assistant turns are kept (the last 20, see `pipelines.history`).
         :param previous_chunk_ids: `context_chunk_ids` of the previous answer (carryover); ids the caller may not
             read are ignored.
         :param filters: Haystack metadata filters (they narrow every read; they cannot widen access).
@@ -425,16 +482,10 @@ class LexHay:
             its trace names the request that computed it).
         :raises ValueError: Empty question, malformed history / ids / filters, bad access context or options.
         """
-        question = _checked_question(question)
-        flags = request_flags(self.settings.flags, options)
-        access = _key_access(access)
-        filters = check_filters(filters)
-        if previous_chunk_ids is not None and (
-            not isinstance(previous_chunk_ids, list) or any(not isinstance(i, str) for i in previous_chunk_ids)
-        ):
-            raise ValueError("previous_chunk_ids must be a list of chunk id strings")
-        if history is not None and any(not isinstance(m, ChatMessage) for m in history):
-            raise ValueError("history must be a list of ChatMessage")
+        checked = self.check_ask(question, history=history, previous_chunk_ids=previous_chunk_ids, filters=filters,
+                                 access=access, options=options)
+        question, history, previous_chunk_ids = checked["question"], checked["history"], checked["previous_chunk_ids"]
+        filters, access, flags = checked["filters"], checked["access"], checked["flags"]
         key = self._request_key("ask", question=question, history=history, previous_chunk_ids=previous_chunk_ids,
                                 filters=filters, access=access, flags=_result_flags(flags))
         started = time.perf_counter()

@@ -4,8 +4,10 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from pipelines.serve import checked_filters, checked_ids, checked_question, engine_kwargs, get_engine, http_errors
-from pipelines.serve import chat_completion, to_history
+from pipelines.serving.auth import current_principal, request_access
+from pipelines.serving.chat import chat_completion
+from pipelines.serving.engine import get_engine
+from pipelines.serving.errors import http_errors
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -14,7 +16,7 @@ class PipelineWrapper(BasePipelineWrapper):
 
     `POST /ask/run` answers one question (JSON in, JSON out); `POST /v1/chat/completions` with model `ask` (or its
     alias `lexhay`) answers the last user message of a conversation, streaming included (see
-    `pipelines.serve.chat_completion`).
+    `pipelines.serving.chat`).
     """
 
     def setup(self) -> None:
@@ -37,21 +39,19 @@ class PipelineWrapper(BasePipelineWrapper):
         :param history: Earlier turns of the conversation: a list of {"role": "user" | "assistant", "content"}.
         :param previous_chunk_ids: `context_chunk_ids` of the previous answer (carryover for follow-up questions).
         :param filters: Haystack metadata filters, e.g. {"field": "meta.law_short", "operator": "==", "value": "ET"}.
-        :param access: Who asks (multi-tenant access): keys among tenant_id, user_id, group_ids, case_id.
+        :param access: Gateway keys only: the user the gateway acts for (tenant_id, user_id, group_ids, case_id),
+            within the gateway's tenant. Other callers get their key's own access.
         :param options: Per-request feature flags, e.g. {"use_rerank": false}.
         :returns: answer, citations, context_chunk_ids, need, route, fallbacks, unverified_citations and trace.
         """
-        question = checked_question(question)
-        lex = self.engine.lex
-        kwargs = {
-            "history": to_history(history),
-            "previous_chunk_ids": checked_ids(previous_chunk_ids),
-            "filters": checked_filters(filters),
-            **engine_kwargs(lex.ask, access=access, options=options),
-        }
-        with http_errors(), self.engine.reading():
-            return lex.ask(question, **kwargs)
+        principal = current_principal()
+        with http_errors():
+            kwargs = {"question": question, "history": history, "previous_chunk_ids": previous_chunk_ids,
+                      "filters": filters, "access": request_access(principal, access), "options": options}
+            self.engine.lex.check_ask(**kwargs)  # bad input is a 422 before waiting for a turn
+            with self.engine.reading() as lex:
+                return lex.ask(**kwargs)
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> Any:
         """Answer the last user message of an OpenAI-style conversation (`stream: true` streams the answer)."""
-        return chat_completion(model, messages, body)
+        return chat_completion(self.engine, current_principal(), model, messages, body)

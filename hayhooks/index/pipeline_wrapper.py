@@ -1,19 +1,22 @@
 """hayhooks pipeline `index`: index uploaded statute files and/or files already on the server."""
 
 import json
-from typing import Any
 
 from fastapi import UploadFile
 from hayhooks import BasePipelineWrapper
 
-from pipelines.serve import get_engine, http_error, index_files
+from pipelines.serving.auth import current_principal
+from pipelines.serving.engine import get_engine
+from pipelines.serving.errors import http_error
+from pipelines.serving.uploads import index_files
 
 
 class PipelineWrapper(BasePipelineWrapper):
     """
     The indexing pipeline (`yaml/indexing.yaml`) through `LexHay.index`, on the server's shared engine; indexing
     runs alone (retrieve / ask requests wait for it). Multipart form: `files` (uploads), `paths` (server-side files
-    or folders under LEXHAY_INDEX_ROOTS), `collection`, `access` (a JSON object), `scope`.
+    or folders under LEXHAY_INDEX_ROOTS, admin keys only), `collection`, `access` (a JSON object, gateway keys
+    only), `scope`. Writer keys index into their own scope; `global` needs an admin key.
     """
 
     skip_mcp = True  # uploads: not an MCP tool
@@ -33,21 +36,19 @@ class PipelineWrapper(BasePipelineWrapper):
         Index statute files: Markdown with YAML front matter, Brazilian Markdown, plain text or PDF.
 
         :param files: Files to upload and index (the file name's suffix gives the type: .md, .markdown, .txt, .pdf).
-        :param paths: Files or folders on the server to index (under LEXHAY_INDEX_ROOTS, default its working dir).
+        :param paths: Files or folders on the server to index (admin keys, under LEXHAY_INDEX_ROOTS; off by default).
         :param collection: Logical collection of these files (normativa by default; sentencias, criterios).
-        :param access: Owner of these documents as a JSON object: keys among tenant_id, user_id, group_ids, case_id
-            (none = global documents, visible to everyone).
-        :param scope: Who sees them: global, tenant, group or user (default user with a user_id, else tenant).
+        :param access: Gateway keys only: the owner of these documents as a JSON object (tenant_id, user_id,
+            group_ids, case_id) within the gateway's tenant. Other callers index into their key's own scope.
+        :param scope: Who sees them: tenant, group or user (default user with a user_id, else tenant); global (the
+            public documents) for admin keys only.
         :returns: files, articles, parents, children, written, pruned, seconds and per-file errors.
         """
-        known = self.engine.lex.settings.collections
-        if collection is not None and collection not in known:
-            raise http_error(422, f"unknown collection {collection!r}; configured: {sorted(known)}")
         owner = None
         if access:
             try:
                 owner = json.loads(access)
             except json.JSONDecodeError as error:
                 raise http_error(422, f"access must be a JSON object: {error.msg}") from None
-        kwargs: dict[str, Any] = {"collection": collection, "access": owner, "scope": scope}
-        return index_files(self.engine, files, paths, **kwargs)
+        return index_files(self.engine, current_principal(), files, paths, collection=collection, access=owner,
+                           scope=scope)

@@ -4,7 +4,9 @@ from typing import Any
 
 from hayhooks import BasePipelineWrapper
 
-from pipelines.serve import chat_completion, get_engine
+from pipelines.serving.auth import current_principal
+from pipelines.serving.chat import chat_completion
+from pipelines.serving.engine import get_engine
 
 
 class PipelineWrapper(BasePipelineWrapper):
@@ -13,14 +15,15 @@ class PipelineWrapper(BasePipelineWrapper):
     earlier messages as history, streaming included. No `/lexhay/run` route: that is `/ask/run`.
 
     Extra body fields: `previous_chunk_ids` (carryover: the `lexhay.context_chunk_ids` of the previous response),
-    `filters`, `access`, `options`. See `pipelines.serve.chat_completion` and hayhooks/README.md.
+    `filters`, `options`, and `access` for gateway keys. See `pipelines.serving.chat` and hayhooks/README.md.
     """
 
     skip_mcp = True
 
     def setup(self) -> None:
-        self.pipeline = get_engine().lex.pipeline("query")
+        self.engine = get_engine()
+        self.pipeline = self.engine.lex.pipeline("query")
 
     def run_chat_completion(self, model: str, messages: list[dict], body: dict) -> Any:
         """Answer the last user message of an OpenAI-style conversation (`stream: true` streams the answer)."""
-        return chat_completion(model, messages, body)
+        return chat_completion(self.engine, current_principal(), model, messages, body)

