@@ -8,7 +8,6 @@ unchanged on a Qdrant server (the scale-out path).
 
 import atexit
 import json
-import os
 import threading
 import uuid
 from dataclasses import dataclass
@@ -284,7 +283,12 @@ class EdgeDocumentStore:
     def resolved_path(self) -> Path:
         """The absolute store directory: `path`, else `$LEXHAY_STORE`, else `./.lexhay`, resolved on first use."""
         if self._resolved_path is None:
-            raw_path = self.path or os.environ.get(STORE_PATH_ENV) or DEFAULT_STORE_PATH
+            if self.path:
+                raw_path = self.path
+            else:
+                from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
+
+                raw_path = current_settings().store_path or DEFAULT_STORE_PATH
             self._resolved_path = Path(raw_path).expanduser().resolve()
         return self._resolved_path
 

@@ -349,7 +349,9 @@ _GRAPHS_LOCK = threading.Lock()
 def resolve_backend(backend: str | None) -> str:
     """`backend` checked, or (None) `neo4j` when `LEXHAY_NEO4J_URI` is set, else `networkx`."""
     if backend is None:
-        return "neo4j" if os.environ.get(NEO4J_URI_ENV) else "networkx"
+        from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
+
+        return "neo4j" if current_settings().neo4j_uri else "networkx"
     if backend not in BACKENDS:
         raise ValueError(f"Unknown graph backend {backend!r}; use one of {BACKENDS} (or None: automatic)")
     return backend
@@ -364,7 +366,9 @@ def graph_path(path: str | None = None, document_store: Any = None) -> Path:
         return Path(path).expanduser().resolve()
     store_dir = getattr(document_store, "resolved_path", None)
     if store_dir is None:
-        store_dir = Path(os.environ.get("LEXHAY_STORE") or "./.lexhay").expanduser().resolve()
+        from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
+
+        store_dir = Path(current_settings().store_path or "./.lexhay").expanduser().resolve()
     return Path(store_dir) / GRAPH_FILE
 
 
@@ -377,10 +381,13 @@ def open_legal_graph(
     """
     backend = resolve_backend(backend)
     if backend == "neo4j":
-        uri = os.environ.get(NEO4J_URI_ENV)
+        from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
+
+        settings = current_settings()
+        uri = settings.neo4j_uri
         if not uri:
             raise ValueError(f"The neo4j graph backend needs {NEO4J_URI_ENV} (bolt://host:7687)")
-        key = (backend, f"{uri}|{database or os.environ.get(NEO4J_DATABASE_ENV) or ''}")
+        key = (backend, f"{uri}|{database or settings.neo4j_database or ''}")
     else:
         key = (backend, str(graph_path(path, document_store)))
     with _GRAPHS_LOCK:

@@ -60,7 +60,9 @@ def query_embedding_cache() -> TTLCache:
 
 def default_embedder() -> str:
     """The embedder used when none is configured: env `LEXHAY_EMBEDDER`, else `embeddinggemma`."""
-    return os.environ.get(EMBEDDER_ENV) or DEFAULT_EMBEDDER
+    from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
+
+    return current_settings().embedder or DEFAULT_EMBEDDER
 
 
 @cache

@@ -153,7 +153,9 @@ def models_dir() -> Path:
     """
     The folder holding assembled models: env `LEXHAY_MODELS_DIR`, else `~/.cache/lexhay/models`.
     """
-    return Path(os.environ.get(MODELS_DIR_ENV) or DEFAULT_MODELS_DIR).expanduser()
+    from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
+
+    return Path(current_settings().models_dir or DEFAULT_MODELS_DIR).expanduser()
 
 
 def get_spec(name: str) -> ModelSpec:
