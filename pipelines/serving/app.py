@@ -22,7 +22,7 @@ from pipelines.serving.engine import check_store_free, close_engines
 from pipelines.serving.errors import root_cause
 from pipelines.serving.guard import Guard
 from pipelines.serving.openai_compat import OpenAICompat
-from pipelines.settings import Settings, setup_environment
+from pipelines.settings import Settings, current_settings, setup_environment
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def create_app(*, store: str | None = None, pipelines_dir: str | Path | None = N
     os.environ.setdefault("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components.*,pipelines.*")
     serving = server_settings()
     keys = KeyStore(serving.keys_file(store))
-    folder = Path(pipelines_dir or os.environ.get("LEXHAY_HAYHOOKS_DIR") or HAYHOOKS_DIR)
+    folder = Path(pipelines_dir or current_settings().hayhooks_dir or HAYHOOKS_DIR)
     from hayhooks.server.app import create_app as hayhooks_app  # noqa: PLC0415
     from hayhooks.settings import settings  # noqa: PLC0415
     from starlette.middleware.trustedhost import TrustedHostMiddleware  # noqa: PLC0415
@@ -82,7 +82,7 @@ def serve(*, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, store: str | No
     if not 0 < port < 65536:
         raise ValueError(f"port must be 1-65535, got {port}")
     serving = server_settings()
-    keys_file = serving.keys_file(store or os.environ.get("LEXHAY_STORE"))
+    keys_file = serving.keys_file(store or current_settings().store_path)
     if host not in LOOPBACK_HOSTS and not keys_file.exists():
         raise ValueError(
             f"refusing to serve on {host}: without API keys the server is for this machine only. Create a key "
