@@ -121,3 +121,36 @@ def request_flags(base: dict[str, bool], options: dict[str, Any] | None) -> dict
         else:
             raise ValueError(f"Unknown option {key!r}; known: {known}")
     return flags
+
+
+# flag -> the query pipeline inputs (`yaml/query.yaml`: component, input) it sets on every run; `tracing` is the
+# SDK's own (the request trace), not a pipeline input. tests/pipelines/test_pipelines.py checks each input exists.
+FLAG_INPUTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "lexical_first_gating": (("gate", "enabled"),),
+    "multiquery": (("decompose", "enabled"),),
+    "hyde": (("hyde", "enabled"),),
+    "topic_filter": (("topic_resolver", "enabled"),),
+    "crag": (("crag", "enabled"),),
+    "rerank": (("retriever", "rerank"),),
+    "chunk_expansion": (("ref_expander", "enabled"), ("sibling_expander", "enabled")),
+    "graph_enrich": (("graph_enricher", "enabled"),),
+    "compression": (("compressor", "enabled"),),
+    "need_retry": (("need_router", "use_need"),),
+    "tracing": (),
+}
+
+
+def flag_inputs(flags: dict[str, bool]) -> dict[str, dict[str, bool]]:
+    """
+    The query pipeline run inputs of one request's flags: `{component: {input: value}}` (see `FLAG_INPUTS`).
+
+    :raises ValueError: A flag missing from `flags` (pass `request_flags(...)`, which fills the defaults).
+    """
+    missing = sorted(set(FLAG_INPUTS) - set(flags))
+    if missing:
+        raise ValueError(f"flags lacks {missing}; pass request_flags(...)")
+    inputs: dict[str, dict[str, bool]] = {}
+    for flag, targets in FLAG_INPUTS.items():
+        for name, socket in targets:
+            inputs.setdefault(name, {})[socket] = bool(flags[flag])
+    return inputs

