@@ -142,6 +142,15 @@ def _local_llm(llm: dict[str, Any]) -> bool:
     return bool(generator) and generator.get("type", "").endswith("LocalLlamaChatGenerator")
 
 
+def _tree_copy(value: Any) -> Any:
+    """A deep copy of parsed YAML in which no two places share an object (unlike `copy.deepcopy`)."""
+    if isinstance(value, dict):
+        return {key: _tree_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_tree_copy(item) for item in value]
+    return value
+
+
 def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
     """
     Return a copy of a serialized pipeline with the deployment's settings applied.
@@ -149,12 +158,16 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
     Store location (or a Qdrant server instead of the embedded store), embedder model and collection weights
     come from settings, so the YAML files never need editing per deployment. With `opensearch_url`, retrievers take
     their BM25 side from OpenSearch and an indexing pipeline gets an `opensearch_writer` fed with the child chunks.
+    Each YAML lists these settings slots in its header (`&store`, `model: null`, `chat_generator: null`, ...), so
+    the file a reader opens is the pipeline that runs once they are filled.
     """
-    data = yaml.safe_load(yaml.safe_dump(data))  # deep copy
+    data = _tree_copy(data)  # the YAML's anchors (`*store`, `*chain`) become separate copies, each visited once
     llm: dict[str, Any] = {}
 
     def visit(spec: dict[str, Any]) -> None:
         """Apply the settings to one serialized component and, recursively, to the components nested in it."""
+        if "type" in spec and "init_parameters" not in spec:  # the YAML leaves out all-default init parameters
+            spec["init_parameters"] = {}
         params = spec.get("init_parameters")
         if not isinstance(params, dict):
             return
