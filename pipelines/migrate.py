@@ -165,12 +165,12 @@ def migrate_store(
             from haystack_integrations.document_stores.qdrant import QdrantDocumentStore  # noqa: PLC0415
 
             dim = source._open().settings["embedding_dim"] or settings.resolved_embedding_dim()  # noqa: SLF001
-            target = replace(settings, qdrant_url=qdrant_location(to), embedding_dim=dim)
+            target = settings.model_copy(update={"qdrant_url": qdrant_location(to), "embedding_dim": dim})
             qdrant = QdrantDocumentStore.from_dict(_store_dict(target))
         if opensearch_url:
             from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore  # noqa: PLC0415
 
-            target = replace(settings, opensearch_url=opensearch_url)
+            target = settings.model_copy(update={"opensearch_url": opensearch_url})
             opensearch = OpenSearchDocumentStore.from_dict(_opensearch_store_dict(target))
         return migrate(source, qdrant=qdrant, opensearch=opensearch, batch_size=batch_size, on_batch=on_batch)
     finally:
