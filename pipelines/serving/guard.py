@@ -9,7 +9,7 @@ In order, for each HTTP request:
 2. **Authentication**: with a keys file, `Authorization: Bearer <key>` is required on every route (401 without or
    with an unknown key; 403 when the key's roles do not cover the route: `/index/run` needs writer, `/traces`,
    `/draw` and `/v1/files` need admin, everything else reader). The principal is set for the wrappers
-   (`auth.current_principal`).
+   (`auth.current_principal`); admin keys are hayhooks' tracing operators (`request.state.tracing_operator`).
 3. **Rate and concurrency**, per principal (key): at most `LEXHAY_RATE_LIMIT` requests a minute (bursts up to a
    sixth of it) and `LEXHAY_MAX_CONCURRENT` in flight; beyond, a 429 with `Retry-After`. The single-user loopback
    mode (no keys) has no such limits.
@@ -162,6 +162,8 @@ class Guard:
             who = None if principal.local else principal.key_id
             if who is not None:
                 self.limiter.enter(who, principal.rate_limit)
+                if principal.may("admin"):  # hayhooks' hook for hosts that authenticate its traces routes
+                    scope.setdefault("state", {})["tracing_operator"] = True
         except Refused as refused:
             await send_json(send, refused.status, {"detail": refused.message}, refused.headers)
             return

@@ -39,7 +39,7 @@ def make_app(tmp_path, *, keys: bool = True, **settings) -> tuple[TestClient, di
     @app.post("/ask/run")
     def ask(body: dict) -> dict:
         if body.get("slow"):
-            release.wait(5)
+            release.wait(30)
         if body.get("fail"):
             raise HTTPException(422, "question must be a non-empty string")
         return {"ok": True}
@@ -149,7 +149,7 @@ def test_concurrency_limit_per_key(tmp_path):
     slow = threading.Thread(target=lambda: results.append(
         client.post("/ask/run", json={"slow": True}, headers=bearer(keys["reader"])).status_code))
     slow.start()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 30
     second = None
     while time.monotonic() < deadline:
         second = client.get("/status", headers=bearer(keys["reader"]))
@@ -165,7 +165,8 @@ def test_concurrency_limit_per_key(tmp_path):
 
 def test_request_deadline_is_a_504(tmp_path):
     client, keys = make_app(tmp_path, request_timeout=0.3)
-    late = client.post("/ask/run", json={"slow": True}, headers=bearer(keys["reader"]))  # the endpoint waits 5 s
+    threading.Timer(2, client.release.set).start()  # the endpoint waits for this; the deadline is 0.3 s
+    late = client.post("/ask/run", json={"slow": True}, headers=bearer(keys["reader"]))
     assert late.status_code == 504 and "LEXHAY_REQUEST_TIMEOUT" in late.json()["detail"]
     assert client.post("/ask/run", json={}, headers=bearer(keys["reader"])).json() == {"ok": True}
 
