@@ -124,20 +124,20 @@ def _add_opensearch_writer(data: dict[str, Any], settings: Settings) -> None:
     )
 
 
-def _chat_generator_dict() -> dict[str, Any] | None:
-    """The configured LLM (OpenAI-compatible endpoint, else the bundled local model), serialized; None = no LLM."""
+def _chat_generator_dict(settings: Settings | None = None) -> dict[str, Any] | None:
+    """The LLM `settings` configure (OpenAI-compatible endpoint, else the bundled model), serialized; None = no LLM."""
     from haystack.core.serialization import component_to_dict  # noqa: PLC0415
 
     from components.generators.llm_backends import default_chat_generator  # noqa: PLC0415
 
-    generator = default_chat_generator()
+    generator = default_chat_generator(settings=settings)
     return component_to_dict(generator, name="chat_generator") if generator is not None else None
 
 
-def _local_llm(llm: dict[str, Any]) -> bool:
+def _local_llm(llm: dict[str, Any], settings: Settings | None = None) -> bool:
     """Whether the deployment's LLM (resolved once per pipeline, cached in `llm`) is the bundled local model."""
     if "value" not in llm:
-        llm["value"] = _chat_generator_dict()
+        llm["value"] = _chat_generator_dict(settings)
     generator = llm["value"]
     return bool(generator) and generator.get("type", "").endswith("LocalLlamaChatGenerator")
 
@@ -185,7 +185,7 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
             if settings.rerank_relevance == "embedding" and not params.get("model"):
                 params["model"] = settings.embedder  # the query vector comes from the same model
             if settings.rerank_relevance == "llm" and params.get("chat_generator") is None:
-                params["chat_generator"] = _chat_generator_dict()
+                params["chat_generator"] = _chat_generator_dict(settings)
         if spec.get("type") == CRAG_TYPE and settings.embedder in KNOWN_COSINE_RANGES:
             params["cosine_floor"], params["cosine_ceiling"] = KNOWN_COSINE_RANGES[settings.embedder]
         if spec.get("type") == RETRIEVER_TYPE:
@@ -198,9 +198,9 @@ def apply_settings(data: dict[str, Any], settings: Settings) -> dict[str, Any]:
             # LLM stages left without a generator in YAML get the deployment's LLM (LEXHAY_LLM_BASE_URL /
             # OPENAI_API_KEY, else the bundled local model; LEXHAY_LLM=none keeps the deterministic fallbacks)
             if "value" not in llm:
-                llm["value"] = _chat_generator_dict()
+                llm["value"] = _chat_generator_dict(settings)
             params["chat_generator"] = llm["value"]
-        if spec.get("type") == COMPRESSOR_TYPE and _local_llm(llm):
+        if spec.get("type") == COMPRESSOR_TYPE and _local_llm(llm, settings):
             # a CPU-bound local model cannot read a 4000-token context in time: measured 1.5B answers timing out
             # at 60 s on 2 cores with ~4.5k-token prompts (benchmarks/answer_bench.py)
             params["token_budget"] = min(params.get("token_budget") or LOCAL_LLM_TOKEN_BUDGET, LOCAL_LLM_TOKEN_BUDGET)
