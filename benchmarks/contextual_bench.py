@@ -258,7 +258,8 @@ def _timings(llm, docs):
 def cmd_calibrate(args: argparse.Namespace) -> None:
     """Characters per token of the local Qwen tokenizer on the corpus articles (the compressor's estimate)."""
     from components.preprocessors.article_parser import ArticleParser  # noqa: PLC0415
-    from components.builders.context_compressor import CHARS_PER_TOKEN, LlamaTokenizerCounter  # noqa: PLC0415
+    from components.builders.context_compressor import LlamaTokenizerCounter  # noqa: PLC0415
+    from components.utils.chunking import CHARS_PER_TOKEN  # noqa: PLC0415
     from components.converters.statute_converter import StatuteConverter  # noqa: PLC0415
 
     counter = LlamaTokenizerCounter(args.model)

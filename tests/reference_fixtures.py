@@ -10,7 +10,8 @@ from components.preprocessors.article_parser import ArticleParser
 from components.document_stores.edge_document_store import EdgeDocumentStore
 from components.writers.graph_writer import GraphWriter
 from components.extractors.reference_extractor import ReferenceExtractor
-from components.preprocessors.semantic_parent_splitter import SemanticParentSplitter, parent_id_for
+from components.legal.ids import parent_id_for
+from components.preprocessors.semantic_parent_splitter import SemanticParentSplitter
 from tests.corpus_helpers import CORPUS, ET_2015, RD_2720
 
 ET = "BOE-A-2015-11430"

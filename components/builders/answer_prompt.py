@@ -13,8 +13,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.components.builders import ChatPromptBuilder
 from haystack.dataclasses import ChatMessage, ChatRole
 
-from components.legal.legal_text import fold_accents
-from components.validators.meta_parser import META_DELIMITER
+from components.legal.answer_format import ANSWER_CONTEXT_TEMPLATE, META_DELIMITER, context_block
 
 logger = logging.getLogger(__name__)
 
@@ -38,34 +37,6 @@ que una norma superior reconoce al trabajador, nunca empeorarlos.
 Estilo: español claro y bien estructurado (párrafos breves y listas cuando ayuden), con un tono profesional pero \
 cercano. Empieza por la respuesta directa y después explica los detalles, los requisitos y las excepciones."""
 
-# Rendered by ChatPromptBuilder (Jinja2); each block is a dict made by `_block`.
-ANSWER_CONTEXT_TEMPLATE = """\
-Fragmentos de normativa recuperados para esta consulta. Cada fragmento lleva su número entre corchetes: \
-usa ese número en las líneas USED y DROP.
-
-{% for block in blocks -%}
-{% if not loop.first %}
----
-{% endif -%}
-[{{ loop.index }}] {{ block.header }}
-{% if block.note %}{{ block.note }}
-{% endif -%}
-{% if block.chapter %}Capítulo: {{ block.chapter }}
-{% endif -%}
-{% if block.summary %}Resumen: {{ block.summary }}
-{% endif -%}
-Texto: {{ block.text }}
-{%- else -%}
-No se ha recuperado ningún fragmento de normativa para esta consulta.
-{%- endfor %}
-{%- if graph_context %}
-
----
-Relaciones entre normas (grafo legal):
-{{ graph_context }}
-(Estas relaciones orientan la respuesta; no son fragmentos numerados: no las incluyas en USED ni DROP.)
-{%- endif %}"""
-
 ANSWER_FORMAT_INSTRUCTIONS = f"""\
 Formato obligatorio de tu respuesta:
 1. Escribe primero la respuesta completa para el usuario. Cita las normas por su nombre y artículo, no por el \
@@ -87,61 +58,12 @@ pueden sustituirse por dinero...
 USED|1,3
 DROP|2"""
 
-REPEALED_NOTE = "[NOTA: Esta norma está derogada]"
-REPEALED_BY_NOTE = "[NOTA: Esta norma está derogada por {derogated_by}]"
-PARTIALLY_REPEALED_NOTE = "[NOTA: Esta norma está parcialmente derogada; comprueba la vigencia de este artículo]"
-
 _TEMPLATE = [
     ChatMessage.from_system("{{ system_prompt }}"),
     ChatMessage.from_system(ANSWER_CONTEXT_TEMPLATE),
     ChatMessage.from_system(ANSWER_FORMAT_INSTRUCTIONS),
     ChatMessage.from_user("{{ question }}"),
 ]
-
-
-def law_name(document: Document) -> str:
-    """The short name of a block's law ("ET"), else its title, else its id."""
-    meta = document.meta
-    return str(meta.get("law_short") or meta.get("law_title") or meta.get("law_id") or "Norma")
-
-
-def article_heading(document: Document) -> str:
-    """The block's article label and title: "Artículo 38. Vacaciones anuales" ("Artículo 38" without a title)."""
-    meta = document.meta
-    label = str(meta.get("article_label") or (f"Artículo {meta['article']}" if meta.get("article") else ""))
-    title = str(meta.get("article_title") or "").strip().rstrip(".")
-    return f"{label}. {title}" if label and title else label or title
-
-
-def article_body(document: Document) -> str:
-    """A block's text without its leading heading line ("Artículo 38. Vacaciones anuales."), already in the header."""
-    content = (document.content or "").strip()
-    label = fold_accents(str(document.meta.get("article_label") or "")).lower()
-    first, _, rest = content.partition("\n")
-    if label and rest.strip() and fold_accents(first).lower().startswith(label):
-        return rest.strip()
-    return content
-
-
-def _note(meta: dict[str, Any]) -> str:
-    status = meta.get("status")
-    if status == "repealed":
-        derogated_by = meta.get("derogated_by")
-        return REPEALED_BY_NOTE.format(derogated_by=derogated_by) if derogated_by else REPEALED_NOTE
-    return PARTIALLY_REPEALED_NOTE if status == "partially_repealed" else ""
-
-
-def _block(document: Document) -> dict[str, str]:
-    """The fields of one numbered context block, as `ANSWER_CONTEXT_TEMPLATE` lays them out."""
-    meta = document.meta
-    heading = article_heading(document)
-    return {
-        "header": f"{law_name(document)} > {heading}" if heading else law_name(document),
-        "note": _note(meta),
-        "chapter": " > ".join(str(h) for h in meta.get("heading_path") or []),
-        "summary": str(meta.get("summary") or "").strip(),
-        "text": article_body(document),
-    }
 
 
 @component
@@ -267,7 +189,7 @@ class AnswerPromptBuilder:
             )
         rendered = self._builder.run(
             system_prompt=self.system_prompt or ANSWER_SYSTEM_PROMPT,
-            blocks=[_block(doc) for doc in context],
+            blocks=[context_block(doc) for doc in context],
             question=question.strip(),
             graph_context=(graph_context or "").strip(),
         )["prompt"]

@@ -26,16 +26,14 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from jinja2 import Template
 
-from components.builders.answer_prompt import ANSWER_CONTEXT_TEMPLATE, _block, article_body
-from components.generators.extractive_answer import GAP_MARK, stems
+from components.legal.answer_format import ANSWER_CONTEXT_TEMPLATE, GAP_MARK, article_body, context_block
 from components.legal.legal_text import split_sentences
+from components.legal.terms import stems
+from components.utils.chunking import CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_TOKEN_BUDGET = 4000
-# Characters per token of the Qwen2.5 tokenizer, measured on data/corpus minus a ~5% safety margin (module doc).
-CHARS_PER_TOKEN = {"es": 3.8, "pt": 3.35}
-DEFAULT_CHARS_PER_TOKEN = 3.3
 
 _CITATION_RE = re.compile(
     r"\b(?:art(?:[íi]culo|igo)?s?\.?\s*\d+|(?:ley|lei|real\s+decreto(?:[\s-]+(?:ley|legislativo))?|decreto(?:-lei)?"
@@ -265,7 +263,7 @@ class ContextCompressor:
 
     def render(self, documents: list[Document]) -> str:
         """The context message `AnswerPromptBuilder` renders for these blocks (what the budget counts)."""
-        return self._template.render(blocks=[_block(doc) for doc in documents])
+        return self._template.render(blocks=[context_block(doc) for doc in documents])
 
     @component.output_types(documents=list[Document], stats=dict[str, Any])
     def run(
@@ -333,7 +331,7 @@ class ContextCompressor:
 
     def _block_tokens(self, document: Document, number: int, text: str | None = None) -> int:
         """Tokens of one rendered block (header lines, text and the `---` separator)."""
-        block = _block(document)
+        block = context_block(document)
         if text is not None:
             block["text"] = text
         lines = [f"[{number}] {block['header']}"]

@@ -4,8 +4,8 @@ from typing import Any
 
 from haystack import Document
 
-from components.retrievers.chunk_fetcher import PARENT_FILTER
-from components.retrievers.hybrid_retriever import and_filters
+from components.legal.access import and_filters
+from components.legal.ids import PARENT_FILTER
 
 
 def read_blocks(

@@ -11,100 +11,15 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import SparseEmbedding
-from qdrant_edge import Bm25, Bm25Config, Language, StopwordsSet
+from qdrant_edge import Bm25
+
+from components.utils.bm25 import Bm25Models
 
 logger = logging.getLogger(__name__)
-
-# ISO 639-1 codes found in `meta["lang"]` to the language names Qdrant's tokenizer uses.
-LANGUAGE_CODES = {
-    "es": "spanish",
-    "pt": "portuguese",
-    "en": "english",
-    "fr": "french",
-    "it": "italian",
-    "de": "german",
-    "nl": "dutch",
-    "ro": "romanian",
-}
 
 # Measured on data/corpus: a 300-character child chunk holds about 27 tokens after stopword removal, a
 # 2000-character parent block about 170; the context line and embedded meta fields bring children to about 40.
 DEFAULT_AVG_LEN = 40.0
-
-# Qdrant folds accents *before* the stopword check, so with `ascii_folding` the accented entries of its stopword
-# lists ("más", "también", "não") never match and survive as tokens. These are their folded forms (accented
-# stopwords of Qdrant's lists, checked against qdrant-edge-py 0.9.0), added as custom stopwords.
-FOLDED_STOPWORDS = {
-    "spanish": (
-        "el eramos esta estabamos estais estan estara estaran estaras estare estareis estaria estariais estariamos "
-        "estarian estarias estas este esteis esten estes estuvieramos estuviesemos fueramos fuesemos habeis habia "
-        "habiais habiamos habian habias habra habran habras habre habreis habria habriais habriamos habrian habrias "
-        "hayais hubieramos hubiesemos mas mi que seais sera seran seras sere sereis seria seriais seriamos serian "
-        "serias si tambien tendra tendran tendras tendre tendreis tendria tendriais tendriamos tendrian tendrias "
-        "teneis tengais tenia teniais teniamos tenian tenias tu tuvieramos tuviesemos"
-    ).split(),
-    "portuguese": (
-        "a as ate e eramos esta estao estavamos estiveramos estivessemos foramos fossemos ha hao houvera "
-        "houveramos houverao houveriamos houvessemos ja nao nos sao sera serao seriamos so tambem tem tera terao "
-        "teriamos tinhamos tiveramos tivessemos voce voces"
-    ).split(),
-}
-
-
-def _language_name(language: str) -> str:
-    return LANGUAGE_CODES.get(language.lower(), language.lower())
-
-
-class Bm25Models:
-    """The BM25 settings shared by the document and the query embedder, with one `Bm25` model per language."""
-
-    def __init__(self, *, k: float, b: float, avg_len: float | None, ascii_folding: bool) -> None:
-        self.k = k
-        self.b = b
-        self.avg_len = avg_len
-        self.ascii_folding = ascii_folding
-        self._models: dict[str, Bm25] = {}
-
-    def get(self, language: str, fallback: str | None = None) -> Bm25:
-        """
-        Returns the model for `language` (a name such as `spanish` or an ISO code such as `es`).
-
-        Stopwords and the Snowball stemmer follow the language.
-
-        :param language: The language.
-        :param fallback: Language used, with a warning, if Qdrant has no tokenizer for `language`.
-        :raises ValueError: If Qdrant has no tokenizer for the language (and no fallback is given) or a BM25
-            parameter is out of range.
-        """
-        name = _language_name(language)
-        if name not in self._models:
-            stopwords = None
-            if self.ascii_folding and name in FOLDED_STOPWORDS:
-                stopwords = StopwordsSet(
-                    languages={getattr(Language, name.capitalize())}, custom=set(FOLDED_STOPWORDS[name])
-                )
-            config = Bm25Config(
-                k=self.k,
-                b=self.b,
-                avg_len=self.avg_len,
-                language=name,
-                ascii_folding=self.ascii_folding,
-                stopwords=stopwords,
-            )
-            try:
-                self._models[name] = Bm25(config)
-            except ValueError as error:
-                if fallback is None:
-                    raise ValueError(f"Cannot build a BM25 model for language '{language}': {error}") from error
-                logger.warning(
-                    "No BM25 tokenizer for language '{language}' ({error}); using '{fallback}'",
-                    language=language,
-                    error=str(error),
-                    fallback=fallback,
-                )
-                self._models[name] = self.get(fallback)
-        return self._models[name]
-
 
 def _to_sparse_embedding(vector: Any) -> SparseEmbedding:
     return SparseEmbedding(indices=list(vector.indices), values=list(vector.values))

@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.legal.citations import CitationGrammar
 from components.document_stores.legal_graph import article_node_id, law_node_id
-from components.preprocessors.semantic_parent_splitter import parent_id_for
+from components.legal.ids import parent_id_for
 
 logger = logging.getLogger(__name__)
 

@@ -14,11 +14,10 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from components.builders.answer_prompt import article_body, law_name
-from components.query.decompose_query import STOPWORDS
+from components.legal.answer_format import GAP_MARK, META_DELIMITER, article_body, law_name
 from components.legal.citations import CitationGrammar
-from components.legal.legal_text import cardinal_to_int, fold_accents, split_sentences
-from components.validators.meta_parser import META_DELIMITER
+from components.legal.legal_text import fold_accents, split_sentences
+from components.legal.terms import stems
 
 logger = logging.getLogger(__name__)
 
@@ -38,39 +37,11 @@ EXTRACTIVE_NOT_FOUND = (
 QUOTE_LINE = "- «{quote}» ({citation})"
 REPEALED_CITATION_NOTE = "norma derogada"
 META_BLOCK = f"{META_DELIMITER}\nUSED|{{used}}\nDROP|ninguno"
-GAP_MARK = " […] "
 MAX_SENTENCE_CHARS = 500
 ARTICLE_MIN_RATIO = 0.5  # a 2nd or 3rd article is quoted only when its best sentence scores at least this share
 
-_TOKEN_RE = re.compile(r"[a-z0-9]+")
 # a leading enumeration marker, not worth quoting: "1. ", "2 bis. ", "a) ", "b. "
 _ENUMERATOR_RE = re.compile(r"^(?:\d+(?:\.\d+)*(?:\s+bis)?\.|[a-zñ]\)|[a-zñ]\.)\s+")
-
-
-def _stem(word: str) -> str:
-    """A light Spanish stem of an accent-folded word: plural and final vowel dropped, at most 6 letters."""
-    if word.endswith("es") and len(word) > 5 and word[-3] not in "aeiou":
-        word = word[:-2]
-    elif word.endswith("s") and len(word) > 3:
-        word = word[:-1]
-    if word[-1] in "aeo" and len(word) > 3:
-        word = word[:-1]
-    return word[:6]
-
-
-def stems(text: str) -> set[str]:
-    """
-    The accent-folded stems of the content words of `text`: "¿Cuántos días de vacaciones?" -> {"dia", "vacaci"}.
-
-    Stopwords and question words are dropped, number words become digits ("treinta" -> "30").
-    """
-    found = set()
-    for token in _TOKEN_RE.findall(fold_accents(text.lower())):
-        if token in STOPWORDS or (len(token) < 2 and not token.isdigit()):
-            continue
-        number = cardinal_to_int(token)
-        found.add(str(number) if number is not None else token if token.isdigit() else _stem(token))
-    return found
 
 
 def citation(document: Document) -> str:

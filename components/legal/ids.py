@@ -5,9 +5,38 @@ Stages write and read these names; keeping them here means an indexing stage and
 without importing each other.
 """
 
+import hashlib
 from typing import Final
+
+from haystack import Document, logging
+
+logger = logging.getLogger(__name__)
 
 # article keys of the annexed "Ato das Disposições Constitucionais Transitórias" (CF88) and of the approving
 # decree of a texto refundido carry a prefix, so they do not collide with the body's article numbers
 ADCT_PREFIX: Final[str] = "adct-"
 APPROVAL_PREFIX: Final[str] = "rd-"
+
+# Blocks. Parents (an article, or one part of a long article) are what readers and the LLM get; children are the
+# search unit. `meta.level` is "parent" or "child"; a child's `meta.parent_id` names its block.
+PARENT_FILTER = {"field": "meta.level", "operator": "==", "value": "parent"}
+DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the query (absolute relevance signal)
+
+# Logical collections (`meta.collection`) and their default weights in hybrid retrieval and CRAG grading.
+DEFAULT_COLLECTION_WEIGHTS: Final[dict[str, float]] = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
+
+
+def parent_id_for(law_id: str, article: str, part: int, owner: str = "") -> str:
+    """Deterministic id of parent block `part` of an article (`owner`: `components.legal.access.owner_key`, "" = global)."""
+    prefix = f"{owner}|" if owner else ""
+    return hashlib.sha256(f"{prefix}{law_id}|{article}|{part}|parent".encode()).hexdigest()
+
+
+def parent_key(document: Document) -> str:
+    """Id of the parent block `document` belongs to: its own id for a parent (or a chunk without `parent_id`)."""
+    if document.meta.get("level", "parent") == "parent":
+        return document.id
+    if not document.meta.get("parent_id"):
+        logger.warning("Chunk {chunk_id} has no parent_id; used as its own block", chunk_id=document.id)
+        return document.id
+    return document.meta["parent_id"]

@@ -7,7 +7,7 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.builders.access_filter import owner_key
+from components.legal.access import owner_key
 from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX
 from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key
 

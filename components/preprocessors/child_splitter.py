@@ -5,7 +5,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.preprocessors.chunking import pack_sentences
+from components.utils.chunking import pack_sentences
 from components.legal.legal_text import split_sentences
 
 logger = logging.getLogger(__name__)

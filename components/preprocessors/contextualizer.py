@@ -27,8 +27,6 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ChatMessage
 from tqdm import tqdm
 
-from components.builders.answer_prompt import article_heading
-from components.builders.context_compressor import CHARS_PER_TOKEN
 from components.generators.llm_backends import (
     chat_text,
     generator_to_dict,
@@ -36,6 +34,8 @@ from components.generators.llm_backends import (
     warm_up_generator,
     with_deserialized_generator,
 )
+from components.legal.answer_format import article_heading
+from components.utils.chunking import CHARS_PER_TOKEN
 
 logger = logging.getLogger(__name__)
 

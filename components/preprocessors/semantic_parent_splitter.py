@@ -1,6 +1,5 @@
 """Article -> parent blocks: semantic breakpoints for long articles, safety split, sibling parts."""
 
-import hashlib
 import math
 import threading
 from collections import Counter
@@ -9,10 +8,11 @@ from typing import Any
 import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.builders.access_filter import owner_key
-from components.preprocessors.chunking import pack_sentences
+from components.legal.access import owner_key
+from components.legal.ids import parent_id_for
 from components.legal.legal_text import split_sentences
-from components.embedders.sparse_embedder import Bm25Models
+from components.utils.bm25 import Bm25Models
+from components.utils.chunking import pack_sentences
 
 logger = logging.getLogger(__name__)
 
@@ -30,12 +30,6 @@ def _use_model() -> Any:
 
             _USE_MODEL = USE()
         return _USE_MODEL
-
-
-def parent_id_for(law_id: str, article: str, part: int, owner: str = "") -> str:
-    """Deterministic id of parent block `part` of an article (`owner`: `access_filter.owner_key`, "" = global)."""
-    prefix = f"{owner}|" if owner else ""
-    return hashlib.sha256(f"{prefix}{law_id}|{article}|{part}|parent".encode()).hexdigest()
 
 
 @component

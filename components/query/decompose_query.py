@@ -4,21 +4,19 @@ Query decomposition: a user's question in colloquial Spanish -> 1-4 short keywor
 
 `DecomposeQuery` asks a chat generator for the queries (first question, or follow-up with the chunks of the
 previous answer carried over) and falls back to a deterministic keyword extractor when no LLM is configured
-or the call fails. Both paths apply the colloquial -> legal equivalence table (`data/equivalences.yaml`),
-shared with `HyDE` through `load_equivalences`.
+or the call fails. Both paths apply the colloquial -> legal equivalence table (`components/legal/data/equivalences.yaml`,
+read through the shared `components.legal.terms`).
 """
 
 import re
 import time
-from functools import cache
-from pathlib import Path
 from typing import Any
 
-import yaml
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
 from components.legal.legal_text import fold_accents
+from components.legal.terms import dedup, extract_keywords, format_hints, load_equivalences
 from components.generators.llm_backends import (
     chat_json,
     generator_to_dict,
@@ -29,7 +27,6 @@ from components.generators.llm_backends import (
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_EQUIVALENCES_FILE = Path(__file__).resolve().parents[1] / "legal" / "data" / "equivalences.yaml"
 FOLLOWUP_MAX_QUERIES = 3
 HISTORY_MESSAGES = 4
 HISTORY_MAX_CHARS = 200
@@ -82,26 +79,6 @@ Respuesta: []"""
 
 DECOMPOSE_USER_TEMPLATE = "Pregunta: {query}{hints}"
 
-HINTS_HEADER = "\n\nEquivalencias aplicables (término coloquial -> términos jurídicos):"
-
-# Spanish function words, question words, light verbs and fillers, accent-folded (compared with folded tokens).
-STOPWORDS = frozenset(
-    fold_accents(word)
-    for word in """
-    a al algo alguien algun alguna algunas alguno algunos ante antes aqui asi aun aunque bajo bien buenas buenos
-    cada casi caso casos como con conmigo contigo contra corresponde corresponden corresponder cosa cosas cual
-    cuales cualquier cuando cuanta cuantas cuanto cuantos da dado dan dar de debe deben deberia debo decir del desde
-    dice dicen diferencia diferencias donde doy durante e el ella ellas ello ellos en entonces entre era eres es esa
-    esas ese eso esos esta estaba estado estan estar estas este esto estos estoy existe existen favor forma fue ha
-    haber habia habra hace hacen hacer hacia hago han has hasta hay haya he hecho hola hubiera igual ir la las le
-    les lo los luego mal manera me mejor menos mi mia mientras mio mis misma mismo mucho muchos muy nada nadie
-    necesito ni no nos nosotras nosotros nuestra nuestro nunca o ocurre os otra otras otro otros para pasa pasaria
-    peor pero podemos poder podria podrias por porque pregunta puede pueden puedes puedo pues que queria quien
-    quienes quiere quiero respecto sabe saber se sea segun ser si sido siempre sin sino sobre soy su sus tal tambien
-    tampoco tan tanto te tendria tenemos tener tengo tenia tiene tienen tipo toda todas todavia todo todos tras tu
-    tus u un una unas uno unos usted ustedes va vamos veces vez vosotros voy y ya yo
-    """.split()
-)
 
 # Words that only ask to go on with the previous answer; in follow-up mode they bring nothing new to search.
 FOLLOWUP_FILLER = frozenset(
@@ -113,10 +90,8 @@ FOLLOWUP_FILLER = frozenset(
     """.split()
 )
 
-ARTICLE_WORDS = frozenset({"articulo", "articulos", "art", "arts"})
 # single words that qualify the head noun of the previous concept: "despido objetivo y disciplinario"
 _QUALIFIER = re.compile(r"(?:ivo|iva|ario|aria|al|ente|ante|ado|ada|ido|ida|ico|ica|oso|osa|ble|ulo|ula)s?$")
-_WORD = re.compile(r"\w+(?:-\w+)*")
 _ARTICLE_REF = re.compile(
     r"\b(?:art[íi]culos?|arts?\.?)\s*\d+(?:\.\d+)*(?:\s*(?:bis|ter))?(?:\s*(?:y|,)\s*\d+(?:\.\d+)*)*\b",
     re.IGNORECASE,
@@ -129,112 +104,6 @@ _COMPARISONS = (
 _COMPARISON_ITEMS = re.compile(r"\s*,\s*|\s+(?:y|e|o|u|con|vs\.?|versus|frente\s+a)\s+")
 _ALTERNATIVES = re.compile(r"\s+[ou]\s+")
 MAX_ALTERNATIVE_KEYWORDS = 3  # "X o Y" is split only when both sides are short, i.e. two concepts
-
-
-class Equivalences:
-    """
-    The colloquial -> statutory equivalence table: finds its expressions in a text, longest match first.
-
-    Keys match whole words, ignoring case and accents; a matched span is not matched again by a shorter key.
-
-    :param table: Colloquial expression -> space-separated statutory search terms.
-    """
-
-    def __init__(self, table: dict[str, str]) -> None:
-        self.table = table
-        self._patterns = [
-            (key, terms, re.compile(rf"(?<!\w){re.escape(fold_accents(key.lower()))}(?!\w)"))
-            for key, terms in sorted(table.items(), key=lambda item: len(item[0]), reverse=True)
-        ]
-
-    def matches(self, text: str) -> list[tuple[str, str]]:
-        """
-        The table entries found in `text`, in the order they occur.
-
-        :param text: Any text (a question, a concept).
-        :returns: `(colloquial expression, statutory terms)` pairs.
-        :param enabled: Feature flag (`multiquery`; `False` returns the question itself as the only query).
-            A run's `enabled` overrides it.
-        """
-        folded = fold_accents(text.lower())
-        taken: list[tuple[int, int]] = []
-        found: list[tuple[int, str, str]] = []
-        for key, terms, pattern in self._patterns:
-            for hit in pattern.finditer(folded):
-                if any(hit.start() < end and start < hit.end() for start, end in taken):
-                    continue
-                taken.append(hit.span())
-                found.append((hit.start(), key, terms))
-        return [(key, terms) for _, key, terms in sorted(found)]
-
-    def terms(self, text: str) -> list[str]:
-        """The statutory terms of every entry found in `text`, without duplicates (first occurrence kept)."""
-        return _dedup(term for _, terms in self.matches(text) for term in terms.split())
-
-
-@cache
-def load_equivalences(path: str | None = None) -> Equivalences:
-    """
-    Loads an equivalence table (cached per path).
-
-    :param path: A YAML mapping of colloquial expression -> statutory terms; `None` = the bundled
-        `components/legal/data/equivalences.yaml`.
-    :returns: The table.
-    :raises ValueError: The file is missing or is not a mapping of non-empty strings to non-empty strings.
-    """
-    file = Path(path) if path else DEFAULT_EQUIVALENCES_FILE
-    if not file.is_file():
-        raise ValueError(f"Equivalences file not found: {file}")
-    data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-    if not isinstance(data, dict) or not all(
-        isinstance(key, str) and key.strip() and isinstance(value, str) and value.strip()
-        for key, value in data.items()
-    ):
-        raise ValueError(f"{file} must be a YAML mapping of colloquial expression -> statutory search terms (strings).")
-    return Equivalences({key.strip().lower(): " ".join(value.split()) for key, value in data.items()})
-
-
-def format_hints(matches: list[tuple[str, str]]) -> str:
-    """The equivalences found in a question as a block appended to an LLM prompt (empty when none)."""
-    if not matches:
-        return ""
-    return HINTS_HEADER + "".join(f"\n- {key} -> {terms}" for key, terms in matches)
-
-
-def _dedup(items: Any) -> list[str]:
-    """Items without repeats, comparing case- and accent-insensitively; the first spelling is kept."""
-    seen: set[str] = set()
-    out: list[str] = []
-    for item in items:
-        folded = fold_accents(item.lower())
-        if folded not in seen:
-            seen.add(folded)
-            out.append(item)
-    return out
-
-
-def extract_keywords(text: str, *, extra_stopwords: frozenset[str] = frozenset()) -> list[str]:
-    """
-    Content words of `text`, lowercased, accents kept: stopwords, question words and article numbers removed.
-
-    :param text: A question or a part of it.
-    :param extra_stopwords: More accent-folded words to drop.
-    :returns: The keywords in order, without duplicates.
-    """
-    keywords: list[str] = []
-    after_article = False
-    for token in _WORD.findall(text.lower()):
-        folded = fold_accents(token)
-        if folded in ARTICLE_WORDS:
-            after_article = True
-            continue
-        if after_article and (token[0].isdigit() or folded in ("bis", "ter")):
-            continue
-        after_article = False
-        if folded in STOPWORDS or folded in extra_stopwords or (len(token) < 2 and not token.isdigit()):
-            continue
-        keywords.append(token)
-    return _dedup(keywords)
 
 
 def split_concepts(question: str) -> list[str]:
@@ -315,7 +184,7 @@ def _queries_from_reply(parsed: Any, raw: str, *, follow_up: bool, limit: int) -
     if isinstance(parsed, str):
         parsed = [parsed]
     if isinstance(parsed, list):
-        queries = _dedup(q for q in (clean_query(item) for item in parsed if isinstance(item, str)) if q)[:limit]
+        queries = dedup(q for q in (clean_query(item) for item in parsed if isinstance(item, str)) if q)[:limit]
         if queries or (follow_up and not parsed):
             return queries, "llm"
         return None, "empty_reply"
@@ -507,9 +376,9 @@ class DecomposeQuery:
         for concept in split_concepts(query):
             keywords = extract_keywords(concept, extra_stopwords=extra)
             if keywords:
-                terms = _dedup([*keywords, *self.equivalences.terms(concept)])
+                terms = dedup([*keywords, *self.equivalences.terms(concept)])
                 queries.append(" ".join(terms[:MAX_FALLBACK_TERMS]))
-        queries = _dedup(queries)[:limit]
+        queries = dedup(queries)[:limit]
         if not queries and not follow_up:
             queries = [clean_query(query) or query.strip()]
         return queries

@@ -10,8 +10,8 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from components.query.decompose_query import format_hints, load_equivalences
 from components.legal.legal_text import fold_accents
+from components.legal.terms import format_hints, load_equivalences
 from components.generators.llm_backends import (
     chat_text,
     generator_to_dict,

@@ -12,7 +12,8 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from components.retrievers.hybrid_retriever import and_filters
+from components.legal.access import and_filters
+from components.legal.topics import GENERAL_TOPIC, TopicMatcher, load_topics
 from components.generators.llm_backends import (
     chat_json,
     generator_to_dict,
@@ -20,7 +21,6 @@ from components.generators.llm_backends import (
     warm_up_generator,
     with_deserialized_generator,
 )
-from components.extractors.topic_tagger import GENERAL_TOPIC, TopicMatcher, load_topics
 
 DISABLED_TRACE = {"path": "disabled"}
 

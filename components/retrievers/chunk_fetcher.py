@@ -4,12 +4,12 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.retrievers.hybrid_retriever import and_filters
-from components.retrievers.parent_resolver import parent_key
+from components.legal.access import and_filters
+from components.legal.ids import PARENT_FILTER, parent_key
 
 logger = logging.getLogger(__name__)
 
-PARENT_FILTER = {"field": "meta.level", "operator": "==", "value": "parent"}
+
 
 
 @component

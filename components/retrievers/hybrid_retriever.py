@@ -6,12 +6,12 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import SparseEmbedding
 
-from components.retrievers.parent_resolver import DENSE_SCORE, parent_key
+from components.legal.access import and_filters
+from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS, DENSE_SCORE, parent_key
 
 logger = logging.getLogger(__name__)
 
 MODES = ("dense", "sparse", "hybrid")
-DEFAULT_COLLECTION_WEIGHTS = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
 
 # BM25 request on the OpenSearch lexical store: the chunk text and its article title (the fields the embedded BM25
 # vectors embed), any term may match; `$filters` always holds at least the collection condition.
@@ -25,14 +25,6 @@ LEXICAL_BM25_QUERY: dict[str, Any] = {
         }
     }
 }
-
-
-def and_filters(*filters: dict[str, Any] | None) -> dict[str, Any] | None:
-    """AND-combine Haystack filters, dropping empty ones."""
-    conditions = [f for f in filters if f]
-    if not conditions:
-        return None
-    return conditions[0] if len(conditions) == 1 else {"operator": "AND", "conditions": conditions}
 
 
 @component

@@ -4,19 +4,9 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components.legal.ids import DENSE_SCORE, parent_key
+
 logger = logging.getLogger(__name__)
-
-DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the query (absolute relevance signal)
-
-
-def parent_key(document: Document) -> str:
-    """Id of the parent block `document` belongs to: its own id for a parent (or a chunk without `parent_id`)."""
-    if document.meta.get("level", "parent") == "parent":
-        return document.id
-    if not document.meta.get("parent_id"):
-        logger.warning("Chunk {chunk_id} has no parent_id; used as its own block", chunk_id=document.id)
-        return document.id
-    return document.meta["parent_id"]
 
 
 @component

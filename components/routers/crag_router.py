@@ -7,9 +7,9 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.query.decompose_query import DEFAULT_EQUIVALENCES_FILE, Equivalences, extract_keywords, load_equivalences
-from components.retrievers.hybrid_retriever import DEFAULT_COLLECTION_WEIGHTS
+from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS
 from components.legal.legal_text import fold_accents
+from components.legal.terms import DEFAULT_EQUIVALENCES_FILE, Equivalences, extract_keywords, load_equivalences
 
 logger = logging.getLogger(__name__)
 

@@ -4,12 +4,12 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components.legal.access import and_filters
+from components.legal.answer_format import UNVERIFIED_MARK
 from components.legal.citations import CitationGrammar, citation_condition, law_key
-from components.retrievers.hybrid_retriever import and_filters
 
 logger = logging.getLogger(__name__)
 
-UNVERIFIED_MARK: Final[str] = "[cita no verificada]"
 REASON_NOT_IN_CONTEXT: Final[str] = "not_in_context"
 REASON_NOT_IN_INDEX: Final[str] = "not_in_index"
 

@@ -6,11 +6,11 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
+from components.legal.answer_format import DELIMITER_RE, META_DELIMITER, META_LINE_RE
 from components.legal.citations import CitationGrammar
 
 logger = logging.getLogger(__name__)
 
-META_DELIMITER: Final[str] = "===META==="
 MAX_NEEDS: Final[int] = 2
 WARN_NO_REPLY: Final[str] = "empty reply: no answer and no metadata"
 WARN_NO_DELIMITER: Final[str] = f"no {META_DELIMITER} delimiter"
@@ -25,11 +25,6 @@ WARN_NEED_WITHOUT_LAW: Final[str] = "NEED for article {article} without a law"
 WARN_UNKNOWN_LAW: Final[str] = "NEED law not in the laws table: {law!r}"
 WARN_USED_FROM_TEXT: Final[str] = "USED taken from the [n] references in the answer"
 
-# "===META===", "=== META ===", "==META==", "**===META===**"
-DELIMITER_RE: Final[re.Pattern[str]] = re.compile(r"^[ \t*_`]*={2,}[ \t]*META[ \t]*={2,}[ \t*_`]*$", re.I | re.M)
-META_LINE_RE: Final[re.Pattern[str]] = re.compile(
-    r"^[ \t*_`-]*(?P<key>USED|DROP|NEED)[ \t*_`]*[|:](?P<value>.*)$", re.IGNORECASE
-)
 _NONE_VALUES: Final[frozenset[str]] = frozenset(
     {"", "ninguno", "ninguna", "ningun", "nada", "none", "nenhum", "nenhuma", "-", "n/a", "[]"}
 )

@@ -3,7 +3,7 @@
 import pytest
 from haystack.dataclasses import ChatMessage
 
-from components.builders.access_filter import access_filter
+from components.legal.access import access_filter
 from pipelines.sdk import LexHay
 
 SECRET = "cláusula reservada número {n}"

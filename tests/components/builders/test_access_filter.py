@@ -1,7 +1,8 @@
 import pytest
 from haystack import Document
 
-from components.builders.access_filter import AccessFilter, access_filter, check_access, tenant_meta
+from components.builders.access_filter import AccessFilter
+from components.legal.access import access_filter, check_access, tenant_meta
 from components.document_stores.edge_document_store import EdgeDocumentStore
 
 DOCS = [
@@ -122,7 +123,7 @@ def test_case_documents_are_a_boundary_for_non_admins(store):
 
 
 def test_only_admins_write_global_and_writers_stay_in_their_scope():
-    from components.builders.access_filter import AccessDenied
+    from components.legal.access import AccessDenied
 
     writer = {"tenant_id": "acme", "roles": ["writer"]}
     with pytest.raises(AccessDenied, match="only an admin"):
@@ -141,7 +142,7 @@ def test_only_admins_write_global_and_writers_stay_in_their_scope():
 
 
 def test_owner_condition_selects_exactly_one_owner(store):
-    from components.builders.access_filter import owner_condition
+    from components.legal.access import owner_condition
 
     ids = {d.id for d in store.filter_documents(owner_condition({"scope": "tenant", "tenant_id": "acme"}))}
     assert ids == {"acme-all"}
@@ -152,7 +153,7 @@ def test_owner_condition_selects_exactly_one_owner(store):
 
 
 def test_deep_or_huge_filters_are_value_errors_not_recursion_errors():
-    from components.builders.access_filter import MAX_FILTER_LIST, check_filters
+    from components.legal.access import MAX_FILTER_LIST, check_filters
 
     deep: dict = {"field": "meta.law_id", "operator": "==", "value": "ET"}
     for _ in range(5000):

@@ -7,8 +7,8 @@ from haystack import Document
 
 from components.builders.answer_prompt import AnswerPromptBuilder
 from components.preprocessors.article_parser import ArticleParser
+from components.utils.chunking import CHARS_PER_TOKEN
 from components.builders.context_compressor import (
-    CHARS_PER_TOKEN,
     ContextCompressor,
     EstimateCounter,
     HFTokenizerCounter,

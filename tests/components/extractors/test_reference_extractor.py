@@ -2,7 +2,7 @@ import pytest
 from haystack import Document
 
 from components.extractors.reference_extractor import ReferenceExtractor
-from components.preprocessors.semantic_parent_splitter import parent_id_for
+from components.legal.ids import parent_id_for
 from tests.corpus_helpers import ET_2015, RD_2720
 from tests.reference_fixtures import ET, ET1995, ET_1995_FILE, RD, extracted
 

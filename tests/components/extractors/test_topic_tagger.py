@@ -3,7 +3,8 @@ import logging
 import pytest
 from haystack import Document, Pipeline
 
-from components.extractors.topic_tagger import DEFAULT_TOPICS_FILE, TOPICS_ENV, TopicTagger, load_topics
+from components.extractors.topic_tagger import TopicTagger
+from components.legal.topics import DEFAULT_TOPICS_FILE, TOPICS_ENV, load_topics
 
 # Real articles of the Estatuto de los Trabajadores (data/corpus/BOE-A-2015-11430.md), abridged.
 ET_38 = """Artículo 38. Vacaciones anuales.

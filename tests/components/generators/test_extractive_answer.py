@@ -2,7 +2,8 @@ import pytest
 from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage
 
-from components.generators.extractive_answer import ExtractiveAnswer, citation, stems
+from components.generators.extractive_answer import ExtractiveAnswer, citation
+from components.legal.terms import stems
 from components.validators.meta_parser import MetaParser
 from tests.corpus_helpers import ET_2015, markdown_article
 

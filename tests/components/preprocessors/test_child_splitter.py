@@ -2,7 +2,7 @@ import pytest
 from haystack import Document
 
 from components.preprocessors.child_splitter import ChildSplitter
-from components.preprocessors.semantic_parent_splitter import parent_id_for
+from components.legal.ids import parent_id_for
 from tests.corpus_helpers import ET_2015, markdown_article
 
 

@@ -3,7 +3,8 @@ import re
 import pytest
 from haystack import Document
 
-from components.preprocessors.semantic_parent_splitter import SemanticParentSplitter, parent_id_for
+from components.legal.ids import parent_id_for
+from components.preprocessors.semantic_parent_splitter import SemanticParentSplitter
 from tests.corpus_helpers import ET_2015, markdown_article
 
 

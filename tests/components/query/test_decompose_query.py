@@ -12,9 +12,9 @@ from components.query.decompose_query import (
     DECOMPOSE_SYSTEM_PROMPT,
     FOLLOWUP_SYSTEM_PROMPT,
     DecomposeQuery,
-    load_equivalences,
     split_concepts,
 )
+from components.legal.terms import load_equivalences
 from components.generators.llm_backends import LocalLlamaChatGenerator, default_chat_generator
 from components.utils.models import is_installed
 from tests.scripted_llm import ScriptedChatGenerator

@@ -3,7 +3,8 @@ from haystack import Document, Pipeline
 from haystack.dataclasses import ChatRole
 
 from components.query.topic_resolver import TopicResolver
-from components.extractors.topic_tagger import DEFAULT_TOPICS_FILE, TopicTagger, load_topics
+from components.extractors.topic_tagger import TopicTagger
+from components.legal.topics import DEFAULT_TOPICS_FILE, load_topics
 from tests.scripted_llm import ScriptedChatGenerator
 
 VACATIONS = "¿cuántos días de vacaciones tengo?"

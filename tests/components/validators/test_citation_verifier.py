@@ -1,7 +1,8 @@
 import pytest
 from haystack import Document
 
-from components.validators.citation_verifier import UNVERIFIED_MARK, CitationVerifier
+from components.legal.answer_format import UNVERIFIED_MARK
+from components.validators.citation_verifier import CitationVerifier
 from components.document_stores.edge_document_store import EdgeDocumentStore
 from tests.corpus_helpers import ET_2015, markdown_article
 

@@ -1,4 +1,11 @@
-"""Size-bounded packing of sentences into chunks with word-aligned overlap (shared by the splitters)."""
+"""Size-bounded packing of sentences into chunks with word-aligned overlap (shared by the splitters), and the
+characters-per-token estimate that sizes text for the bundled LLM."""
+
+# Characters per token of the Qwen2.5 tokenizer per language, with a ~5% safety margin (how it was measured:
+# benchmarks/README.md); `DEFAULT_CHARS_PER_TOKEN` for other languages. Shared by the context compressor (token
+# budget) and the contextualizer (LLM usage estimate).
+CHARS_PER_TOKEN = {"es": 3.8, "pt": 3.35}
+DEFAULT_CHARS_PER_TOKEN = 3.3
 
 
 def wrap_words(text: str, limit: int) -> list[str]:

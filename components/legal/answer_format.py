@@ -1,0 +1,107 @@
+"""
+The answer format: what the answer stage reads and writes around the LLM.
+
+- the numbered context: `ANSWER_CONTEXT_TEMPLATE` rendered over `context_block`s (header "ET > Artículo 38.
+  Vacaciones anuales", repeal note, chapter path, summary, text), with `law_name` / `article_heading` /
+  `article_body` naming a block the same way wherever it is cited or quoted;
+- the reply's metadata block: `META_DELIMITER` ("===META===") followed by `USED|...`, `DROP|...`, `NEED|...`
+  lines (`DELIMITER_RE`, `META_LINE_RE` accept the variants small models write);
+- marks left in answer text: `UNVERIFIED_MARK` after a citation the index does not hold, `GAP_MARK` between
+  non-adjacent quoted sentences.
+
+The prompt builder, the compressor that budgets the prompt, the extractive answer, the META parser, the citation
+verifier and the HTTP layer (which strips the META block from streamed replies) all import these from here.
+"""
+
+import re
+from typing import Any, Final
+
+from haystack import Document
+
+from components.legal.legal_text import fold_accents
+
+META_DELIMITER: Final[str] = "===META==="
+# "===META===", "=== META ===", "==META==", "**===META===**"
+DELIMITER_RE: Final[re.Pattern[str]] = re.compile(r"^[ \t*_`]*={2,}[ \t]*META[ \t]*={2,}[ \t*_`]*$", re.I | re.M)
+META_LINE_RE: Final[re.Pattern[str]] = re.compile(
+    r"^[ \t*_`-]*(?P<key>USED|DROP|NEED)[ \t*_`]*[|:](?P<value>.*)$", re.IGNORECASE
+)
+UNVERIFIED_MARK: Final[str] = "[cita no verificada]"
+GAP_MARK = " […] "
+
+REPEALED_NOTE = "[NOTA: Esta norma está derogada]"
+REPEALED_BY_NOTE = "[NOTA: Esta norma está derogada por {derogated_by}]"
+PARTIALLY_REPEALED_NOTE = "[NOTA: Esta norma está parcialmente derogada; comprueba la vigencia de este artículo]"
+
+# Rendered by ChatPromptBuilder (Jinja2); each block is a dict made by `context_block`.
+ANSWER_CONTEXT_TEMPLATE = """\
+Fragmentos de normativa recuperados para esta consulta. Cada fragmento lleva su número entre corchetes: \
+usa ese número en las líneas USED y DROP.
+
+{% for block in blocks -%}
+{% if not loop.first %}
+---
+{% endif -%}
+[{{ loop.index }}] {{ block.header }}
+{% if block.note %}{{ block.note }}
+{% endif -%}
+{% if block.chapter %}Capítulo: {{ block.chapter }}
+{% endif -%}
+{% if block.summary %}Resumen: {{ block.summary }}
+{% endif -%}
+Texto: {{ block.text }}
+{%- else -%}
+No se ha recuperado ningún fragmento de normativa para esta consulta.
+{%- endfor %}
+{%- if graph_context %}
+
+---
+Relaciones entre normas (grafo legal):
+{{ graph_context }}
+(Estas relaciones orientan la respuesta; no son fragmentos numerados: no las incluyas en USED ni DROP.)
+{%- endif %}"""
+
+
+def law_name(document: Document) -> str:
+    """The short name of a block's law ("ET"), else its title, else its id."""
+    meta = document.meta
+    return str(meta.get("law_short") or meta.get("law_title") or meta.get("law_id") or "Norma")
+
+
+def article_heading(document: Document) -> str:
+    """The block's article label and title: "Artículo 38. Vacaciones anuales" ("Artículo 38" without a title)."""
+    meta = document.meta
+    label = str(meta.get("article_label") or (f"Artículo {meta['article']}" if meta.get("article") else ""))
+    title = str(meta.get("article_title") or "").strip().rstrip(".")
+    return f"{label}. {title}" if label and title else label or title
+
+
+def article_body(document: Document) -> str:
+    """A block's text without its leading heading line ("Artículo 38. Vacaciones anuales."), already in the header."""
+    content = (document.content or "").strip()
+    label = fold_accents(str(document.meta.get("article_label") or "")).lower()
+    first, _, rest = content.partition("\n")
+    if label and rest.strip() and fold_accents(first).lower().startswith(label):
+        return rest.strip()
+    return content
+
+
+def _note(meta: dict[str, Any]) -> str:
+    status = meta.get("status")
+    if status == "repealed":
+        derogated_by = meta.get("derogated_by")
+        return REPEALED_BY_NOTE.format(derogated_by=derogated_by) if derogated_by else REPEALED_NOTE
+    return PARTIALLY_REPEALED_NOTE if status == "partially_repealed" else ""
+
+
+def context_block(document: Document) -> dict[str, str]:
+    """The fields of one numbered context block, as `ANSWER_CONTEXT_TEMPLATE` lays them out."""
+    meta = document.meta
+    heading = article_heading(document)
+    return {
+        "header": f"{law_name(document)} > {heading}" if heading else law_name(document),
+        "note": _note(meta),
+        "chapter": " > ".join(str(h) for h in meta.get("heading_path") or []),
+        "summary": str(meta.get("summary") or "").strip(),
+        "text": article_body(document),
+    }

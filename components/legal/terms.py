@@ -1,0 +1,224 @@
+"""
+Shared term tables and word-level text analysis of Spanish (and Portuguese) legal questions.
+
+The colloquial -> statutory equivalence table (`components/legal/data/equivalences.yaml`, `load_equivalences`),
+the Spanish stopwords, keyword extraction and light stemming. Query decomposition, HyDE, CRAG retry queries, the
+extractive answer and the context compressor all read questions through these, so they agree on what a content
+word is.
+"""
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.legal.legal_text import cardinal_to_int, detect_query_language, fold_accents
+
+DEFAULT_EQUIVALENCES_FILE = Path(__file__).resolve().parent / "data" / "equivalences.yaml"
+HINTS_HEADER = "\n\nEquivalencias aplicables (término coloquial -> términos jurídicos):"
+
+# Spanish function words, question words, light verbs and fillers, accent-folded (compared with folded tokens).
+STOPWORDS = frozenset(
+    fold_accents(word)
+    for word in """
+    a al algo alguien algun alguna algunas alguno algunos ante antes aqui asi aun aunque bajo bien buenas buenos
+    cada casi caso casos como con conmigo contigo contra corresponde corresponden corresponder cosa cosas cual
+    cuales cualquier cuando cuanta cuantas cuanto cuantos da dado dan dar de debe deben deberia debo decir del desde
+    dice dicen diferencia diferencias donde doy durante e el ella ellas ello ellos en entonces entre era eres es esa
+    esas ese eso esos esta estaba estado estan estar estas este esto estos estoy existe existen favor forma fue ha
+    haber habia habra hace hacen hacer hacia hago han has hasta hay haya he hecho hola hubiera igual ir la las le
+    les lo los luego mal manera me mejor menos mi mia mientras mio mis misma mismo mucho muchos muy nada nadie
+    necesito ni no nos nosotras nosotros nuestra nuestro nunca o ocurre os otra otras otro otros para pasa pasaria
+    peor pero podemos poder podria podrias por porque pregunta puede pueden puedes puedo pues que queria quien
+    quienes quiere quiero respecto sabe saber se sea segun ser si sido siempre sin sino sobre soy su sus tal tambien
+    tampoco tan tanto te tendria tenemos tener tengo tenia tiene tienen tipo toda todas todavia todo todos tras tu
+    tus u un una unas uno unos usted ustedes va vamos veces vez vosotros voy y ya yo
+    """.split()
+)
+# Portuguese (Brazilian, colloquial spellings included) function words, question words, light verbs and fillers.
+PT_STOPWORDS = frozenset(
+    fold_accents(word)
+    for word in """
+    a à ao aos aquela aquele aquilo as assim até ate com como contra da das de dela dele deles depois desse
+    dessa disso do dos e é ela elas ele eles em entre era essa esse esta está estão este estou eu foi fui
+    isso isto já ja la lá lhe mais mas me mesmo meu meus minha minhas muito na nas nem não nao no nos nós num numa o
+    os ou para pra pela pelas pelo pelos por porque pq pode podem posso qual quando quanto quantos quantas que
+    quem se sem ser seu seus só sua suas também tambem te tem têm tenho ter to tô ta tá tu um uma umas uns
+    vai você voce vocês vc vou coisa alguma algum certo direito fazer faz fica ficar dar dá deu diz quer quero
+    """.split()
+)
+STOPWORDS_BY_LANGUAGE = {"es": STOPWORDS, "pt": PT_STOPWORDS}
+
+ARTICLE_WORDS = frozenset({"articulo", "articulos", "art", "arts"})
+_WORD = re.compile(r"\w+(?:-\w+)*")
+_TOKEN_RE = re.compile(r"[a-z0-9]+")
+
+
+class Equivalences:
+    """
+    The colloquial -> statutory equivalence table: finds its expressions in a text, longest match first.
+
+    Keys match whole words, ignoring case and accents; a matched span is not matched again by a shorter key.
+    With tables for several languages, a text is matched against the table of its language (given, or detected
+    with `detect_query_language`; `default_language` when the text gives no evidence).
+
+    :param table: Colloquial expression -> space-separated statutory search terms, in `default_language`.
+    :param by_language: More tables, by ISO 639-1 code (`{"pt": {...}}`).
+    :param default_language: The language of `table`.
+    """
+
+    def __init__(
+        self, table: dict[str, str], *, by_language: dict[str, dict[str, str]] | None = None,
+        default_language: str = "es",
+    ) -> None:
+        self.table = table
+        self.default_language = default_language
+        self.by_language = {**(by_language or {}), default_language: table}
+        self._patterns_by_language = {
+            language: [
+                (key, terms, re.compile(rf"(?<!\w){re.escape(fold_accents(key.lower()))}(?!\w)"))
+                for key, terms in sorted(entries.items(), key=lambda item: len(item[0]), reverse=True)
+            ]
+            for language, entries in self.by_language.items()
+        }
+
+    def language_of(self, text: str) -> str:
+        """The table language `text` is matched in: detected, else the default; one without a table -> default."""
+        language = detect_query_language(text, default=self.default_language) if len(self.by_language) > 1 else None
+        return language if language in self.by_language else self.default_language
+
+    def matches(self, text: str, language: str | None = None) -> list[tuple[str, str]]:
+        """
+        The table entries found in `text`, in the order they occur.
+
+        :param text: Any text (a question, a concept).
+        :param language: The text's language (ISO 639-1); None detects it.
+        :returns: `(colloquial expression, statutory terms)` pairs.
+        """
+        language = language if language in self.by_language else self.language_of(text)
+        folded = fold_accents(text.lower())
+        taken: list[tuple[int, int]] = []
+        found: list[tuple[int, str, str]] = []
+        for key, terms, pattern in self._patterns_by_language[language]:
+            for hit in pattern.finditer(folded):
+                if any(hit.start() < end and start < hit.end() for start, end in taken):
+                    continue
+                taken.append(hit.span())
+                found.append((hit.start(), key, terms))
+        return [(key, terms) for _, key, terms in sorted(found)]
+
+    def terms(self, text: str, language: str | None = None) -> list[str]:
+        """The statutory terms of every entry found in `text`, without duplicates (first occurrence kept)."""
+        return dedup(term for _, terms in self.matches(text, language) for term in terms.split())
+
+
+@cache
+def load_equivalences(path: str | None = None) -> Equivalences:
+    """
+    Loads an equivalence table (cached per path).
+
+    :param path: A YAML mapping of colloquial expression -> statutory terms (Spanish), optionally with
+        per-language mappings under two-letter language keys (`pt: {mandado embora: dispensa ...}`); `None` = the
+        bundled `components/legal/data/equivalences.yaml`.
+    :returns: The table.
+    :raises ValueError: The file is missing or is not a mapping of non-empty strings to non-empty strings.
+    """
+    file = Path(path) if path else DEFAULT_EQUIVALENCES_FILE
+    if not file.is_file():
+        raise ValueError(f"Equivalences file not found: {file}")
+    data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        data = None
+    languages = [key for key in (data or {}) if re.fullmatch(r"[a-z]{2}", str(key)) and isinstance(data[key], dict)]
+    sections = {key: data.pop(key) for key in languages}
+
+    def valid(table: Any) -> bool:
+        return isinstance(table, dict) and all(
+            isinstance(key, str) and key.strip() and isinstance(value, str) and value.strip()
+            for key, value in table.items()
+        )
+
+    if not valid(data) or not all(valid(table) for table in sections.values()):
+        raise ValueError(f"{file} must be a YAML mapping of colloquial expression -> statutory search terms (strings).")
+
+    def clean(table: dict[str, str]) -> dict[str, str]:
+        return {key.strip().lower(): " ".join(value.split()) for key, value in table.items()}
+
+    return Equivalences(clean(data), by_language={code: clean(table) for code, table in sections.items()})
+
+
+def format_hints(matches: list[tuple[str, str]]) -> str:
+    """The equivalences found in a question as a block appended to an LLM prompt (empty when none)."""
+    if not matches:
+        return ""
+    return HINTS_HEADER + "".join(f"\n- {key} -> {terms}" for key, terms in matches)
+
+
+def dedup(items: Any) -> list[str]:
+    """Items without repeats, comparing case- and accent-insensitively; the first spelling is kept."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for item in items:
+        folded = fold_accents(item.lower())
+        if folded not in seen:
+            seen.add(folded)
+            out.append(item)
+    return out
+
+
+def extract_keywords(
+    text: str, *, extra_stopwords: frozenset[str] = frozenset(), language: str | None = None
+) -> list[str]:
+    """
+    Content words of `text`, lowercased, accents kept: stopwords, question words and article numbers removed.
+
+    :param text: A question or a part of it.
+    :param extra_stopwords: More accent-folded words to drop.
+    :param language: `es` or `pt` (the stopwords of that language); None detects it (Spanish without evidence).
+    :returns: The keywords in order, without duplicates.
+    """
+    stopwords = STOPWORDS_BY_LANGUAGE.get(language or detect_query_language(text, default="es") or "es", STOPWORDS)
+    keywords: list[str] = []
+    after_article = False
+    for token in _WORD.findall(text.lower()):
+        folded = fold_accents(token)
+        if folded in ARTICLE_WORDS:
+            after_article = True
+            continue
+        if after_article and (token[0].isdigit() or folded in ("bis", "ter")):
+            continue
+        after_article = False
+        if folded in stopwords or folded in extra_stopwords or (len(token) < 2 and not token.isdigit()):
+            continue
+        keywords.append(token)
+    return dedup(keywords)
+
+
+def _stem(word: str) -> str:
+    """A light Spanish stem of an accent-folded word: plural and final vowel dropped, at most 6 letters."""
+    if word.endswith("es") and len(word) > 5 and word[-3] not in "aeiou":
+        word = word[:-2]
+    elif word.endswith("s") and len(word) > 3:
+        word = word[:-1]
+    if word[-1] in "aeo" and len(word) > 3:
+        word = word[:-1]
+    return word[:6]
+
+
+def stems(text: str, language: str = "es") -> set[str]:
+    """
+    The accent-folded stems of the content words of `text`: "¿Cuántos días de vacaciones?" -> {"dia", "vacaci"}.
+
+    Stopwords (of `language`: `es`, `pt`) and question words are dropped, number words become digits ("treinta" ->
+    "30").
+    """
+    stopwords = STOPWORDS_BY_LANGUAGE.get(language, STOPWORDS)
+    found = set()
+    for token in _TOKEN_RE.findall(fold_accents(text.lower())):
+        if token in stopwords or (len(token) < 2 and not token.isdigit()):
+            continue
+        number = cardinal_to_int(token)
+        found.add(str(number) if number is not None else token if token.isdigit() else _stem(token))
+    return found
