@@ -272,7 +272,8 @@ def test_apply_settings_wires_opensearch_into_indexing_and_retrieval():
     assert {"sender": "level_router.children", "receiver": "opensearch_writer.documents"} in indexing["connections"]
     retriever = _loaded("retrieval", settings)["components"]["retriever"]["init_parameters"]
     assert retriever["lexical_store"] == store and retriever["rrf_k"] == 60
-    query = _loaded("query", settings)["components"]["retriever"]["init_parameters"]["retriever"]["init_parameters"]
+    chain = _loaded("query", settings)["components"]["retriever"]["init_parameters"]["chain"]["init_parameters"]
+    query = chain["retriever"]["init_parameters"]
     assert query["lexical_store"] == store and query["rrf_k"] == 60
     pipe = Pipeline.from_dict(indexing, allowed_modules=ALLOWED_MODULES)
     assert isinstance(pipe.get_component("opensearch_writer"), OpenSearchWriter)
