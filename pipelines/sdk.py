@@ -106,13 +106,14 @@ def _result_flags(flags: dict[str, bool]) -> dict[str, bool]:
 
 
 def _component_caches(instance: Any, label: str, depth: int = 0) -> list[tuple[str, TTLCache]]:
-    """The TTLCaches a component holds, also in its nested components (one level), labelled `<label>.<attr>`."""
+    """The TTLCaches a component holds, also in its nested components (two levels: a chain's stages), labelled
+    `<label>.<attr>`."""
     found: list[tuple[str, TTLCache]] = []
     for attr, value in vars(instance).items():
         name = f"{label}.{attr.lstrip('_')}"
         if isinstance(value, TTLCache):
             found.append((name, value))
-        elif depth == 0 and hasattr(value, "__haystack_input__"):
+        elif depth < 2 and hasattr(value, "__haystack_input__"):
             found.extend(_component_caches(value, name, depth + 1))
     return found
 
@@ -212,7 +213,7 @@ class LexHay:
 
         `request` (identical `ask` / `retrieve` calls, 30 s), `query_embedding` (process-wide, 1 h) and every
         `TTLCache` held by a loaded pipeline component (e.g. `retrieval.reranker.scores`,
-        `query.retriever.reranker.scores`: LegalReranker scores, 5 min).
+        `query.retriever.chain.reranker.scores`: LegalReranker scores, 5 min).
         """
         stats = {"request": self.request_cache.stats(), "query_embedding": query_embedding_cache().stats()}
         seen: set[int] = set()
