@@ -14,9 +14,8 @@ from typing import Any
 from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
-from components.builders.access_filter import access_filter, check_access, check_filters, owner_key, tenant_meta
 from components.embedders.dense_embedder import query_embedding_cache
-from components.retrievers.hybrid_retriever import and_filters
+from components.legal.access import access_filter, and_filters, check_access, check_filters, owner_key, tenant_meta
 from components.utils.ttl_cache import TTLCache
 from pipelines.flags import request_flags
 from pipelines.history import to_history
