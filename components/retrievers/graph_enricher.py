@@ -4,6 +4,7 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components.legal.access import and_filters, owner_condition, owner_key
 from components.document_stores.block_reader import articles_condition, count_blocks, read_blocks
 from components.document_stores.legal_graph import LegalGraph, article_node_id, open_legal_graph, resolve_backend
 
@@ -168,7 +169,10 @@ class GraphEnricher:
                 if d.meta.get("law_id") and d.meta.get("article")
             )
         )[: self.max_sources]
-        rows = graph.related(sources, hops=self.hops, limit=50 * len(sources) or 1)
+        limit = 50 * len(sources) or 1
+        # edges belong to the owner of the documents that produced them: follow only the owners the caller may read
+        owners = self._readable_owners(graph.related(sources, hops=self.hops, limit=limit), filters)
+        rows = graph.related(sources, hops=self.hops, limit=limit, owners=owners)
         visible = self._visible(sources, rows, filters)
         lines = []
         for source in sources:
@@ -184,6 +188,28 @@ class GraphEnricher:
             kept += 1
         logger.debug("GraphEnricher: {count} article(s) summarized", count=kept)
         return {"documents": documents, "graph_context": text if kept else ""}
+
+    def _readable_owners(self, rows: list[dict[str, Any]], filters: dict[str, Any] | None) -> list[str]:
+        """
+        The edge owners whose documents the caller reads through `filters`: the public corpus always, another
+        owner when one of its blocks of the law that produced such an edge is visible (and of that very owner).
+        """
+        origins: dict[str, set[str]] = {}
+        metas: dict[str, dict[str, Any]] = {}
+        for row in rows:
+            for step in row["path"]:
+                if step.get("owner"):
+                    origins.setdefault(step["owner"], set()).add(str(step.get("origin") or ""))
+                    metas[step["owner"]] = step.get("owner_meta") or {}
+        readable = [""]
+        for owner, laws in origins.items():
+            condition = and_filters(
+                owner_condition(metas[owner]),
+                {"field": "meta.law_id", "operator": "in", "value": sorted(laws)},
+            )
+            if any(owner_key(b.meta) == owner for b in read_blocks(self.document_store, condition, filters)[:50]):
+                readable.append(owner)
+        return readable
 
     def _visible(
         self, sources: list[str], rows: list[dict[str, Any]], filters: dict[str, Any] | None

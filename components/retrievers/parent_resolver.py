@@ -53,12 +53,16 @@ class ParentResolver:
         return default_from_dict(cls, data)
 
     @component.output_types(documents=list[Document])
-    def run(self, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
+    def run(
+        self, documents: list[Document], top_k: int | None = None, filters: dict[str, Any] | None = None
+    ) -> dict[str, list[Document]]:
         """
         Resolve chunk hits to parent blocks.
 
         :param documents: Retrieved chunks (children and/or parents) with scores.
         :param top_k: Overrides the init `top_k`.
+        :param filters: The request's filters (access filter included): parents are read through them, so a
+            parent the caller may not read is never returned, even when one of its chunks was.
         :returns: `documents`: parent blocks sorted by their best hit score.
         """
         top_k = top_k or self.top_k
@@ -79,13 +83,13 @@ class ParentResolver:
         ranked = sorted(best, key=best.__getitem__, reverse=True)[:top_k]
         missing = [pid for pid in ranked if pid not in known]
         if missing:
-            for doc in self._fetch(missing):
+            for doc in self._fetch(missing, filters):
                 known[doc.id] = doc
         out = []
         for pid in ranked:
             doc = known.get(pid)
             if doc is None:
-                logger.warning("Parent {parent_id} not found in the store", parent_id=pid)
+                logger.warning("Parent {parent_id} not found in the store or not readable", parent_id=pid)
                 continue
             meta = {**doc.meta, "matched_chunk_ids": matched[pid]}
             if pid in cosine:
@@ -93,7 +97,10 @@ class ParentResolver:
             out.append(Document(id=doc.id, content=doc.content, meta=meta, score=best[pid]))
         return {"documents": out}
 
-    def _fetch(self, ids: list[str]) -> list[Document]:
-        if hasattr(self.document_store, "get_documents_by_id"):
+    def _fetch(self, ids: list[str], filters: dict[str, Any] | None = None) -> list[Document]:
+        if filters is None and hasattr(self.document_store, "get_documents_by_id"):
             return self.document_store.get_documents_by_id(ids)
-        return self.document_store.filter_documents({"field": "id", "operator": "in", "value": ids})
+        by_id = {"field": "id", "operator": "in", "value": ids}
+        return self.document_store.filter_documents(
+            by_id if filters is None else {"operator": "AND", "conditions": [by_id, filters]}
+        )

@@ -1,13 +1,34 @@
 """A small bounded, thread-safe in-memory cache with per-entry time-to-live and LRU eviction (cachetools inside)."""
 
+import contextlib
+import contextvars
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import cachetools
 
 _MISSING = object()
+# The cache partition of the request running in this context (its tenant; "" = anonymous / the public corpus).
+# Caches shared by a process (query embeddings, reranker scores and block vectors) put it in their keys, so one
+# tenant never gets, nor can time, an entry another tenant's request stored.
+_PARTITION: contextvars.ContextVar[str] = contextvars.ContextVar("lexhay_cache_partition", default="")
+
+
+def cache_partition() -> str:
+    """The cache partition of the current request (see `partitioned`); "" outside one."""
+    return _PARTITION.get()
+
+
+@contextlib.contextmanager
+def partitioned(name: str | None) -> Iterator[str]:
+    """Run a request's cache lookups in partition `name` (a tenant id; None or "" = the public partition)."""
+    token = _PARTITION.set(name or "")
+    try:
+        yield name or ""
+    finally:
+        _PARTITION.reset(token)
 
 
 class TTLCache:

@@ -16,7 +16,9 @@ class GraphWriter:
     (`<store path>/graph.json`) by default, Neo4j when `LEXHAY_NEO4J_URI` is set (see `components.document_stores.legal_graph`).
 
     The laws whose blocks were indexed in this run (nodes with `kind: law` and `indexed: True`) have their old
-    edges replaced, so re-indexing a law never leaves stale or duplicate edges.
+    edges replaced, so re-indexing a law never leaves stale or duplicate edges. Edges belong to `owner` (the access
+    meta the documents were indexed with, `LexHay.index` passes it; None = the public corpus): a tenant's copy of
+    a law replaces only that tenant's edges and never renames a public node (see `LegalGraph`).
 
     ### Usage example
 
@@ -81,6 +83,7 @@ class GraphWriter:
         nodes: list[dict[str, Any]] | None = None,
         edges: list[dict[str, Any]] | None = None,
         enabled: bool | None = None,
+        owner: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """
         Write nodes and edges.
@@ -88,6 +91,8 @@ class GraphWriter:
         :param nodes: Graph nodes (`ReferenceExtractor.nodes`).
         :param edges: Graph edges (`ReferenceExtractor.edges`).
         :param enabled: Overrides the init `enabled` for this run.
+        :param owner: Owner access meta of the documents these came from (`scope`, `tenant_id`, ...; what
+            `tenant_meta` stamps); None = global.
         :returns: `nodes_written`, `edges_written` and the `backend` used (`disabled` when switched off).
         :raises ValueError: A node without `id` or an edge without `source` / `target` / a known `type`.
         """
@@ -98,7 +103,7 @@ class GraphWriter:
         graph = self._graph
         assert graph is not None
         origins = [n["id"] for n in nodes if n.get("kind") == "law" and n.get("indexed")]
-        written = graph.upsert(nodes, edges, replace_origins=origins)
+        written = graph.upsert(nodes, edges, replace_origins=origins, owner=owner)
         logger.info(
             "GraphWriter: {nodes} nodes, {edges} edges ({backend}), replaced edges of {laws} law(s)",
             nodes=len(nodes),

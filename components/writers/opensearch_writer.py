@@ -8,6 +8,8 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.components.writers import DocumentWriter
 from haystack.document_stores.types import DuplicatePolicy
 
+from components.legal.access import owner_condition, owner_key
+
 logger = logging.getLogger(__name__)
 
 OPENSEARCH_ANALYZER = "lexhay_spanish"
@@ -62,8 +64,10 @@ class OpenSearchWriter:
     `DocumentWriter`; ids are the chunks' own, so re-indexing overwrites in place.
 
     With `prune_stale` (default), the chunks of each `law_id` in the batch that the index holds but the batch no longer
-    has are deleted, as the SDK prunes the main store: a re-indexed law leaves no stale chunk behind. One run must then
-    carry all the chunks of each law it touches (one file = one law, as the indexing pipeline runs).
+    has are deleted, as the SDK prunes the main store: a re-indexed law leaves no stale chunk behind. Pruning is per
+    owner (the chunks' access meta, `components.legal.access.owner_key`): a tenant's copy of a law never deletes the
+    public law's chunks nor another tenant's. One run must then carry all the chunks of each (law, owner) it
+    touches (one file = one law, as the indexing pipeline runs).
 
     ### Usage example
 
@@ -88,8 +92,11 @@ class OpenSearchWriter:
         :param prune_stale: Delete the indexed chunks of each written law that the written batch no longer has.
         :raises ValueError: If `document_store` is not an `OpenSearchDocumentStore`.
         """
-        from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore  # noqa: PLC0415
+        from components.utils.extras import optional_import  # noqa: PLC0415
 
+        with optional_import("opensearch", "OpenSearchWriter") as opensearch_import:
+            from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore  # noqa: PLC0415
+        opensearch_import.check()
         if not isinstance(document_store, OpenSearchDocumentStore):
             raise ValueError(
                 f"document_store must be an opensearch-haystack OpenSearchDocumentStore, got {type(document_store)}"
@@ -132,14 +139,21 @@ class OpenSearchWriter:
         return {"documents_written": written, "pruned": pruned}
 
     def _prune(self, documents: list[Document]) -> int:
-        keep: dict[str, set[str]] = {}
+        """Delete, per (law, owner) of the batch, that owner's indexed chunks the batch no longer has."""
+        keep: dict[tuple[str, str], set[str]] = {}
+        owners: dict[tuple[str, str], dict[str, Any]] = {}
         for doc in documents:
             if doc.meta.get("law_id"):
-                keep.setdefault(doc.meta["law_id"], set()).add(doc.id)
+                key = (doc.meta["law_id"], owner_key(doc.meta))
+                keep.setdefault(key, set()).add(doc.id)
+                owners.setdefault(key, doc.meta)
         stale: list[str] = []
-        for law_id, ids in keep.items():
-            indexed = self.document_store.filter_documents({"field": "meta.law_id", "operator": "==", "value": law_id})
-            stale.extend(d.id for d in indexed if d.id not in ids)
+        for (law_id, owner), ids in keep.items():
+            # read through the owner's own condition, then check every candidate's owner again: a tenant's copy of
+            # a law never prunes the public law or another owner's copy
+            indexed = self.document_store.filter_documents({"operator": "AND", "conditions": [
+                {"field": "meta.law_id", "operator": "==", "value": law_id}, owner_condition(owners[(law_id, owner)])]})
+            stale.extend(d.id for d in indexed if d.id not in ids and owner_key(d.meta) == owner)
         if stale:
             self.document_store.delete_documents(stale)
             logger.info("Pruned {count} stale chunks from OpenSearch", count=len(stale))

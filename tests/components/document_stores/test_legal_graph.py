@@ -46,7 +46,8 @@ def test_networkx_upsert_related_and_persistence(tmp_path):
     assert graph.upsert(NODES, EDGES) == 3 and graph.counts()["edges"] == 3  # no duplicates
     rows = {(r["node"]["id"], r["distance"]): r for r in graph.related(["ET#15"], hops=2)}
     assert set(rows) == {("ET#49", 1), ("RD2720", 1), ("LGSS#267", 2)}
-    assert rows[("RD2720", 1)]["path"] == [{"type": "REGULAMENTA", "direction": "in"}]
+    assert rows[("RD2720", 1)]["path"] == [{"type": "REGULAMENTA", "direction": "in", "owner": "", "origin": "RD2720",
+                                            "owner_meta": {"scope": "global"}}]
     assert rows[("LGSS#267", 2)]["via"] == ["ET#49"]
     assert rows[("ET#49", 1)]["node"]["article"] == "49"
     assert {r["node"]["id"] for r in graph.related(["ET#15"], hops=1)} == {"ET#49", "RD2720"}
@@ -137,10 +138,11 @@ def test_neo4j_upsert_sends_parameterized_cypher():
         CYPHER_DELETE_ORIGINS, CYPHER_MERGE_NODES, CYPHER_MERGE_EDGES["CITA"], CYPHER_MERGE_EDGES["REGULAMENTA"]
     ]
     params = [p for _, p in driver.calls]
-    assert params[1] == {"origins": ["ET"]}
+    assert params[1] == {"origins": ["ET"], "owner": ""}
     properties = {"kind": "article", "law": "ET", "article": "15", "title": "Duración del contrato"}
     assert params[2]["nodes"][1] == {"id": "ET#15", "properties": properties}
-    edge = {"source": "ET#49", "target": "ET#15", "properties": {"type": "CITA", "origin": "ET"}}
+    edge = {"source": "ET#49", "target": "ET#15", "owner": "",
+            "properties": {"type": "CITA", "origin": "ET", "owner": ""}}
     assert params[3] == {"edges": [edge]}
     assert set(driver.databases) == {"legal"}
     # values never appear in the statements
@@ -159,10 +161,11 @@ def test_neo4j_related_maps_records():
     ]
     driver = FakeDriver(replies=[reply])
     rows = Neo4jGraph(driver=driver).related(["ET#15", "ET#15"], hops=2, limit=7)
-    assert driver.calls == [(CYPHER_RELATED[2], {"ids": ["ET#15"], "limit": 7})]
+    assert driver.calls == [(CYPHER_RELATED[2], {"ids": ["ET#15"], "limit": 7, "owners": None})]
+    step = {"type": "CITA", "direction": "in", "owner": "", "origin": None, "owner_meta": {"scope": "global"}}
     assert rows == [{
         "source": "ET#15", "node": {"id": "LGSS#267", "kind": "article"}, "distance": 2,
-        "path": [{"type": "CITA", "direction": "in"}, {"type": "CITA", "direction": "in"}], "via": ["ET#49"],
+        "path": [step, step], "via": ["ET#49"],
     }]
     assert "*1..1" in CYPHER_RELATED[1] and "$ids" in CYPHER_RELATED[1] and "$limit" in CYPHER_RELATED[1]
 
@@ -188,3 +191,31 @@ def test_neo4j_server_round_trip():
     finally:
         graph.upsert([], [], replace_origins=[origin])
         graph.close()
+
+
+ACME = {"scope": "tenant", "tenant_id": "acme"}
+
+
+def test_edges_and_nodes_are_keyed_by_owner(tmp_path):
+    graph = NetworkXGraph(tmp_path / "graph.json")
+    graph.upsert(NODES, EDGES)
+    # acme indexes its own copy of ET: its edges are its own, and it cannot rename the public node
+    forged_nodes = [{"id": "ET", "kind": "law", "law": "FORGED", "indexed": True},
+                    {"id": "ACME#1", "kind": "article", "law_id": "ACME", "law": "X", "article": "1", "title": "t"}]
+    forged_edges = [{"source": "ET#15", "target": "ACME#1", "type": "CITA", "origin": "ET"}]
+    graph.upsert(forged_nodes, forged_edges, replace_origins=["ET"], owner=ACME)
+    assert graph.counts()["edges"] == 4  # the public CITA edge of ET survives acme's re-index of "ET"
+    public = {r["node"]["id"] for r in graph.related(["ET#15"], hops=1, owners=[""])}
+    assert public == {"ET#49", "RD2720"}
+    acme = graph.related(["ET#15"], hops=1, owners=["", "acme/tenant///"])
+    assert {r["node"]["id"] for r in acme} == {"ET#49", "RD2720", "ACME#1"}
+    acme_step = next(r for r in acme if r["node"]["id"] == "ACME#1")["path"][0]
+    assert acme_step["owner"] == "acme/tenant///" and acme_step["owner_meta"] == ACME
+    data = json.loads((tmp_path / "graph.json").read_text(encoding="utf-8"))
+    assert next(n for n in data["nodes"] if n["id"] == "ET")["law"] == "ET"  # not renamed
+    assert next(n for n in data["nodes"] if n["id"] == "ACME#1") == {"id": "ACME#1", "kind": "article",
+                                                                     "law_id": "ACME"}
+    # re-indexing the public ET replaces only the public edges of ET
+    graph.upsert(NODES, [e for e in EDGES if e["origin"] != "ET"], replace_origins=["ET"])
+    assert graph.counts()["edges"] == 3
+    assert {r["node"]["id"] for r in graph.related(["ET#15"], hops=1)} == {"RD2720", "ACME#1"}

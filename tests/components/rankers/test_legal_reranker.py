@@ -130,7 +130,13 @@ def test_run_with_the_llm_backend_follows_its_grades_and_caches_them():
     again = r.run(documents=_blocks(), query=QUERY)
     assert [d.id for d in again["documents"]] == ["et-38", "et-37", "et-34"]
     assert (again["stats"]["cache_hits"], again["stats"]["scored"]) == (3, 0) and len(llm.calls) == 1
-    assert again["stats"]["cache"]["hits"] == 3 and again["stats"]["cache"]["entries"] == 3
+    assert "cache" not in again["stats"] and r._scores.stats()["entries"] == 3  # no process-wide stats out
+    # another tenant's request (another cache partition) never gets, nor times, acme's entries
+    from components.utils.ttl_cache import partitioned
+
+    with partitioned("beta"):
+        beta = r.run(documents=_blocks(), query=QUERY)["stats"]
+    assert (beta["cache_hits"], beta["cache_misses"]) == (0, 3) and len(llm.calls) == 2
     # changed content is a different cache entry
     edited = _blocks()
     edited[0] = Document(id="et-34", content=edited[0].content + " Texto modificado.", meta=edited[0].meta, score=0.5)
@@ -148,7 +154,7 @@ def test_run_llm_failures_fall_back_to_retrieval_relevance_and_are_reported():
     assert [d.id for d in out["documents"]] == [d.id for d in baseline] == ["et-34", "et-38", "et-37"]
     assert [d.score for d in out["documents"]] == pytest.approx([d.score for d in baseline])
     assert out["stats"]["path"] == "llm+fallback" and out["stats"]["fallbacks"] == 3
-    assert out["stats"]["cache"]["entries"] == 0  # failures are not cached: the next call tries the LLM again
+    assert down._scores.stats()["entries"] == 0  # failures are not cached: the next call tries the LLM again
 
     partial = ScriptedChatGenerator(replies=['{"scores": [2, 10]}', "no JSON"])
     out = LegalReranker(relevance="llm", chat_generator=partial, batch_size=2, today="2026-11-21").run(
@@ -217,3 +223,21 @@ def test_run_with_the_embedding_backend_caches_block_vectors(tmp_path):
         relevance = 0.5 * d.meta["relevance_score"] / best + 0.5 * d.meta["retrieval_score"] / 0.5
         assert d.score == pytest.approx(0.7 * relevance + 0.15 * 0.8 + 0.10 * recency_score(
             d.meta, __import__("datetime").date.today()) + 0.05)
+
+
+def test_retrieval_relevance_blends_the_stored_dense_cosine():
+    """Candidates carrying `dense_score` (stored full-length block vectors) are judged on it half and half."""
+    from haystack import Document as Doc  # noqa: PLC0415
+
+    weights = {"hierarchy_weight": 0.0, "recency_weight": 0.0, "vigencia_weight": 0.0, "relevance_weight": 1.0}
+    docs = [Doc(id="a", content="a", score=1.0, meta={"dense_score": 0.40}),
+            Doc(id="b", content="b", score=0.8, meta={"dense_score": 0.80})]
+    result = LegalReranker(**weights).run(documents=docs)
+    ranked = result["documents"]
+    assert [d.id for d in ranked] == ["b", "a"] and result["stats"]["path"] == "retrieval+dense"
+    assert ranked[0].score == pytest.approx(0.5 * 0.8 + 0.5 * 1.0)
+    assert ranked[1].score == pytest.approx(0.5 * 1.0 + 0.5 * 0.5)
+    fused_only = LegalReranker(retrieval_blend=1.0, **weights).run(documents=docs)["documents"]
+    assert [d.id for d in fused_only] == ["a", "b"]
+    plain = [Doc(id="a", content="a", score=1.0), Doc(id="b", content="b", score=0.8)]
+    assert LegalReranker(**weights).run(documents=plain)["stats"]["path"] == "retrieval"

@@ -55,3 +55,48 @@ def test_run_respects_filters_context_and_flags(store):
     assert GraphEnricher(document_store=store).run(documents=[])["graph_context"] == ""
     short = GraphEnricher(document_store=store, max_chars=60).run(documents=docs)["graph_context"]
     assert short == ""  # no whole line fits
+
+
+def test_a_tenants_edges_are_shown_only_to_who_may_read_them(tmp_path):
+    from haystack import Document
+
+    from components.legal.access import access_filter
+    from components.writers.graph_writer import GraphWriter
+
+    def parent(doc_id, law_id, article, title, **owner):
+        return Document(id=doc_id, content=f"Artículo {article}. {title}.", meta={
+            "level": "parent", "part": 1, "law_id": law_id, "article": article, "article_title": title,
+            "law_short": law_id,
+            **owner})
+
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    acme = {"scope": "tenant", "tenant_id": "acme"}
+    store.write_documents([
+        parent("et15", "ET", "15", "Duración del contrato"),
+        parent("et49", "ET", "49", "Extinción del contrato"),
+        parent("et52", "ET", "52", "Extinción por causas objetivas"),
+        parent("acme-et15", "ET", "15", "Duración del contrato", **acme),  # acme's private copy of ET
+        parent("memo1", "MEMO", "1", "Nota interna secreta", **acme),
+    ])
+    graph_file = str(tmp_path / "graph.json")
+    writer = GraphWriter(document_store=store, path=graph_file)
+    writer.run(nodes=[{"id": "ET", "kind": "law", "law": "ET", "indexed": True}],
+               edges=[{"source": "ET#49", "target": "ET#15", "type": "CITA", "origin": "ET"}])
+    # acme's copy of ET cites its private memo: an edge of acme, not of the public ET
+    writer.run(nodes=[{"id": "ET", "kind": "law", "law": "FORGED NAME", "indexed": True}],
+               edges=[{"source": "ET#15", "target": "MEMO#1", "type": "CITA", "origin": "ET"},
+                      {"source": "ET#15", "target": "ET#52", "type": "CITA", "origin": "ET"}], owner=acme)
+    enricher = GraphEnricher(document_store=store, path=graph_file)
+    docs = [Document(id="et15", content="...", meta={"law_id": "ET", "article": "15"}, score=0.9)]
+    for access in (None, {"tenant_id": "beta"}):
+        text = enricher.run(documents=docs, filters=access_filter(access))["graph_context"]
+        assert "citado por ET, art. 49" in text and "FORGED" not in text, access
+        assert "MEMO" not in text and "art. 52" not in text, access  # acme's edges, even to a public article
+    text = enricher.run(documents=docs, filters=access_filter({"tenant_id": "acme"}))["graph_context"]
+    assert "MEMO, art. 1 (Nota interna secreta)" in text and "citado por ET, art. 49" in text
+    assert "ET, art. 52" in text
+    # acme re-indexing its ET copy without the memo citation removes its edge only
+    writer.run(nodes=[{"id": "ET", "kind": "law", "indexed": True}], edges=[], owner=acme)
+    text = enricher.run(documents=docs, filters=access_filter({"tenant_id": "acme"}))["graph_context"]
+    assert "MEMO" not in text and "citado por ET, art. 49" in text
+    store.close()

@@ -64,3 +64,21 @@ def test_run_keeps_the_best_dense_similarity_of_a_parents_hits(store):
     docs = {d.id: d for d in ParentResolver(document_store=store).run(documents=hits)["documents"]}
     assert docs["p38"].meta["dense_score"] == 0.57
     assert "dense_score" not in docs["p14"].meta
+
+
+def test_run_reads_parents_through_the_access_filter(tmp_path):
+    from components.legal.access import access_filter
+
+    store = EdgeDocumentStore(path=str(tmp_path / "acl"))
+    store.write_documents([
+        Document(id="public", content="Artículo 1.", meta={"level": "parent", "article": "1"}),
+        Document(id="acme", content="Cláusula reservada de acme.",
+                 meta={"level": "parent", "article": "1", "scope": "tenant", "tenant_id": "acme"}),
+    ])
+    hits = [_child("c-public", "public", 0.9), _child("c-acme", "acme", 0.8)]  # e.g. a forged or stale child hit
+    resolver = ParentResolver(document_store=store)
+    beta = resolver.run(documents=hits, filters=access_filter({"tenant_id": "beta"}))["documents"]
+    assert [d.id for d in beta] == ["public"]
+    acme = resolver.run(documents=hits, filters=access_filter({"tenant_id": "acme"}))["documents"]
+    assert [d.id for d in acme] == ["public", "acme"]
+    store.close()
