@@ -21,7 +21,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from pipelines.flags import lookup_variable, check_flags, flags_from_variables, parse_assignments
+from pipelines.flags import DEFAULT_FLAGS, lookup_variable, check_flags, flags_from_variables, parse_assignments
 
 ALLOWED_MODULES = ["components.*", "pipelines.*"]
 DEFAULT_COLLECTIONS = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
@@ -269,19 +269,20 @@ def describe_errors(error: ValidationError) -> str:
 
 _CACHE_LOCK = threading.Lock()
 _CACHE: dict[str, Any] = {}
+_WATCHED = (*ENV_VARS.values(), CONFIG_ENV, *(FLAG_ENV_PREFIX + name.upper() for name in DEFAULT_FLAGS))
 
 
 def _snapshot() -> tuple[Any, ...]:
-    """What `current_settings()` depends on: the relevant variables and the files' modification times."""
-    names = set(ENV_VARS.values()) | {CONFIG_ENV}
-    variables = tuple(sorted((k, v) for k, v in os.environ.items() if k in names or k.startswith(FLAG_ENV_PREFIX)))
+    """What `current_settings()` depends on: the relevant variables, the working directory, the files' mtimes."""
+    environ = os.environ
+    variables = tuple(environ.get(name) for name in _WATCHED)
     files = []
-    for path in (Path(ENV_FILE), Path(os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG_FILE)):
+    for path in (ENV_FILE, os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG_FILE):
         try:
-            files.append((str(path.resolve()), path.stat().st_mtime_ns))
+            files.append(os.stat(path).st_mtime_ns)
         except OSError:
-            files.append((str(path), None))
-    return variables, tuple(files)
+            files.append(None)
+    return variables, os.getcwd(), tuple(files)
 
 
 def current_settings() -> Settings:

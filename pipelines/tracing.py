@@ -87,11 +87,18 @@ VECTOR_MIN_LEN = 16
 
 _TRACE: contextvars.ContextVar["PipelineTrace | bool | None"] = contextvars.ContextVar("lexhay_trace", default=None)
 _SPAN: contextvars.ContextVar["LexhaySpan | None"] = contextvars.ContextVar("lexhay_span", default=None)
+_TEXT_CHARS: contextvars.ContextVar[int | None] = contextvars.ContextVar("lexhay_trace_text_chars", default=None)
 _INSTALL_LOCK = threading.Lock()
 
 
 def text_chars() -> int:
-    """How many characters of any string a trace keeps (`LEXHAY_TRACE_TEXT_CHARS`, default 60; 0 = none)."""
+    """
+    How many characters of any string a trace keeps (`LEXHAY_TRACE_TEXT_CHARS`, default 60; 0 = none): read once
+    per request (`request_trace`), else from the settings.
+    """
+    chars = _TEXT_CHARS.get()
+    if chars is not None:
+        return chars
     from pipelines.settings import current_settings  # noqa: PLC0415 - the settings module imports the SDK's users
 
     return current_settings().trace_text_chars
@@ -381,6 +388,8 @@ def request_trace(
             _TRACE.reset(token)
         return
     install_tracer()
+    chars_token = _TEXT_CHARS.set(None)
+    _TEXT_CHARS.set(text_chars())  # the request's strings are all cut to the same length, read once
     trace = PipelineTrace.start(method, question, access=access, flags=flags)
     token = _TRACE.set(trace)
     error: BaseException | None = None
@@ -392,6 +401,7 @@ def request_trace(
     finally:
         _TRACE.reset(token)
         trace.finish(error)
+        _TEXT_CHARS.reset(chars_token)
         if sink is not None:
             try:
                 sink.write(trace)
