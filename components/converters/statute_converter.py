@@ -83,6 +83,29 @@ class _InputError(Exception):
     """A source that cannot be converted; its message goes to the `errors` output."""
 
 
+# Input limits: a front matter is a few short fields; a statute's text is at most a few MB (the LGSS is ~1.5 MB).
+MAX_FRONT_MATTER_CHARS: Final[int] = 20_000
+MAX_TEXT_CHARS: Final[int] = 20_000_000
+MAX_PDF_PAGES: Final[int] = 3_000
+# front matter fields read as one value each: a list or a mapping there is refused, not stringified
+FRONT_MATTER_SCALARS: Final[tuple[str, ...]] = (
+    "identifier", "title", "country", "status", "rank", "derogated_by", "publication_date", "last_updated",
+    "repeal_date", "source", "official_number", "short_name",
+)
+
+
+class _FrontMatterLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without anchors and aliases: no alias expansion (a few bytes can expand to GBs)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: D102
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+            raise yaml.composer.ComposerError(
+                None, None, "anchors and aliases are not allowed in front matter", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
 def infer_rank_name(title: str) -> str:
     """Rank name from a norm's title ("Ley Orgánica 11/1985 ..." -> "ley_organica"); "other" when unknown."""
     folded = fold_accents(title).lower().strip()
@@ -137,8 +160,12 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     """
     Split a leading YAML front matter block (between two `---` lines) from the body.
 
+    The block is parsed with `_FrontMatterLoader` (safe, no anchors / aliases), at most `MAX_FRONT_MATTER_CHARS`
+    characters, and the fields of `FRONT_MATTER_SCALARS` must be single values.
+
     :returns: (front matter mapping, body); an empty mapping when there is none.
-    :raises _InputError: If the block is not closed or is not a valid YAML mapping.
+    :raises _InputError: If the block is not closed, too long, uses anchors / aliases, is not a valid YAML
+        mapping, or holds a list / mapping where a single value is expected.
     """
     lines = text.split("\n")
     if not lines or lines[0].strip() != "---":
@@ -148,12 +175,18 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
             break
     else:
         raise _InputError("unterminated YAML front matter: no closing '---' line")
+    block = "\n".join(lines[1:index])
+    if len(block) > MAX_FRONT_MATTER_CHARS:
+        raise _InputError(f"front matter too long: {len(block)} characters, at most {MAX_FRONT_MATTER_CHARS}")
     try:
-        front = yaml.safe_load("\n".join(lines[1:index])) or {}
+        front = yaml.load(block, Loader=_FrontMatterLoader) or {}  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         raise _InputError(f"invalid YAML front matter: {exc}") from exc
     if not isinstance(front, dict):
         raise _InputError("front matter is not a YAML mapping")
+    for key in FRONT_MATTER_SCALARS:
+        if isinstance(front.get(key), (list, dict, set, tuple)):
+            raise _InputError(f"front matter field {key!r} must be a single value, got {type(front[key]).__name__}")
     return front, "\n".join(lines[index + 1 :])
 
 
@@ -222,7 +255,15 @@ class StatuteConverter:
     ```
     """
 
-    def __init__(self, *, collection: str = "normativa", default_lang: str = "es", laws_file: str | None = None):
+    def __init__(
+        self,
+        *,
+        collection: str = "normativa",
+        default_lang: str = "es",
+        laws_file: str | None = None,
+        max_pdf_pages: int = MAX_PDF_PAGES,
+        max_text_chars: int = MAX_TEXT_CHARS,
+    ):
         """
         Create a StatuteConverter.
 
@@ -232,9 +273,16 @@ class StatuteConverter:
             Spanish from Portuguese.
         :param laws_file: YAML table of known norms (short names, derogations); `None` uses the bundled
             `components/legal/data/laws.yaml`.
-        :raises ValueError: If `collection` is empty or has spaces, `default_lang` is not a two-letter code, or
-            `laws_file` does not exist or is not a valid table.
+        :param max_pdf_pages: A PDF with more pages is refused (its error in `errors`) before any text is read.
+        :param max_text_chars: A file whose text (PDF text extracted so far included) exceeds this is refused.
+        :raises ValueError: If `collection` is empty or has spaces, `default_lang` is not a two-letter code,
+            `laws_file` does not exist or is not a valid table, or a limit is not a positive integer.
         """
+        for name, value in (("max_pdf_pages", max_pdf_pages), ("max_text_chars", max_text_chars)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.max_pdf_pages = max_pdf_pages
+        self.max_text_chars = max_text_chars
         if not isinstance(collection, str) or not collection.strip() or re.search(r"\s", collection):
             raise ValueError(f"collection must be a non-empty name without spaces, got {collection!r}")
         if not isinstance(default_lang, str) or not re.fullmatch(r"[a-z]{2}", default_lang):
@@ -253,7 +301,8 @@ class StatuteConverter:
         :returns: Dictionary with serialized data.
         """
         return default_to_dict(
-            self, collection=self.collection, default_lang=self.default_lang, laws_file=self.laws_file
+            self, collection=self.collection, default_lang=self.default_lang, laws_file=self.laws_file,
+            max_pdf_pages=self.max_pdf_pages, max_text_chars=self.max_text_chars,
         )
 
     @classmethod
@@ -312,7 +361,12 @@ class StatuteConverter:
         if kind == "pdf":
             front, body = {}, self._read_pdf(path)
         else:
+            # a UTF-8 character is at most 4 bytes: a larger file cannot hold an acceptable text
+            if path.stat().st_size > 4 * self.max_text_chars:
+                raise _InputError(f"file too large: more than {self.max_text_chars} characters of text")
             front, body = split_front_matter(_decode(path.read_bytes()).replace("\r\n", "\n").replace("\r", "\n"))
+        if len(body) > self.max_text_chars:
+            raise _InputError(f"text too long: {len(body)} characters, at most {self.max_text_chars}")
         body = body.strip("\n")
         if not body.strip():
             raise _InputError("no text after the front matter" if front else "file is empty")
@@ -324,11 +378,21 @@ class StatuteConverter:
         meta.setdefault("rank", rank_for(str(meta["rank_name"]), str(meta["law_title"])))
         return Document(content=body, meta=meta)
 
-    @staticmethod
-    def _read_pdf(path: Path) -> str:
+    def _read_pdf(self, path: Path) -> str:
         try:
             reader = PdfReader(path)
-            text = "\n".join((page.extract_text() or "").strip() for page in reader.pages)
+            pages = len(reader.pages)
+            if pages > self.max_pdf_pages:
+                raise _InputError(f"PDF has {pages} pages, at most {self.max_pdf_pages}")
+            parts: list[str] = []
+            size = 0
+            for page in reader.pages:
+                part = (page.extract_text() or "").strip()
+                size += len(part) + 1
+                if size > self.max_text_chars:
+                    raise _InputError(f"PDF text longer than {self.max_text_chars} characters")
+                parts.append(part)
+            text = "\n".join(parts)
         except PyPdfError as exc:
             raise _InputError(f"cannot read PDF ({type(exc).__name__}: {exc})") from exc
         if not text.strip():

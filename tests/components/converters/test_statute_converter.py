@@ -127,7 +127,8 @@ def test_to_dict():
     data = StatuteConverter(collection="sentencias").to_dict()
     assert data == {
         "type": "components.converters.statute_converter.StatuteConverter",
-        "init_parameters": {"collection": "sentencias", "default_lang": "es", "laws_file": None},
+        "init_parameters": {"collection": "sentencias", "default_lang": "es", "laws_file": None,
+                            "max_pdf_pages": 3000, "max_text_chars": 20_000_000},
     }
 
 
