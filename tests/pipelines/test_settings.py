@@ -1,5 +1,7 @@
 """Settings: environment, .env, the YAML settings file, explicit values, their precedence, invalid values."""
 
+import os
+
 import pytest
 
 from pipelines.flags import env_flags
@@ -11,7 +13,7 @@ def clean(tmp_path, monkeypatch):
     """No LEXHAY_* variable set, and a working directory without `.env` or `lexhay.yaml`."""
     for var in list(ENV_VARS.values()) + ["LEXHAY_CONFIG"]:
         monkeypatch.delenv(var, raising=False)
-    for var in [v for v in __import__("os").environ if v.startswith("LEXHAY_FLAG_")]:
+    for var in [v for v in os.environ if v.startswith("LEXHAY_FLAG_")]:
         monkeypatch.delenv(var)
     monkeypatch.chdir(tmp_path)
     return monkeypatch

@@ -425,3 +425,13 @@ def test_bundled_model_over_the_openai_protocol():
     assert reply.meta["usage"]["prompt_tokens"] > 0 and 0 < reply.meta["usage"]["completion_tokens"] <= 8
     assert reply.meta["timings"]["predicted_n"] == reply.meta["usage"]["completion_tokens"]
     assert llm._loaded.base_url.startswith("http://127.0.0.1:")
+
+
+def test_default_chat_generator_follows_the_settings_it_is_given(clean_env, fake_model):
+    from pipelines.settings import Settings
+
+    path, _ = fake_model
+    clean_env.setenv("OPENAI_API_KEY", "sk-test")  # the environment alone would choose OpenAI ...
+    assert default_chat_generator(settings=Settings(llm="none")) is None  # ... these settings turn the LLM off
+    local = default_chat_generator(settings=Settings(llm=path, openai_api_key=None, llm_timeout=7))
+    assert isinstance(local, LocalLlamaChatGenerator) and (local.model, local.timeout) == (path, 7)
