@@ -7,10 +7,9 @@ block headers, notes, chapters and texts), drops the lowest-scored blocks first 
 inside a block at sentence boundaries, keeping the sentences that carry the question's terms, citations, numbers,
 dates and names first, in their original order.
 
-Token counts: by default a calibrated estimate for the bundled Qwen2.5 tokenizer, measured with the real
-tokenizer (llama.cpp's, through xllamacpp) on the whole corpus: Spanish articles average 4.00 characters per token
-(5th percentile of articles 3.25), Portuguese 3.53. The estimate divides by 3.8 (es) / 3.35 (pt) / 3.3 (other):
-about 5% more tokens than measured, so a full budget does not overflow the model's window. An exact count is
+Token counts: by default an estimate for the bundled Qwen2.5 tokenizer, characters per token per language
+(`components.utils.chunking.CHARS_PER_TOKEN`, calibrated with the real tokenizer on the whole corpus with a ~5%
+margin, benchmarks/README.md), so a full budget does not overflow the model's window. An exact count is
 optional: a Hugging Face `tokenizer.json` (the `tokenizers` library) or a local GGUF (llama.cpp's tokenizer).
 """
 
@@ -197,7 +196,7 @@ class ContextCompressor:
         :param token_budget: Tokens allowed to the rendered context message.
         :param tokenizer: `None` = the calibrated estimate; or an exact tokenizer: a `tokenizer.json` file (or a
             folder holding one), a GGUF file, or a local LLM name (`qwen2.5-coder-1.5b`, counted by llama.cpp).
-        :param chars_per_token: Characters per token of the estimate for every language; `None` = the measured
+        :param chars_per_token: Characters per token of the estimate for every language; `None` = the calibrated
             per-language values of `CHARS_PER_TOKEN`.
         :param min_trimmed_tokens: Least text tokens a trimmed block keeps; a block that would keep fewer is
             dropped instead (except the best block, which is always kept).

@@ -56,7 +56,8 @@ class TopicTagger:
         """
         Create a TopicTagger.
 
-        :param topics_file: The topics YAML; `None` = env `LEXHAY_TOPICS`, else the bundled `components/legal/data/topics.yaml`.
+        :param topics_file: The topics YAML; `None` = env `LEXHAY_TOPICS`, else the bundled
+            `components/legal/data/topics.yaml`.
         :param min_hits: Keyword occurrences a document needs for a topic.
         :param max_topics: Most topics per document.
         :param inherit_from_parent: Children (meta `parent_id`) whose parent is in the same batch take its tags.

@@ -49,7 +49,7 @@ LLM_TIMEOUT_ENV = "LEXHAY_LLM_TIMEOUT"
 DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 DEFAULT_TIMEOUT = 60.0
-# the bundled model runs on the CPU: the 1.5B needs ~60-90 s for an answer prompt on 2 cores (measured)
+# the bundled model runs on the CPU: the 1.5B needs over a minute for an answer prompt on 2 cores
 DEFAULT_LOCAL_TIMEOUT = 180.0
 # at exit, how long to wait for calls abandoned at their deadline (llama.cpp must not be torn down mid-call)
 EXIT_WAIT = 300.0
@@ -108,8 +108,7 @@ def default_threads() -> int:
     Threads used by the local LLM when none are configured: half the CPUs this process may use, 1 to 8.
 
     llama.cpp's threads wait for each other at every layer, so a thread that the OS preempts stalls all of
-    them. Measured here (2 cores, another CPU-bound process running): Qwen2.5-Coder-0.5B generated 12.6
-    tokens/s with 1 thread and 0.8 tokens/s with 2.
+    them: on a shared machine, fewer threads than cores generate much faster (benchmarks/README.md).
     """
     available = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 2
     return max(1, min(8, available // 2))

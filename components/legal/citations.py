@@ -131,7 +131,9 @@ _CONNECTOR: Final[str] = (
 )
 # "..., aprobado por el Real Decreto Legislativo 1/1994": the approving norm pins the version of a named law
 _APPROVED_BY_RE: Final[re.Pattern[str]] = re.compile(
-    r"\s*,?\s*(?:(?:su\s+)?texto\s+refundido\s*,?\s*)?(?:que\s+fue\s+)?aprobad[oa]\s+(?:por|mediante)\s+(?:el\s+|la\s+)?" + _NUMBERED_PATTERN, re.IGNORECASE
+    r"\s*,?\s*(?:(?:su\s+)?texto\s+refundido\s*,?\s*)?(?:que\s+fue\s+)?aprobad[oa]\s+(?:por|mediante)\s+(?:el\s+|la\s+)?"
+    + _NUMBERED_PATTERN,
+    re.IGNORECASE,
 )
 # What follows an article citation that names no known law (see `CitationGrammar.extract_references`):
 # the text being read ("de esta ley", "desta Constituição"), an earlier-named law ("de la citada ley", "del mismo

@@ -27,7 +27,7 @@ DEFAULT_COLLECTION_WEIGHTS: Final[dict[str, float]] = {"normativa": 1.0, "senten
 
 
 def parent_id_for(law_id: str, article: str, part: int, owner: str = "") -> str:
-    """Deterministic id of parent block `part` of an article (`owner`: `components.legal.access.owner_key`, "" = global)."""
+    """Deterministic id of parent block `part` of an article (`owner`: `access.owner_key`, "" = global)."""
     prefix = f"{owner}|" if owner else ""
     return hashlib.sha256(f"{prefix}{law_id}|{article}|{part}|parent".encode()).hexdigest()
 

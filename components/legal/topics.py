@@ -24,7 +24,7 @@ _ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def topics_path(topics_file: str | None = None) -> Path:
-    """The topics config in effect: `topics_file`, else env `LEXHAY_TOPICS`, else the bundled `components/legal/data/topics.yaml`."""
+    """The topics config in effect: `topics_file`, else env `LEXHAY_TOPICS`, else the bundled `data/topics.yaml`."""
     if topics_file:
         return Path(topics_file)
     from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables

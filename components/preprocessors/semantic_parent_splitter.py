@@ -41,8 +41,8 @@ class SemanticParentSplitter:
     distance between consecutive sentences is computed, and every distance above the `percentile`-th percentile
     of that article becomes a breakpoint. Sentences are embedded cheaply: `lexical` (default) uses the stemmed,
     stopword-free BM25 term sets of a sliding window of `window` sentences on each side (TextTiling-style, free:
-    the whole corpus splits in about a second); `use-multilingual` uses the USE multilingual v3 encoder (numpy,
-    measured here at ~31 sentences/s, i.e. ~8 minutes for the 470 long articles of data/corpus). Blocks
+    the whole corpus splits in about a second); `use-multilingual` uses the USE multilingual v3 encoder (numpy;
+    minutes for the long articles of data/corpus, see benchmarks/README.md). Blocks
     still longer than `max_chars` get a recursive safety split at sentence boundaries with `overlap`
     characters carried over. Blocks shorter than `min_chars` are merged into their neighbour.
 

@@ -66,17 +66,16 @@ class LegalReranker:
       `HybridRetriever` records for every fused block), it is blended in as the `embedding` backend blends its
       cosine: `retrieval_blend * retrieval + (1 - retrieval_blend) * cosine`, each over the best candidate's
       (0.5 by default): the `embedding` relevance without embedding anything at query time.
-    - `embedding` (the best offline one measured): cosine of the query and each whole block re-embedded by the
-      dense model with `max_length` 512 tokens (blocks are indexed truncated to 128), blended half and half with the
-      retrieval score (`retrieval_blend` 0.5).
+    - `embedding` (the best offline backend on the dev sets, benchmarks/README.md): cosine of the query and each
+      whole block re-embedded by the dense model with `max_length` 512 tokens (blocks are indexed truncated to
+      128), blended half and half with the retrieval score (`retrieval_blend` 0.5).
     - `cross_encoder`: a sentence-transformers cross-encoder (`model`: local folder or hub name), sigmoid scores.
     - `llm`: pointwise scores from `chat_generator` (P(yes) from logprobs on OpenAI-compatible endpoints, batched
       0-10 grades otherwise). A block the LLM could not score keeps its retrieval relevance (reported in `stats`).
 
-    Measured on the dev sets over the same hybrid top 20 (benchmarks/rerank_bench.py, EmbeddingGemma):
-    `retrieval` Constitución nDCG@5 0.903 / hit@1 0.78, labour 0.731 / 0.633; `embedding` 0.918 / 0.82 and
-    0.815 / 0.767 (the cosine alone, without the blend: 0.880 / 0.81 and 0.794 / 0.70). Its cost is embedding the
-    blocks: several seconds for 20 new blocks on 2 CPU cores, ~1 ms once their vectors are cached.
+    Re-embedding whole blocks beats the retrieval scores on both dev sets, and the blend beats the cosine alone
+    (figures: `benchmarks/rerank_bench.py`, benchmarks/README.md); its cost is embedding the blocks, paid once per
+    block while their vectors stay cached.
 
     Blocks are cut at the last sentence boundary within the model's limit. Backend scores are cached per (query,
     block id, content hash) for `cache_ttl` seconds (at most `cache_size` entries, least recently used evicted);
@@ -129,8 +128,8 @@ class LegalReranker:
         :param retrieval_blend: Share of the (best-normalized) retrieval score in relevance, the backend's being
             `1 - retrieval_blend` (each normalized by the best candidate's); for `retrieval`, the share of the fused
             score beside the stored dense cosine (`meta["dense_score"]`; 1.0 = the fused score alone). `None`: the
-            measured default, 0.5 for `embedding` and `retrieval` (see above), 0.0 (the backend alone) for the
-            others.
+            default chosen on the dev sets, 0.5 for `embedding` and `retrieval` (see above), 0.0 (the backend
+            alone) for the others.
         :param model: `cross_encoder`: the cross-encoder (local folder, registry or hub name; required).
             `embedding`: the dense model (`None` = the deployment's embedder, as the retrieval pipeline's).
         :param chat_generator: `llm`: the Haystack chat generator (required for that backend).

@@ -35,9 +35,9 @@ class HybridRetriever:
     Fusion is done per parent block by default (`fuse_by_parent=True`): each ranked list (dense, sparse) is first
     collapsed to the parent blocks its chunks belong to (a child counts for its `parent_id`, a parent for itself,
     at the rank of its best chunk), then the lists are fused with weighted RRF, `w / (rrf_k + rank + 1)`. The
-    best chunk of each parent from each list is returned with the fused score. Measured on the dev sets
-    (benchmarks/): chunk-level RRF lets the ~6x more numerous BM25 children crowd out the dense parent hits;
-    parent-level fusion keeps hybrid at or above the better single retriever on both question sets.
+    best chunk of each parent from each list is returned with the fused score. Why: chunk-level RRF lets the far
+    more numerous BM25 children crowd out the dense parent hits; parent-level fusion keeps hybrid at or above the
+    better single retriever (benchmarks/README.md).
     `fuse_by_parent=False` uses the store's own chunk-level RRF (Qdrant's fusion). RRF only measures rank agreement,
     so each fused chunk also carries its parent's best dense similarity in `meta["dense_score"]` (when the dense
     search found it): an absolute relevance signal for `CRAGRouter`.
@@ -96,11 +96,11 @@ class HybridRetriever:
         :param collections: Collection name -> weight. Defaults to normativa 1.0, sentencias 0.8, criterios 0.9.
         :param filters: Haystack filters always applied (AND) together with the per-run filters.
         :param prefetch_k: Candidates taken from each of the dense and sparse searches before fusion
-            (default `max(2 * top_k, 50)`; more measured no better on the dev sets and costs ~0.1 ms per hit).
+            (default `max(2 * top_k, 50)`; more did no better on the dev sets and costs time per hit).
         :param fuse_by_parent: Fuse the dense and sparse rankings per parent block (see above) instead of per chunk.
         :param rrf_k: RRF rank constant for parent-level fusion (2, as Qdrant's own fusion).
         :param dense_weight: Weight of the dense ranking in parent-level fusion (1.1 breaks RRF ties toward the
-            dense side, which measured better on colloquial questions without losing on textual ones).
+            dense side, which does better on colloquial questions without losing on textual ones).
         :param sparse_weight: Weight of the BM25 ranking in parent-level fusion.
         :param lexical_store: An opensearch-haystack `OpenSearchDocumentStore`: when given, the BM25 side is
             searched there on the query text (`query` run input) instead of the store's sparse vectors.

@@ -125,8 +125,8 @@ class CRAGRouter:
         :param rrf_weights: Collection weights that may multiply RRF scores (HybridRetriever); `None` = 1.0 and
             HybridRetriever's default collection weights. Only used to recognise RRF scores in `auto` mode.
         :param cosine_floor: Cosine similarity calibrated to 0. The defaults (0.2 / 0.6) are EmbeddingGemma's,
-            measured on the full corpus: the best query-block similarity of in-domain dev questions is 0.405-0.73
-            (p10 0.46-0.50), of 20 off-topic questions 0.10-0.30; `pipelines.settings` sets them per embedder.
+            calibrated on the full corpus so that in-domain questions grade high and off-topic ones low
+            (benchmarks/README.md); `pipelines.settings` sets them per embedder.
         :param cosine_ceiling: Cosine similarity calibrated to 1.
         :param bm25_midpoint: BM25 score calibrated to 0.5.
         :param equivalences_file: Colloquial -> statutory terms table used to broaden retry queries; `None` = the
