@@ -16,7 +16,7 @@ from typing import Any
 from haystack import logging
 
 from lexhay_resources import resource_dir
-from pipelines.serving.auth import KeyStore
+from pipelines.serving.auth import KeyStore, jwt_verifier
 from pipelines.serving.config import LOOPBACK_HOSTS, server_settings
 from pipelines.serving.engine import check_store_free, close_engines
 from pipelines.serving.errors import root_cause
@@ -64,7 +64,7 @@ def create_app(*, store: str | None = None, pipelines_dir: str | Path | None = N
         app = hayhooks_app()
     except Exception as error:
         raise RuntimeError(f"cannot load the lexhay pipelines: {root_cause(error)}") from error
-    app.add_middleware(Guard, settings=serving, keys=keys)
+    app.add_middleware(Guard, settings=serving, keys=keys, jwt=jwt_verifier(serving))
     app.add_middleware(OpenAICompat)
     allowed = serving.allowed_host_list
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=[*allowed, *(f"[{h}]" for h in allowed if ":" in h)])
@@ -83,7 +83,7 @@ def serve(*, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, store: str | No
         raise ValueError(f"port must be 1-65535, got {port}")
     serving = server_settings()
     keys_file = serving.keys_file(store or current_settings().store_path)
-    if host not in LOOPBACK_HOSTS and not keys_file.exists():
+    if host not in LOOPBACK_HOSTS and not keys_file.exists() and not serving.jwt_key:
         raise ValueError(
             f"refusing to serve on {host}: without API keys the server is for this machine only. Create a key "
             f"(`lexhay keys add --tenant T --roles reader --keys-file {keys_file}`) or serve on 127.0.0.1")

@@ -119,7 +119,8 @@ def current_principal() -> Principal:
         return principal
     from pipelines.serving.config import server_settings  # noqa: PLC0415
 
-    if server_settings().keys_file().exists():
+    settings = server_settings()
+    if settings.keys_file().exists() or settings.jwt_key:
         raise http_error(401, "this server has API keys: start it with `lexhay serve` so requests are authenticated")
     return LOCAL
 
@@ -161,6 +162,61 @@ def index_owner(principal: Principal, body_access: Any, scope: str | None) -> tu
     tenant / group / user scope; `global` for admins only: `AccessDenied`, a 403).
     """
     return request_access(principal, body_access), scope
+
+
+class JwtVerifier:
+    """
+    JWT bearer tokens of an identity provider (PyJWT), for deployments that authenticate users elsewhere: the
+    signature (`LEXHAY_JWT_KEY`: a PEM public key file, or the shared secret for HS256; `LEXHAY_JWT_ALGORITHMS`),
+    expiry, and `aud` / `iss` when configured are verified; the claims are the principal: `tenant_id` (or
+    `tenant`), `sub` (the user; or `user_id`), `groups`, `cases`, `roles` (required, among `ROLES`).
+    """
+
+    def __init__(self, key: str, *, algorithms: list[str], audience: str | None = None,
+                 issuer: str | None = None) -> None:
+        from importlib.util import find_spec  # noqa: PLC0415
+
+        if find_spec("jwt") is None:
+            raise ValueError("LEXHAY_JWT_KEY needs PyJWT: pip install pyjwt (and cryptography for RS / ES keys)")
+        if not algorithms:
+            raise ValueError("LEXHAY_JWT_ALGORITHMS must name at least one algorithm")
+        path = Path(key)
+        self.key = path.read_text(encoding="utf-8") if len(key) < 4096 and path.is_file() else key
+        self.algorithms, self.audience, self.issuer = algorithms, audience or None, issuer or None
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The principal of a valid token, or None (bad signature, expired, wrong audience / issuer, no tenant or
+        roles)."""
+        import jwt  # noqa: PLC0415
+
+        required = ["exp", "sub"] + (["aud"] if self.audience else []) + (["iss"] if self.issuer else [])
+        try:
+            claims = jwt.decode(token, self.key, algorithms=self.algorithms, audience=self.audience,
+                                issuer=self.issuer, options={"require": required})
+        except jwt.PyJWTError:
+            return None
+        tenant = claims.get("tenant_id") or claims.get("tenant")
+        roles = frozenset(r for r in claims.get("roles") or () if isinstance(r, str)) & frozenset(ROLES)
+
+        def texts(name: str) -> tuple[str, ...]:
+            value = claims.get(name) or ()
+            return tuple(v for v in value if isinstance(v, str) and v.strip()) if isinstance(value, list) else ()
+
+        if not isinstance(tenant, str) or not tenant.strip() or not roles:
+            return None
+        user = claims.get("user_id") or claims.get("sub")
+        return Principal(key_id=f"jwt:{claims.get('iss') or ''}:{claims['sub']}", tenant=tenant.strip(),
+                         user=user if isinstance(user, str) and user.strip() else None, groups=texts("groups"),
+                         cases=texts("cases"), roles=roles)
+
+
+def jwt_verifier(settings: Any) -> JwtVerifier | None:
+    """The JWT verifier the server settings ask for (None when `LEXHAY_JWT_KEY` is unset)."""
+    if not settings.jwt_key:
+        return None
+    algorithms = [a.strip() for a in settings.jwt_algorithms.split(",") if a.strip()]
+    return JwtVerifier(settings.jwt_key, algorithms=algorithms, audience=settings.jwt_audience,
+                       issuer=settings.jwt_issuer)
 
 
 class KeyStore:

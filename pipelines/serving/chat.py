@@ -29,6 +29,7 @@ from pipelines.serving.auth import Principal, request_access
 from pipelines.serving.config import server_settings
 from pipelines.serving.engine import Engine
 from pipelines.serving.errors import error_response, http_error, http_errors
+from pipelines.serving.guard import request_done
 
 logger = logging.getLogger(__name__)
 
@@ -175,17 +176,18 @@ def stream_answer(engine: Engine, kwargs: dict[str, Any], model: str,
     and `lexhay.error`.
 
     The turn on the engine is taken before returning (a busy server answers 503, not a broken stream) and released
-    by the worker. Closing the generator (the client left) or passing `deadline_s` cancels the answer at its next
-    token.
+    by the worker. The request ending for the server (the guard's `request_done`: the client left), closing the
+    generator or passing `deadline_s` cancels the answer at its next token.
     """
     engine.acquire_reading()  # EngineBusy -> 503 before the stream starts
     deadline = time.monotonic() + (deadline_s if deadline_s is not None else server_settings().request_timeout)
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
     cancelled = threading.Event()
+    client_gone = request_done() or threading.Event()  # the guard sets it when the client has left
     tokens = AnswerTokenFilter()
 
     def on_token(chunk: StreamingChunk) -> None:
-        if cancelled.is_set():
+        if cancelled.is_set() or client_gone.is_set():
             raise StreamCancelled("the client left or the request deadline passed")
         events.put(("token", chunk))
 

@@ -24,7 +24,8 @@ class ServerSettings(BaseSettings):
     Engine turns (`pipelines.serving.engine`): `serve_readers`, `serve_queue_timeout`. Inputs: `max_question_chars`.
     Limits (`pipelines.serving.guard`): `max_body_mb`, `max_upload_mb`, `max_files`, `rate_limit` (requests per
     minute per principal), `max_concurrent` (requests in flight per principal), `request_timeout` (seconds).
-    Browser safety: `cors_origins`, `allowed_hosts`. Indexing server-side files: `index_roots`. Keys: `auth_keys`.
+    Browser safety: `cors_origins`, `allowed_hosts`. Indexing server-side files: `index_roots`. Keys: `auth_keys`;
+    JWT bearer tokens from an identity provider: `jwt_key`, `jwt_algorithms`, `jwt_audience`, `jwt_issuer`.
     """
 
     model_config = SettingsConfigDict(env_prefix="LEXHAY_", env_file=".env", extra="ignore")
@@ -43,6 +44,10 @@ class ServerSettings(BaseSettings):
     allowed_hosts: str = ",".join(LOOPBACK_HOSTS)  # Host header values accepted (comma-separated; * = any)
     index_roots: str = ""  # os.pathsep-separated folders `paths` may be indexed from; empty = `paths` disabled
     auth_keys: str = ""  # the API keys file; default <store>/keys.yaml
+    jwt_key: str = ""  # JWT bearer tokens: the verification key (a PEM file path, or the shared secret); empty = off
+    jwt_algorithms: str = "RS256"  # comma-separated algorithms accepted (HS256 with a shared secret)
+    jwt_audience: str = ""  # the `aud` tokens must carry (empty = not checked)
+    jwt_issuer: str = ""  # the `iss` tokens must carry (empty = not checked)
 
     @property
     def cors_origin_list(self) -> list[str]:

@@ -6,9 +6,10 @@ In order, for each HTTP request:
 1. **Origin**: a request from a browser page of an origin not in `LEXHAY_CORS_ORIGINS` is a 403 (this also stops
    the "simple" cross-site form posts that CORS alone lets through); allowed origins get CORS headers from the
    CORS middleware behind it (hayhooks', configured from the same setting).
-2. **Authentication**: with a keys file, `Authorization: Bearer <key>` is required on every route (401 without or
-   with an unknown key; 403 when the key's roles do not cover the route: `/index/run` needs writer, `/traces`,
-   `/draw` and `/v1/files` need admin, everything else reader). The principal is set for the wrappers
+2. **Authentication**: with a keys file (or `LEXHAY_JWT_KEY`: identity-provider tokens, `auth.JwtVerifier`),
+   `Authorization: Bearer <key or token>` is required on every route (401 without or with an unknown key; 403
+   when the key's roles do not cover the route: `/index/run` needs writer, `/traces`, `/draw` and `/v1/files` need
+   admin, everything else reader). The principal is set for the wrappers
    (`auth.current_principal`); admin keys are hayhooks' tracing operators (`request.state.tracing_operator`).
 3. **Rate and concurrency**, per principal (key): at most `LEXHAY_RATE_LIMIT` requests a minute (bursts up to a
    sixth of it) and `LEXHAY_MAX_CONCURRENT` in flight; beyond, a 429 with `Retry-After`. The single-user loopback
@@ -18,8 +19,11 @@ In order, for each HTTP request:
    read so far exceed it, before the rest is read or spooled.
 5. **Deadline**: a response that has not started within `LEXHAY_REQUEST_TIMEOUT` seconds is a 504 (the engine
    call finishes in the background and its turn is then released; streams end themselves at the same deadline).
+6. **End of the request** (`request_done`): set when the response is over, including a stream whose client left
+   (the server's write fails and the app returns): the answer still streaming for it stops at its next token.
 """
 
+import contextvars
 import json
 import math
 import threading
@@ -28,7 +32,7 @@ from typing import Any
 
 import anyio
 
-from pipelines.serving.auth import LOCAL, KeyStore, Principal, reset_principal, set_principal
+from pipelines.serving.auth import KEY_PREFIX, LOCAL, JwtVerifier, KeyStore, Principal, reset_principal, set_principal
 from pipelines.serving.config import ServerSettings
 
 Scope = dict[str, Any]
@@ -36,6 +40,18 @@ Scope = dict[str, Any]
 ADMIN_PREFIXES = ("/traces", "/draw", "/v1/files", "/files")
 WRITE_PATHS = ("/index/run",)
 MULTIPART_EXTRA_PARTS = 10  # form fields besides the files (collection, access, scope, paths)
+
+_REQUEST_DONE: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("lexhay_request_done",
+                                                                                       default=None)
+
+
+def request_done() -> threading.Event | None:
+    """
+    An event set when the current request is over for the server: answered, past its deadline, or abandoned by its
+    client (a stream whose client left). Work still running for it (an answer being streamed) stops when it is set.
+    None outside a guarded request.
+    """
+    return _REQUEST_DONE.get()
 
 
 class Refused(Exception):
@@ -110,22 +126,25 @@ async def send_json(send: Any, status: int, body: dict[str, Any], headers: dict[
 class Guard:
     """The ASGI middleware described in the module docstring."""
 
-    def __init__(self, app: Any, *, settings: ServerSettings, keys: KeyStore) -> None:
+    def __init__(self, app: Any, *, settings: ServerSettings, keys: KeyStore, jwt: JwtVerifier | None = None) -> None:
         self.app = app
         self.settings = settings
         self.keys = keys
+        self.jwt = jwt
         self.origins = set(settings.cors_origin_list)
         self.limiter = RateLimiter(settings.rate_limit, settings.max_concurrent)
 
     def principal(self, scope: Scope) -> Principal:
-        if not self.keys.exists():
+        if self.jwt is None and not self.keys.exists():
             return LOCAL
         auth = _header(scope, b"authorization") or ""
         scheme, _, token = auth.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             raise Refused(401, "this server needs an API key: send `Authorization: Bearer <key>`",
                           {"WWW-Authenticate": "Bearer"})
-        principal = self.keys.authenticate(token.strip())
+        token = token.strip()
+        is_key = token.startswith(f"{KEY_PREFIX}_") or self.jwt is None
+        principal = self.keys.authenticate(token) if is_key else self.jwt.authenticate(token)
         if principal is None:
             raise Refused(401, "unknown or revoked API key", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
         return principal
@@ -192,8 +211,8 @@ class Guard:
                 body = message.get("body", b"")
                 state["read"] += len(body)
                 if state["read"] > limit:
-                    state["refused"] = Refused(413, f"request body over {limit} bytes "
-                                                    f"({'LEXHAY_MAX_UPLOAD_MB' if multipart else 'LEXHAY_MAX_BODY_MB'})")
+                    setting = "LEXHAY_MAX_UPLOAD_MB" if multipart else "LEXHAY_MAX_BODY_MB"
+                    state["refused"] = Refused(413, f"request body over {limit} bytes ({setting})")
                 elif boundary:
                     window = state["tail"] + body
                     state["parts"] += window.count(boundary) - state["tail"].count(boundary)
@@ -219,15 +238,18 @@ class Guard:
             await send(message)
 
         started = anyio.Event()
+        done = threading.Event()
         token = set_principal(principal)  # copied into the app's task (and from there into its worker threads)
+        done_token = _REQUEST_DONE.set(done)
         try:
             async with anyio.create_task_group() as group:
 
                 async def run_app() -> None:
                     try:
                         await self.app(scope, guarded_receive, guarded_send)
-                    finally:
+                    finally:  # answered, cancelled at the deadline, or the client left mid-stream
                         state["done"] = True
+                        done.set()
                         started.set()
 
                 group.start_soon(run_app)
@@ -239,4 +261,6 @@ class Guard:
                                                           "(LEXHAY_REQUEST_TIMEOUT)"})
                     group.cancel_scope.cancel()
         finally:
+            done.set()
+            _REQUEST_DONE.reset(done_token)
             reset_principal(token)

@@ -250,3 +250,102 @@ def test_request_access_is_the_keys_own_unless_a_gateway_acts_within_its_tenant(
         request_access(cased, {"user_id": "ana", "case_ids": ["c2"]})
     assert request_access(LOCAL, {"tenant_id": "any"}) == {"tenant_id": "any"}  # loopback mode: today's behaviour
     assert index_owner(_principal("writer"), None, "global") == ({"tenant_id": "acme", "roles": ["writer"]}, "global")
+
+
+def test_a_stream_whose_client_leaves_stops_its_answer(tmp_path):
+    """Through uvicorn: the client reads a few chunks and leaves; the answer stops and gives its engine turn back."""
+    import httpx
+    import uvicorn
+    from haystack.dataclasses import StreamingChunk
+
+    from pipelines.serving.chat import StreamCancelled, stream_answer
+    from pipelines.serving.engine import Engine
+    from tests.pipelines.serving_helpers import free_port
+
+    class EndlessLex:
+        def __init__(self) -> None:
+            self.stopped = threading.Event()
+
+        def ask(self, question, *, streaming_callback=None, **kwargs):
+            try:
+                while True:
+                    streaming_callback(StreamingChunk(content="palabra "))
+                    time.sleep(0.01)
+            except StreamCancelled:
+                self.stopped.set()
+                raise
+
+    lex = EndlessLex()
+    engine = Engine(lex, readers=1, queue_timeout=1)
+    app = FastAPI()
+    held = []  # as a tracing wrapper may: the generator is never closed, so only the guard's signal can stop it
+
+    @app.get("/stream")
+    def stream() -> StreamingResponse:
+        chunks = stream_answer(engine, {"question": "x"}, "lexhay", deadline_s=300)
+        held.append(chunks)
+        return StreamingResponse((f"data: {c.model_dump_json()}\n\n" for c in chunks), media_type="text/event-stream")
+
+    app.add_middleware(Guard, settings=ServerSettings(_env_file=None, store=str(tmp_path)),
+                       keys=KeyStore(tmp_path / "keys.yaml"))
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(100):
+            if server.started:
+                break
+            time.sleep(0.1)
+        with httpx.Client(trust_env=False) as client, client.stream("GET", f"http://127.0.0.1:{port}/stream") as resp:
+            lines = []
+            for line in resp.iter_lines():
+                lines.append(line)
+                if len(lines) > 6:
+                    break  # the client leaves mid-answer
+        assert any("palabra" in line for line in lines)
+        assert lex.stopped.wait(20)  # the LLM stopped at its next token
+        assert engine.lock.acquire_exclusive(20)  # and the read turn came back
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def test_jwt_bearer_tokens_of_an_identity_provider(tmp_path):
+    jwt = pytest.importorskip("jwt")
+    from pipelines.serving.auth import JwtVerifier
+
+    secret = "s" * 32
+    verifier = JwtVerifier(secret, algorithms=["HS256"], audience="lexhay", issuer="https://idp.example")
+    now = int(time.time())
+    claims = {"sub": "ana", "tenant_id": "acme", "groups": ["laboral"], "roles": ["reader", "writer", "root"],
+              "aud": "lexhay", "iss": "https://idp.example", "exp": now + 60}
+    principal = verifier.authenticate(jwt.encode(claims, secret, algorithm="HS256"))
+    assert principal.access() == {"tenant_id": "acme", "roles": ["reader", "writer"], "user_id": "ana",
+                                  "group_ids": ["laboral"]}
+    assert principal.key_id == "jwt:https://idp.example:ana"
+    refused = [
+        jwt.encode(claims, "other-secret-" * 3, algorithm="HS256"),  # another signer
+        jwt.encode({**claims, "exp": now - 10}, secret, algorithm="HS256"),  # expired
+        jwt.encode({**claims, "aud": "other"}, secret, algorithm="HS256"),
+        jwt.encode({**claims, "iss": "https://evil.example"}, secret, algorithm="HS256"),
+        jwt.encode({k: v for k, v in claims.items() if k != "tenant_id"}, secret, algorithm="HS256"),
+        jwt.encode({**claims, "roles": ["root"]}, secret, algorithm="HS256"),
+        jwt.encode(claims, None, algorithm="none"),  # unsigned
+        "not-a-token",
+    ]
+    assert [verifier.authenticate(token) for token in refused] == [None] * len(refused)
+
+    store = KeyStore(tmp_path / "keys.yaml")  # no keys file: the tokens alone switch authentication on
+    app = FastAPI()
+
+    @app.get("/status")
+    def status() -> dict:
+        return {"key": current_principal().key_id}
+
+    app.add_middleware(Guard, settings=ServerSettings(_env_file=None, store=str(tmp_path)), keys=store, jwt=verifier)
+    client = TestClient(app)
+    assert client.get("/status").status_code == 401
+    good = jwt.encode(claims, secret, algorithm="HS256")
+    assert client.get("/status", headers=bearer(good)).json() == {"key": "jwt:https://idp.example:ana"}
+    assert client.get("/status", headers=bearer(refused[1])).status_code == 401

@@ -127,7 +127,8 @@ def test_roles_decide_what_a_key_may_do(secure):
     reader = as_key(server, keys["reader_acme"])
     for path in ("/status", "/docs", "/openapi.json", "/v1/models"):
         assert reader.get(path).status_code == 200, path
-    upload = [("files", ("convenio.md", b"# Convenio\n\n##### Art\xc3\xadculo 1. Objeto.\n\nTexto.\n", "text/markdown"))]
+    convenio = "# Convenio\n\n##### Artículo 1. Objeto.\n\nTexto.\n".encode()
+    upload = [("files", ("convenio.md", convenio, "text/markdown"))]
     denied = reader.post("/index/run", files=upload)
     assert denied.status_code == 403 and "may not write" in denied.json()["detail"]
     assert reader.get("/traces").status_code == 403  # traces show other callers' requests: admin only
@@ -198,8 +199,8 @@ def test_a_gateway_acts_for_its_own_users_only(secure):
 def test_tenant_documents_stay_in_their_tenant(secure):
     server, keys, _, _ = secure
     convenio = ("---\ntitle: \"Convenio ACME\"\nidentifier: \"CONV-ACME\"\ncountry: \"es\"\n---\n# Convenio\n\n"
-                "##### Artículo 1. Vacaciones.\n\nLa plantilla de ACME disfrutará de treinta y cinco días naturales de "
-                "vacaciones.\n").encode()
+                "##### Artículo 1. Vacaciones.\n\nLa plantilla de ACME disfrutará de treinta y cinco días "
+                "naturales de vacaciones.\n").encode()
     indexed = as_key(server, keys["writer_ana"]).post(
         "/index/run", files=[("files", ("conv.md", convenio, "text/markdown"))], data={"scope": "tenant"})
     assert indexed.status_code == 200 and indexed.json()["result"]["written"] > 0, indexed.text
