@@ -14,6 +14,7 @@ verifier and the HTTP layer (which strips the META block from streamed replies) 
 """
 
 import re
+import secrets
 from typing import Any, Final
 
 from haystack import Document
@@ -26,6 +27,36 @@ DELIMITER_RE: Final[re.Pattern[str]] = re.compile(r"^[ \t*_`]*={2,}[ \t]*META[ \
 META_LINE_RE: Final[re.Pattern[str]] = re.compile(
     r"^[ \t*_`-]*(?P<key>USED|DROP|NEED)[ \t*_`]*[|:](?P<value>.*)$", re.IGNORECASE
 )
+# Retrieved text is data, never instructions: `AnswerPromptBuilder` sends the numbered context in the user turn
+# between `<<ctx-…>>` / `<</ctx-…>>` delimiters drawn at random per request (`context_tag`), and every field of a
+# block is `neutralize`d first, so no document can close the delimiter, forge a `[n]` fragment header or a `---`
+# separator, write a META delimiter or a USED / DROP / NEED line.
+CONTEXT_TAG_RE: Final[re.Pattern[str]] = re.compile(r"<</?ctx-[0-9a-f]+>>", re.IGNORECASE)
+_ANGLES_RE: Final[re.Pattern[str]] = re.compile(r"<{2,}|>{2,}|[<>](?=/?ctx-)", re.IGNORECASE)
+_EQUALS_RE: Final[re.Pattern[str]] = re.compile(r"[=\uff1d]{2,}")
+_FORGED_META_RE: Final[re.Pattern[str]] = re.compile(r"\b(USED|DROP|NEED)([ \t*_`]*)[|:\uff5c\uff1a]", re.IGNORECASE)
+_FORGED_HEADER_RE: Final[re.Pattern[str]] = re.compile(r"\[(\s*\d+(?:\s*[,;-]\s*\d+)*\s*)\]")
+_SEPARATOR_RE: Final[re.Pattern[str]] = re.compile(r"^[ \t]*([-_*~])(?:[ \t]*\1){2,}[ \t]*$", re.MULTILINE)
+
+
+def context_tag() -> str:
+    """A fresh context delimiter name for one request: `ctx-` and 16 random hex digits."""
+    return f"ctx-{secrets.token_hex(8)}"
+
+
+def neutralize(text: str) -> str:
+    """
+    Retrieved (untrusted) text made inert for the answer prompt: `<<` / `>>` runs (a context delimiter) become
+    `‹‹` / `››`; `==` runs (a META delimiter) one `=`; `USED|`, `DROP:`, `NEED|` lose their separator (`USED -`);
+    `[3]` (a fragment header or index) becomes `(3)`; a `---` line (the block separator) becomes `—`.
+    """
+    text = _ANGLES_RE.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text)
+    text = _EQUALS_RE.sub("=", text)
+    text = _FORGED_META_RE.sub(lambda m: f"{m.group(1)}{m.group(2)} -", text)
+    text = _FORGED_HEADER_RE.sub(r"(\1)", text)
+    return _SEPARATOR_RE.sub("—", text)
+
+
 UNVERIFIED_MARK: Final[str] = "[cita no verificada]"
 GAP_MARK = " […] "
 
@@ -95,13 +126,17 @@ def _note(meta: dict[str, Any]) -> str:
 
 
 def context_block(document: Document) -> dict[str, str]:
-    """The fields of one numbered context block, as `ANSWER_CONTEXT_TEMPLATE` lays them out."""
+    """
+    The fields of one numbered context block, as `ANSWER_CONTEXT_TEMPLATE` lays them out; every field that comes
+    from the document (text, titles, chapter path, summary) is `neutralize`d (an uploaded file sets them all).
+    """
     meta = document.meta
     heading = article_heading(document)
+    header = f"{law_name(document)} > {heading}" if heading else law_name(document)
     return {
-        "header": f"{law_name(document)} > {heading}" if heading else law_name(document),
+        "header": " ".join(neutralize(header).split()),
         "note": _note(meta),
-        "chapter": " > ".join(str(h) for h in meta.get("heading_path") or []),
-        "summary": str(meta.get("summary") or "").strip(),
-        "text": article_body(document),
+        "chapter": " ".join(neutralize(" > ".join(str(h) for h in meta.get("heading_path") or [])).split()),
+        "summary": neutralize(str(meta.get("summary") or "").strip()),
+        "text": neutralize(article_body(document)),
     }
