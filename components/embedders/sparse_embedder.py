@@ -13,6 +13,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import SparseEmbedding
 from qdrant_edge import Bm25
 
+from components.legal.legal_text import detect_query_language
 from components.utils.bm25 import Bm25Models
 
 logger = logging.getLogger(__name__)
@@ -20,6 +21,7 @@ logger = logging.getLogger(__name__)
 # Measured on data/corpus: a 300-character child chunk holds about 27 tokens after stopword removal, a
 # 2000-character parent block about 170; the context line and embedded meta fields bring children to about 40.
 DEFAULT_AVG_LEN = 40.0
+
 
 def _to_sparse_embedding(vector: Any) -> SparseEmbedding:
     return SparseEmbedding(indices=list(vector.indices), values=list(vector.values))
@@ -164,6 +166,10 @@ class SparseTextEmbedder:
     Use the same settings as the `SparseDocumentEmbedder` that embedded the Documents. Every distinct query token
     gets weight 1.0; the store's IDF modifier weights the tokens.
 
+    Each question is analysed in its own language (stopwords, stemmer), as the documents are: the `language` given
+    to `run`, else the language detected from the question (Spanish or Portuguese, `detect_query_language`), else
+    the init `language`. A Portuguese question is stemmed the way the Portuguese statutes were.
+
     ### Usage example
 
     ```python
@@ -183,16 +189,19 @@ class SparseTextEmbedder:
         b: float = 0.75,
         avg_len: float | None = DEFAULT_AVG_LEN,
         ascii_folding: bool = True,
+        detect_language: bool = True,
     ) -> None:
         """
         Creates a SparseTextEmbedder.
 
-        :param language: Language of the queries: a Qdrant tokenizer language (`spanish`, `portuguese`, ...) or an
-            ISO 639-1 code (`es`, `pt`, ...).
+        :param language: Language of the queries whose language is neither given nor detected: a Qdrant tokenizer
+            language (`spanish`, `portuguese`, ...) or an ISO 639-1 code (`es`, `pt`, ...).
         :param k: BM25 term-frequency saturation (kept equal to the document embedder's; queries weigh tokens 1.0).
         :param b: BM25 length normalization (kept equal to the document embedder's).
         :param avg_len: Average document length in tokens (kept equal to the document embedder's).
         :param ascii_folding: Whether to fold accents; must match the document embedder.
+        :param detect_language: Whether to detect each question's language (Spanish / Portuguese) when `run` is not
+            told it.
         :raises ValueError: If the language or a BM25 parameter is invalid.
         """
         self.language = language
@@ -200,7 +209,9 @@ class SparseTextEmbedder:
         self.b = b
         self.avg_len = avg_len
         self.ascii_folding = ascii_folding
+        self.detect_language = detect_language
         self._model: Bm25 | None = None
+        self._models: Bm25Models | None = None
         Bm25Models(k=k, b=b, avg_len=avg_len, ascii_folding=ascii_folding).get(language)  # validates early
 
     def to_dict(self) -> dict[str, Any]:
@@ -210,7 +221,13 @@ class SparseTextEmbedder:
         :returns: Dictionary with serialized data.
         """
         return default_to_dict(
-            self, language=self.language, k=self.k, b=self.b, avg_len=self.avg_len, ascii_folding=self.ascii_folding
+            self,
+            language=self.language,
+            k=self.k,
+            b=self.b,
+            avg_len=self.avg_len,
+            ascii_folding=self.ascii_folding,
+            detect_language=self.detect_language,
         )
 
     @classmethod
@@ -226,23 +243,29 @@ class SparseTextEmbedder:
     def warm_up(self) -> None:
         """Builds the BM25 model. Calling it again does nothing."""
         if self._model is None:
-            models = Bm25Models(k=self.k, b=self.b, avg_len=self.avg_len, ascii_folding=self.ascii_folding)
-            self._model = models.get(self.language)
+            self._models = Bm25Models(k=self.k, b=self.b, avg_len=self.avg_len, ascii_folding=self.ascii_folding)
+            self._model = self._models.get(self.language)
 
     @component.output_types(sparse_embedding=SparseEmbedding)
-    def run(self, text: str) -> dict[str, SparseEmbedding]:
+    def run(self, text: str, language: str | None = None) -> dict[str, SparseEmbedding]:
         """
         Embeds a query.
 
         :param text: The query text.
+        :param language: The query's language (`es`, `pt`, `spanish`, ...); None detects it (or uses the init
+            `language` when detection is off or finds no evidence).
         :returns: A dictionary with `sparse_embedding`: the query's BM25 sparse embedding (empty if the query holds
             only stopwords).
         :raises TypeError: If `text` is not a string.
+        :raises ValueError: If Qdrant has no tokenizer for the given `language`.
         """
         if not isinstance(text, str):
             raise TypeError(
                 "SparseTextEmbedder expects a string as input. To embed Documents, use SparseDocumentEmbedder."
             )
         self.warm_up()
-        assert self._model is not None
-        return {"sparse_embedding": _to_sparse_embedding(self._model.embed_query(text))}
+        assert self._model is not None and self._models is not None
+        if language is None and self.detect_language:
+            language = detect_query_language(text)
+        model = self._models.get(language) if language else self._model
+        return {"sparse_embedding": _to_sparse_embedding(model.embed_query(text))}

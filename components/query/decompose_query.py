@@ -15,7 +15,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
-from components.legal.legal_text import fold_accents
+from components.legal.legal_text import detect_query_language, fold_accents
 from components.legal.terms import dedup, extract_keywords, format_hints, load_equivalences
 from components.generators.llm_backends import (
     chat_json,
@@ -35,11 +35,14 @@ MAX_FALLBACK_TERMS = 10
 
 DECOMPOSE_SYSTEM_PROMPT = """\
 Eres un asistente jurídico que prepara búsquedas en una base de datos de legislación laboral y de Seguridad \
-Social española (Estatuto de los Trabajadores, Ley General de la Seguridad Social y normas relacionadas).
+Social española (Estatuto de los Trabajadores, Ley General de la Seguridad Social y normas relacionadas) y \
+brasileña (CLT y Constitución Federal de 1988).
 
 Convierte la pregunta del usuario en consultas de búsqueda por palabras clave.
 
 Reglas:
+- Escribe las consultas en el idioma de la pregunta: una pregunta en portugués busca en la legislación brasileña \
+con los términos de la CLT (por ejemplo, "dispensa sem justa causa rescisão" para "me mandaram embora").
 - Responde SOLO con un array JSON de cadenas: sin explicaciones, sin texto adicional y sin bloques de código markdown.
 - Cada cadena tiene entre 3 y 6 palabras clave; nunca una frase completa ni una pregunta.
 - No incluyas números de artículo: la búsqueda es semántica y no los necesita.
@@ -93,7 +96,8 @@ FOLLOWUP_FILLER = frozenset(
 # single words that qualify the head noun of the previous concept: "despido objetivo y disciplinario"
 _QUALIFIER = re.compile(r"(?:ivo|iva|ario|aria|al|ente|ante|ado|ada|ido|ida|ico|ica|oso|osa|ble|ulo|ula)s?$")
 _ARTICLE_REF = re.compile(
-    r"\b(?:art[íi]culos?|arts?\.?)\s*\d+(?:\.\d+)*(?:\s*(?:bis|ter))?(?:\s*(?:y|,)\s*\d+(?:\.\d+)*)*\b",
+    r"\b(?:art[íi]culos?|artigos?|arts?\.?)\s*\d+(?:[ºª°o]|-[a-z])?(?:\.\d+)*(?:\s*(?:bis|ter))?"
+    r"(?:\s*(?:y|e|,)\s*\d+(?:[ºª°o]|-[a-z])?(?:\.\d+)*)*(?!\w)",
     re.IGNORECASE,
 )
 _COMPARISONS = (
@@ -372,11 +376,12 @@ class DecomposeQuery:
     def _fallback(self, query: str, *, follow_up: bool, limit: int) -> list[str]:
         """Deterministic queries: one per concept, its keywords plus the statutory terms of its equivalences."""
         extra = FOLLOWUP_FILLER if follow_up else frozenset()
+        language = detect_query_language(query, default="es")  # the whole question tells it better than a part
         queries = []
         for concept in split_concepts(query):
-            keywords = extract_keywords(concept, extra_stopwords=extra)
+            keywords = extract_keywords(concept, extra_stopwords=extra, language=language)
             if keywords:
-                terms = dedup([*keywords, *self.equivalences.terms(concept)])
+                terms = dedup([*keywords, *self.equivalences.terms(concept, language)])
                 queries.append(" ".join(terms[:MAX_FALLBACK_TERMS]))
         queries = dedup(queries)[:limit]
         if not queries and not follow_up:

@@ -65,6 +65,7 @@ def test_to_dict():
             "b": 0.75,
             "avg_len": DEFAULT_AVG_LEN,
             "ascii_folding": True,
+            "detect_language": True,
         },
     }
 
@@ -152,6 +153,28 @@ def test_run_language_per_document():
     ferias_doc = embedder.run([Document(content="Férias anuais remuneradas", meta={"lang": "pt"})])["documents"][0]
     ferias_query = SparseTextEmbedder(language="portuguese").run(text="ferias")["sparse_embedding"]
     assert _indices(ferias_query) <= _indices(ferias_doc.sparse_embedding)
+
+
+def test_run_query_language_detected_per_question():
+    # Portuguese stemming of a Portuguese question matches the Portuguese statute text; Spanish stemming does not
+    doc = SparseDocumentEmbedder().run(
+        [Document(content="O empregado terá direito a férias remuneradas", meta={"lang": "pt"})]
+    )["documents"][0]
+    question = "meu chefe não quer me dar as férias remuneradas, ele pode fazer isso?"
+    embedder = SparseTextEmbedder(language="spanish")
+    detected = embedder.run(text=question)["sparse_embedding"]
+    assert detected == embedder.run(text=question, language="pt")["sparse_embedding"]
+    assert detected != SparseTextEmbedder(language="spanish", detect_language=False).run(text=question)[
+        "sparse_embedding"
+    ]
+    assert _indices(SparseTextEmbedder(language="pt").run(text="remuneradas")["sparse_embedding"]) <= _indices(
+        doc.sparse_embedding
+    )
+    spanish = "¿Cuántos días de vacaciones tengo?"
+    assert embedder.run(text=spanish)["sparse_embedding"] == embedder.run(text=spanish, language="es")[
+        "sparse_embedding"
+    ]
+    assert SparseTextEmbedder.from_dict(SparseTextEmbedder(detect_language=False).to_dict()).detect_language is False
 
 
 def test_run_unsupported_document_language_falls_back_to_default(caplog):

@@ -1,0 +1,73 @@
+"""The equivalence table and keyword extraction by language (Spanish top level, Portuguese under `pt:`)."""
+
+import pytest
+
+from components.legal.terms import Equivalences, extract_keywords, load_equivalences
+
+
+@pytest.fixture(scope="module")
+def table():
+    return load_equivalences()
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("fui mandado embora grávida, tenho direito a alguma coisa?", ["mandado embora", "grávida"]),
+        ("minha carteira assinada só depois da experiência?", ["carteira assinada", "experiência"]),
+        ("faço hora extra todo dia e não recebo", ["hora extra"]),
+        ("tenho férias vencidas, o patrão paga em dobro?", ["férias vencidas"]),
+        ("o 13º salário vem quando?", ["13º salário"]),
+        ("fui demitido por justa causa sem aviso", ["fui demitido", "justa causa", "aviso"]),
+    ],
+)
+def test_portuguese_questions_get_portuguese_equivalences(table, question, expected):
+    matches = table.matches(question)
+    assert [key for key, _ in matches] == expected
+    assert table.language_of(question) == "pt"
+
+
+def test_portuguese_terms_are_statutory(table):
+    assert "dispensa" in table.terms("me mandaram embora ontem") and "rescisão" in table.terms("fui mandado embora")
+    assert "sobrejornada" in table.terms("quanto vale a hora extra no domingo?")
+    assert "gestante" in table.terms("estou grávida e fui dispensada, e agora?")
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "¿me pagan la hora extra si trabajo el domingo?",  # "hora extra" is a Portuguese key only
+        "me han despedido sin justa causa, ¿qué hago?",  # "justa causa" too
+        "¿tengo que dar aviso antes de irme?",
+    ],
+)
+def test_spanish_questions_never_get_portuguese_terms(table, question):
+    assert table.language_of(question) == "es"
+    assert table.matches(question) == table.matches(question, language="es")
+    assert not {"sobrejornada", "dispensa", "aviso prévio"} & set(table.terms(question))
+
+
+def test_spanish_table_unchanged_and_explicit_language(table):
+    assert table.matches("estoy de BAJA MEDICA") == [("baja médica", table.table["baja médica"])]
+    assert "pt" not in table.table  # the Portuguese section is not a Spanish entry
+    assert table.matches("hora extra", language="pt")[0][0] == "hora extra"
+    assert table.matches("hora extra", language="es") == []
+
+
+def test_sectioned_file_validation(tmp_path):
+    path = tmp_path / "eq.yaml"
+    path.write_text("vacaciones: vacaciones anuales\npt:\n  férias: férias anuais\n", encoding="utf-8")
+    loaded = load_equivalences(str(path))
+    assert loaded.table == {"vacaciones": "vacaciones anuales"}
+    assert loaded.by_language["pt"] == {"férias": "férias anuais"}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("pt:\n  férias: 3\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="mapping"):
+        load_equivalences(str(bad))
+    assert Equivalences({"paro": "desempleo"}).matches("cobro el paro") == [("paro", "desempleo")]
+
+
+def test_extract_keywords_uses_the_question_language():
+    assert extract_keywords("meu chefe não quer me dar as férias") == ["chefe", "férias"]
+    assert extract_keywords("¿Cuántos días de vacaciones tengo?") == ["días", "vacaciones"]
+    assert extract_keywords("o que é isso", language="es") == ["isso"]
