@@ -176,7 +176,16 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from pipelines.evaluation import evaluate_mode, load_labelled, mode_retriever, parse_mode, percentile
+    from pipelines.evaluation import (
+        bootstrap_ci,
+        evaluate_mode,
+        load_labelled,
+        mode_retriever,
+        paired_bootstrap,
+        parse_mode,
+        percentile,
+        store_law_country,
+    )
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     try:
@@ -199,16 +208,38 @@ def cmd_eval(args: argparse.Namespace) -> int:
         lex.retrieve_articles("warm up", top_k=1)
         for mode in modes:
             retrieve = mode_retriever(lex, mode, top_k=args.top_k)
+    # 95% bootstrap intervals (questions resampled) of nDCG@5 and hit@1; each mode vs the first one, paired
+    intervals = Table(title="95% bootstrap intervals; paired difference of nDCG@5 vs the first mode")
+    intervals.add_column("mode")
+    for name in datasets:
+        for column in ("nDCG@5 95% CI", "hit@1 95% CI", f"d nDCG@5 vs {modes[0] if modes else ''}"):
+            intervals.add_column(f"{name} {column}", justify="right")
+    per_mode: dict[str, dict[str, dict[str, list[float]]]] = {}
             retrieve("warm up")
             lex.clear_caches()  # each mode's latency without the previous modes' cached embeddings / results
-            scores, latencies = evaluate_mode(retrieve, datasets)
-            cells = [f"{scores[n][m]:.3f}" for n in datasets for m in metrics]
+            per_query: dict[str, dict[str, list[float]]] = {}
+            law_country = store_law_country(lex.document_store)
+            scores, latencies = evaluate_mode(retrieve, datasets, per_query=per_query, law_country=law_country)
+            per_mode[mode] = per_query
+            cells = [f"{scores[n][m]:.3f}" if m in scores[n] else "-" for n in datasets for m in metrics]
             table.add_row(mode, *cells, f"{percentile(latencies, 50):.1f}")
     Console(width=max(out.width, 20 + 18 * len(table.columns))).print(table)  # never truncate the numbers
     return 0
 
 
+            ci_cells = []
+            for name in datasets:
+                for metric in ("nDCG@5", "hit@1"):
+                    low, high = bootstrap_ci(per_query[name][metric])
+                    ci_cells.append(f"[{low:.3f}, {high:.3f}]")
+                if mode == modes[0]:
+                    ci_cells.append("-")
+                else:
+                    diff = paired_bootstrap(per_query[name]["nDCG@5"], per_mode[modes[0]][name]["nDCG@5"])
+                    ci_cells.append(f"{diff['diff']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]")
+            intervals.add_row(mode, *ci_cells)
 def cmd_serve(args: argparse.Namespace) -> int:
+    Console(width=max(out.width, 20 + 24 * len(intervals.columns))).print(intervals)
     import os
 
     from pipelines.serving import serve
@@ -270,6 +301,11 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
+        if name in models.EMBEDDER_MODELS:
+            from components.embedders.openvino_backend import dense_backend, ensure_openvino_model  # noqa: PLC0415
+
+            if dense_backend() == "openvino":  # the dense model's fast backend: converted once, checksummed
+                out.print(f"{name} (OpenVINO): {ensure_openvino_model(path, verify=True, progress=err.print)}")
     from pipelines.migrate import migrate_store
     from pipelines.settings import Settings
 

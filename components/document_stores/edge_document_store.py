@@ -540,6 +540,28 @@ class EdgeDocumentStore:
         by_id = {record.payload["id"]: self._to_document(record.payload, record.vector) for record in records}
         return [by_id[doc_id] for doc_id in unique_ids if doc_id in by_id]
 
+    def dense_vectors_by_id(self, ids: list[str]) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
+        """
+        The meta and the stored dense vector of each of `ids` the store holds (whatever `return_embedding` says).
+
+        Used to reuse the vector of an unchanged block when re-indexing, and to score stored blocks against a
+        query without re-embedding them. An empty store (no dense vector configured yet) returns `{}`.
+
+        :param ids: Document ids.
+        :returns: id -> (meta, dense vector or `None` for a point without one).
+        """
+        unique_ids = list(dict.fromkeys(ids))
+        if not unique_ids or self.count_documents() == 0:
+            return {}
+        entry = self._open()
+        with_vector: list[str] | bool = [DENSE_VECTOR_NAME] if entry.settings.get("embedding_dim") else False
+        records = entry.shard.retrieve([_point_id(i) for i in unique_ids], with_payload=True, with_vector=with_vector)
+        out = {}
+        for record in records:
+            vector = (record.vector or {}).get(DENSE_VECTOR_NAME) if with_vector else None
+            out[record.payload["id"]] = (record.payload.get("meta") or {}, list(vector) if vector is not None else None)
+        return out
+
     def query_dense(
         self, embedding: list[float], *, filters: dict[str, Any] | None = None, top_k: int = 10
     ) -> list[Document]:

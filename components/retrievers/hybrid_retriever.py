@@ -12,6 +12,7 @@ from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS, DENSE_SCORE, parent
 logger = logging.getLogger(__name__)
 
 MODES = ("dense", "sparse", "hybrid")
+FUSIONS = ("rrf", "score")
 
 # BM25 request on the OpenSearch lexical store: the chunk text and its article title (the fields the embedded BM25
 # vectors embed), any term may match; `$filters` always holds at least the collection condition.
@@ -86,6 +87,8 @@ class HybridRetriever:
         dense_weight: float = 1.1,
         sparse_weight: float = 1.0,
         lexical_store: Any | None = None,
+        fusion: str = "rrf",
+        dense_share: float = 0.7,
     ) -> None:
         """
         Create a HybridRetriever.
@@ -104,6 +107,11 @@ class HybridRetriever:
         :param sparse_weight: Weight of the BM25 ranking in parent-level fusion.
         :param lexical_store: An opensearch-haystack `OpenSearchDocumentStore`: when given, the BM25 side is
             searched there on the query text (`query` run input) instead of the store's sparse vectors.
+        :param fusion: Parent-level fusion: `rrf` (weighted reciprocal rank fusion, `dense_weight` /
+            `sparse_weight` / `rrf_k`) or `score` (each candidate parent's dense cosine and best BM25 score, each
+            min-max normalized over the candidates, blended `dense_share : 1 - dense_share`; a parent only the BM25
+            side found gets its cosine from its stored vector, so every candidate is scored on both signals).
+        :param dense_share: Share of the dense cosine in `score` fusion, in [0, 1].
         """
         if top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
@@ -114,6 +122,10 @@ class HybridRetriever:
             raise ValueError(f"collections must map names to positive weights, got {collections}")
         if rrf_k < 0 or dense_weight < 0 or sparse_weight < 0 or dense_weight + sparse_weight == 0:
             raise ValueError("rrf_k and the fusion weights must be >= 0, with at least one positive weight")
+        if fusion not in FUSIONS:
+            raise ValueError(f"fusion must be one of {FUSIONS}, got {fusion!r}")
+        if not 0.0 <= dense_share <= 1.0:
+            raise ValueError(f"dense_share must be in [0, 1], got {dense_share}")
         if lexical_store is not None:
             from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore  # noqa: PLC0415
 
@@ -135,6 +147,8 @@ class HybridRetriever:
         self._qdrant_retrievers: dict[str, Any] | None = None
         self._lexical_retriever: Any | None = None
 
+        self.fusion = fusion
+        self.dense_share = dense_share
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary."""
         return default_to_dict(
@@ -152,6 +166,8 @@ class HybridRetriever:
             # only when set, so the canonical YAML files (no OpenSearch) stay exactly what this serializes to
             **({"lexical_store": self.lexical_store} if self.lexical_store is not None else {}),
         )
+            fusion=self.fusion,
+            dense_share=self.dense_share,
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HybridRetriever":
@@ -206,7 +222,10 @@ class HybridRetriever:
             dense, sparse = self._ranked_lists(
                 per_collection, query_embedding, query_sparse_embedding, query, prefetch_k
             )
-            results = [self._fuse_by_parent(d, s) for d, s in zip(dense, sparse)]
+            if self.fusion == "score":
+                results = [self._fuse_scores(d, s, query_embedding) for d, s in zip(dense, sparse)]
+            else:
+                results = [self._fuse_by_parent(d, s, query_embedding) for d, s in zip(dense, sparse)]
         elif mode == "hybrid" and lexical:
             # chunk-level fusion across two stores: Haystack's reciprocal rank fusion (k=60)
             dense, sparse = self._ranked_lists(
@@ -231,8 +250,14 @@ class HybridRetriever:
         ranked = sorted(best.values(), key=lambda d: d.score or 0.0, reverse=True)[:top_k]
         return {"documents": ranked}
 
-    def _fuse_by_parent(self, dense: list[Document], sparse: list[Document]) -> list[Document]:
-        """Weighted RRF over the parent-level rankings of both lists; the best chunk per parent and list is kept."""
+    def _fuse_by_parent(
+        self, dense: list[Document], sparse: list[Document], query_embedding: list[float] | None = None
+    ) -> list[Document]:
+        """
+        Weighted RRF over the parent-level rankings of both lists; the best chunk per parent and list is kept.
+
+        With `query_embedding`, a parent only the BM25 side found gets its `dense_score` from its stored vector.
+        """
         scores: dict[str, float] = {}
         chunks: dict[str, list[Document]] = {}
         cosine: dict[str, float] = {}  # best dense similarity per parent: an absolute relevance signal (CRAG)
@@ -252,6 +277,9 @@ class HybridRetriever:
         return [
             Document(
                 id=doc.id,
+        missing = [key for key in scores if key not in cosine]
+        if missing and query_embedding is not None:
+            cosine.update(self._stored_cosines(missing, query_embedding))
                 content=doc.content,
                 meta={**doc.meta, DENSE_SCORE: cosine[key]} if key in cosine else doc.meta,
                 score=scores[key],
@@ -264,6 +292,73 @@ class HybridRetriever:
     def _ranked_lists(
         self,
         per_collection: list[dict[str, Any] | None],
+    def _fuse_scores(
+        self, dense: list[Document], sparse: list[Document], query_embedding: list[float] | None
+    ) -> list[Document]:
+        """
+        Score-level fusion per parent: `dense_share * minmax(cosine) + (1 - dense_share) * minmax(best BM25)`.
+
+        A parent the dense search did not return gets its cosine from its stored vector (one store read for all
+        of them), so a block found by BM25 alone is still judged on its meaning; a parent the BM25 search did not
+        return gets BM25 0.
+        """
+        cosine: dict[str, float] = {}
+        lexical: dict[str, float] = {}
+        chunks: dict[str, list[Document]] = {}
+        for doc in dense:
+            key = parent_key(doc)
+            if doc.score is not None and doc.score > cosine.get(key, float("-inf")):
+                cosine[key] = doc.score
+            chunks.setdefault(key, []).append(doc)
+        for doc in sparse:
+            key = parent_key(doc)
+            lexical[key] = max(lexical.get(key, 0.0), doc.score or 0.0)
+            if key not in chunks or all(c.id != doc.id for c in chunks[key]):
+                chunks.setdefault(key, []).append(doc)
+        missing = [key for key in chunks if key not in cosine]
+        if missing and query_embedding is not None:
+            cosine.update(self._stored_cosines(missing, query_embedding))
+
+        def minmax(values: dict[str, float]) -> dict[str, float]:
+            if not values:
+                return {}
+            low, high = min(values.values()), max(values.values())
+            return {k: (v - low) / (high - low) if high > low else 1.0 for k, v in values.items()}
+
+        # over every candidate: a parent the BM25 search did not return counts as BM25 0
+        dense_norm, sparse_norm = minmax(cosine), minmax({key: lexical.get(key, 0.0) for key in chunks})
+        scores = {
+            key: self.dense_share * dense_norm.get(key, 0.0) + (1 - self.dense_share) * sparse_norm.get(key, 0.0)
+            for key in chunks
+        }
+        return [
+            Document(
+                id=doc.id,
+                content=doc.content,
+                meta={**doc.meta, DENSE_SCORE: cosine[key]} if key in cosine else doc.meta,
+                score=scores[key],
+                embedding=doc.embedding,
+            )
+            for key in sorted(scores, key=scores.__getitem__, reverse=True)
+            for doc in chunks[key]
+        ]
+
+    def _stored_cosines(self, parent_ids: list[str], query_embedding: list[float]) -> dict[str, float]:
+        """Cosine of the query and the stored dense vector of each parent (embedded store only; `{}` elsewhere)."""
+        lookup = getattr(self.document_store, "dense_vectors_by_id", None)
+        if lookup is None:
+            return {}
+        import numpy as np  # noqa: PLC0415
+
+        found = {pid: vec for pid, (_, vec) in lookup(parent_ids).items() if vec is not None}
+        if not found:
+            return {}
+        query = np.asarray(query_embedding, dtype=np.float32)
+        query /= np.linalg.norm(query) or 1.0
+        matrix = np.asarray(list(found.values()), dtype=np.float32)
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        return dict(zip(found, (matrix @ query).tolist()))
+
         embedding: list[float] | None,
         sparse: SparseEmbedding | None,
         query: str | None,

