@@ -197,17 +197,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
     except (ValueError, OSError, KeyError) as exc:
         err.print(f"[red]{exc}[/red]")
         return 2
-    metrics = ("hit@1", "hit@10", "nDCG@5", "MRR@10")
+    metrics = ("hit@1", "hit@10", "nDCG@5", "MRR@10", "country@5")  # country@5: top 5 from the labelled jurisdiction
     table = Table(title=f"lexhay eval (article level, top {args.top_k})")
     table.add_column("mode")
     for name in datasets:
         for metric in metrics:
             table.add_column(f"{name} {metric}", justify="right")
     table.add_column("p50 ms", justify="right")
-    with _engine(args) as lex:
-        lex.retrieve_articles("warm up", top_k=1)
-        for mode in modes:
-            retrieve = mode_retriever(lex, mode, top_k=args.top_k)
     # 95% bootstrap intervals (questions resampled) of nDCG@5 and hit@1; each mode vs the first one, paired
     intervals = Table(title="95% bootstrap intervals; paired difference of nDCG@5 vs the first mode")
     intervals.add_column("mode")
@@ -215,6 +211,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         for column in ("nDCG@5 95% CI", "hit@1 95% CI", f"d nDCG@5 vs {modes[0] if modes else ''}"):
             intervals.add_column(f"{name} {column}", justify="right")
     per_mode: dict[str, dict[str, dict[str, list[float]]]] = {}
+    with _engine(args) as lex:
+        lex.retrieve_articles("warm up", top_k=1)
+        for mode in modes:
+            retrieve = mode_retriever(lex, mode, top_k=args.top_k)
             retrieve("warm up")
             lex.clear_caches()  # each mode's latency without the previous modes' cached embeddings / results
             per_query: dict[str, dict[str, list[float]]] = {}
@@ -223,10 +223,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
             per_mode[mode] = per_query
             cells = [f"{scores[n][m]:.3f}" if m in scores[n] else "-" for n in datasets for m in metrics]
             table.add_row(mode, *cells, f"{percentile(latencies, 50):.1f}")
-    Console(width=max(out.width, 20 + 18 * len(table.columns))).print(table)  # never truncate the numbers
-    return 0
-
-
             ci_cells = []
             for name in datasets:
                 for metric in ("nDCG@5", "hit@1"):
@@ -238,8 +234,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     diff = paired_bootstrap(per_query[name]["nDCG@5"], per_mode[modes[0]][name]["nDCG@5"])
                     ci_cells.append(f"{diff['diff']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]")
             intervals.add_row(mode, *ci_cells)
-def cmd_serve(args: argparse.Namespace) -> int:
+    Console(width=max(out.width, 20 + 18 * len(table.columns))).print(table)  # never truncate the numbers
     Console(width=max(out.width, 20 + 24 * len(intervals.columns))).print(intervals)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
     import os
 
     from pipelines.serving import serve
@@ -295,17 +295,17 @@ def cmd_models(args: argparse.Namespace) -> int:
         out.print(table)
         return 0
     for name in args.names:
-        path = models.ensure_model(name)
+        path = models.ensure_model(name, progress=lambda line: print(line, file=sys.stderr, flush=True))  # i/n, MB
         out.print(f"{name}: {path}")
-    return 0
-
-
-def cmd_migrate(args: argparse.Namespace) -> int:
         if name in models.EMBEDDER_MODELS:
             from components.embedders.openvino_backend import dense_backend, ensure_openvino_model  # noqa: PLC0415
 
             if dense_backend() == "openvino":  # the dense model's fast backend: converted once, checksummed
                 out.print(f"{name} (OpenVINO): {ensure_openvino_model(path, verify=True, progress=err.print)}")
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
     from pipelines.migrate import migrate_store
     from pipelines.settings import Settings
 

@@ -144,11 +144,11 @@ class HybridRetriever:
         self.dense_weight = dense_weight
         self.sparse_weight = sparse_weight
         self.lexical_store = lexical_store
+        self.fusion = fusion
+        self.dense_share = dense_share
         self._qdrant_retrievers: dict[str, Any] | None = None
         self._lexical_retriever: Any | None = None
 
-        self.fusion = fusion
-        self.dense_share = dense_share
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary."""
         return default_to_dict(
@@ -163,11 +163,11 @@ class HybridRetriever:
             rrf_k=self.rrf_k,
             dense_weight=self.dense_weight,
             sparse_weight=self.sparse_weight,
+            fusion=self.fusion,
+            dense_share=self.dense_share,
             # only when set, so the canonical YAML files (no OpenSearch) stay exactly what this serializes to
             **({"lexical_store": self.lexical_store} if self.lexical_store is not None else {}),
         )
-            fusion=self.fusion,
-            dense_share=self.dense_share,
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HybridRetriever":
@@ -274,12 +274,12 @@ class HybridRetriever:
                 scores[key] = scores.get(key, 0.0) + weight / (self.rrf_k + rank + 1)
                 chunks.setdefault(key, []).append(doc)
                 rank += 1
-        return [
-            Document(
-                id=doc.id,
         missing = [key for key in scores if key not in cosine]
         if missing and query_embedding is not None:
             cosine.update(self._stored_cosines(missing, query_embedding))
+        return [
+            Document(
+                id=doc.id,
                 content=doc.content,
                 meta={**doc.meta, DENSE_SCORE: cosine[key]} if key in cosine else doc.meta,
                 score=scores[key],
@@ -289,9 +289,6 @@ class HybridRetriever:
             for doc in chunks[key]
         ]
 
-    def _ranked_lists(
-        self,
-        per_collection: list[dict[str, Any] | None],
     def _fuse_scores(
         self, dense: list[Document], sparse: list[Document], query_embedding: list[float] | None
     ) -> list[Document]:
@@ -359,6 +356,9 @@ class HybridRetriever:
         matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
         return dict(zip(found, (matrix @ query).tolist()))
 
+    def _ranked_lists(
+        self,
+        per_collection: list[dict[str, Any] | None],
         embedding: list[float] | None,
         sparse: SparseEmbedding | None,
         query: str | None,
