@@ -73,3 +73,31 @@ def test_country_share_and_law_country(labelled):
     scores, _ = evaluate_mode(lambda question: docs, {"br": labelled}, law_country=countries.get)
     assert scores["br"]["country@5"] == pytest.approx(2 / 3)
     assert "country@5" not in evaluate_mode(lambda question: docs, {"br": labelled})[0]["br"]
+
+
+def test_bootstrap_interval_brackets_the_mean_and_narrows_with_more_questions():
+    from pipelines.evaluation import bootstrap_ci  # noqa: PLC0415
+
+    few = [1.0, 0.0] * 10
+    many = [1.0, 0.0] * 500
+    low, high = bootstrap_ci(few)
+    assert low < 0.5 < high and 0.0 <= low and high <= 1.0
+    low_many, high_many = bootstrap_ci(many)
+    assert (high_many - low_many) < (high - low) / 3
+    assert bootstrap_ci([0.7] * 5) == (pytest.approx(0.7), pytest.approx(0.7))
+    assert all(x != x for x in bootstrap_ci([]))  # nan for no questions
+
+
+def test_paired_bootstrap_calls_a_difference_only_when_it_is_consistent():
+    from pipelines.evaluation import format_ci, paired_bootstrap  # noqa: PLC0415
+
+    base = [0.0, 1.0, 0.5, 0.2] * 15
+    better = [min(1.0, x + 0.3) for x in base]
+    result = paired_bootstrap(better, base)
+    assert result["diff"] > 0.2 and result["low"] > 0 and result["p"] < 0.01
+    noisy = [x + (0.3 if i % 2 else -0.3) for i, x in enumerate(base)]  # same mean, opposite swings
+    tie = paired_bootstrap(noisy, base)
+    assert tie["low"] < 0 < tie["high"] and tie["p"] > 0.5
+    with pytest.raises(ValueError, match="same questions"):
+        paired_bootstrap([1.0], [1.0, 0.0])
+    assert format_ci([1.0, 0.0] * 10).startswith("0.500 [")
