@@ -28,7 +28,7 @@ def make_app(tmp_path, *, keys: bool = True, **settings) -> tuple[TestClient, di
             "admin": store.add(tenant="ops", roles=["admin"]),
             "slow": store.add(tenant="acme", roles=["reader"], rate_limit=6),  # a burst of 1
         }
-    release = threading.Event()
+    release, entered = threading.Event(), threading.Event()
     app = FastAPI()
 
     @app.get("/status")
@@ -39,6 +39,7 @@ def make_app(tmp_path, *, keys: bool = True, **settings) -> tuple[TestClient, di
     @app.post("/ask/run")
     def ask(body: dict) -> dict:
         if body.get("slow"):
+            entered.set()
             release.wait(30)
         if body.get("fail"):
             raise HTTPException(422, "question must be a non-empty string")
@@ -64,7 +65,7 @@ def make_app(tmp_path, *, keys: bool = True, **settings) -> tuple[TestClient, di
     app.add_middleware(Guard, settings=config, keys=store)
     app.add_middleware(OpenAICompat)
     client = TestClient(app, raise_server_exceptions=False)
-    client.release = release  # type: ignore[attr-defined]
+    client.release, client.entered = release, entered  # type: ignore[attr-defined]
     return client, made
 
 
@@ -149,13 +150,8 @@ def test_concurrency_limit_per_key(tmp_path):
     slow = threading.Thread(target=lambda: results.append(
         client.post("/ask/run", json={"slow": True}, headers=bearer(keys["reader"])).status_code))
     slow.start()
-    deadline = time.monotonic() + 30
-    second = None
-    while time.monotonic() < deadline:
-        second = client.get("/status", headers=bearer(keys["reader"]))
-        if second.status_code == 429:
-            break
-        time.sleep(0.05)
+    assert client.entered.wait(30)  # the slow request holds the key's only slot
+    second = client.get("/status", headers=bearer(keys["reader"]))
     other = client.get("/status", headers=bearer(keys["writer"])).status_code
     client.release.set()
     slow.join()

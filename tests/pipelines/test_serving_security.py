@@ -318,11 +318,12 @@ def test_rate_limit_is_a_429_for_that_key_only(secure):
 
 def test_concurrency_limit_is_a_429(secure):
     server, keys, _, _ = secure
-    release = threading.Event()
+    release, sent = threading.Event(), threading.Semaphore(0)
     codes: list[int] = []
 
     def held_body():
         yield b'{"question": '
+        sent.release()  # asked for more: the headers and the first bytes are out
         release.wait(60)
         yield json.dumps(VACATION).encode() + b', "top_k": 1}'
 
@@ -335,8 +336,9 @@ def test_concurrency_limit_is_a_429(secure):
     threads = [threading.Thread(target=slow_request) for _ in range(2)]
     for thread in threads:
         thread.start()
+    assert sent.acquire(timeout=60) and sent.acquire(timeout=60)
     third = None
-    for _ in range(100):  # until both held requests are in flight
+    for _ in range(100):  # until the server counts both held requests in flight
         third = as_key(server, keys["reader_acme"]).get("/status")
         if third.status_code == 429:
             break
