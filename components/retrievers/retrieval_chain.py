@@ -5,14 +5,16 @@ from typing import Any
 from haystack import Pipeline, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 from haystack.core.super_component import SuperComponent
+from haystack.core.super_component.utils import _delegate_default
 
 from components.utils.nested import nested_init_parameters
 
 STAGES = ("text_embedder", "sparse_text_embedder", "retriever", "parent_resolver", "reranker")
-# the chain's wiring; `yaml/retrieval.yaml` is this same graph written out (a test keeps the two identical)
+# the chain's wiring; `yaml/retrieval.yaml` is this same graph written out (a test keeps the two identical). The
+# re-ranker's `embedding` backend embeds the query itself: a hit in the process-wide query embedding cache, cheaper
+# than the pipeline's deep copy of the vector along one more edge.
 CONNECTIONS = (
     ("text_embedder.embedding", "retriever.query_embedding"),
-    ("text_embedder.embedding", "reranker.query_embedding"),
     ("sparse_text_embedder.sparse_embedding", "retriever.query_sparse_embedding"),
     ("retriever.documents", "parent_resolver.documents"),
     ("parent_resolver.documents", "reranker.documents"),
@@ -35,8 +37,9 @@ class RetrievalChain(SuperComponent):
 
     The one definition of lexhay's foundation retrieval: `yaml/retrieval.yaml` is this chain written out as a
     pipeline, and the query pipeline's `MultiQueryRetriever` (one run per query) and `NeedFetcher` (keyword NEED
-    requests) run it as a component. Built on Haystack's `SuperComponent`: the stages run as a wrapped
-    `Pipeline` (traced stage by stage), and the chain serializes as its stages, so settings reach each of them.
+    requests) run it as a component. Built on Haystack's `SuperComponent`: the stages form a wrapped
+    `Pipeline` (its sockets, warm-up, `draw` / `show`), and the chain serializes as its stages, so the loader's
+    settings reach each of them.
 
     Inputs: `text` (embedded on both sides, the query of the retriever and the re-ranker), `dense_text` (optional:
     embedded on the dense side instead of `text`, e.g. a HyDE passage), `filters`, `top_k` (parent blocks kept),
@@ -108,7 +111,7 @@ class RetrievalChain(SuperComponent):
                 pipeline.add_component(name, stage)
         for sender, receiver in CONNECTIONS:
             if reranker is not None or not receiver.startswith("reranker."):
-                pipeline.connect(sender, receiver)
+                pipeline.connect(sender, receiver)  # what `run` follows, and what `draw` / `show` picture
         input_mapping = {
             name: [path for path in paths if reranker is not None or not path.startswith("reranker.")]
             for name, paths in INPUT_MAPPING.items()
@@ -118,13 +121,19 @@ class RetrievalChain(SuperComponent):
             if reranker is not None
             else {"parent_resolver.documents": "documents"}
         )
-        # explicit base calls: @component rebuilds the class, so a zero-argument super() would not resolve
+        # explicit base call: @component rebuilds the class, so a zero-argument super() would not resolve
         SuperComponent.__init__(self, pipeline=pipeline, input_mapping=input_mapping, output_mapping=output_mapping)
         component.set_input_type(self, name="dense_text", type=str | None, default=None)
+        self._connections = [(s, r) for s, r in CONNECTIONS if reranker is not None or not r.startswith("reranker.")]
+        self._is_warmed_up = False
 
     def run(self, **kwargs: Any) -> dict[str, Any]:
         """
-        Run the chain for one question.
+        Run the chain for one question: each stage in graph order, fed along the wrapped pipeline's connections.
+
+        The stages are called directly rather than through `Pipeline.run`, which deep-copies every value passed
+        along an edge: for the query vector that copy (element by element) costs more than the search itself, and
+        the chain runs once per query of every request.
 
         :param kwargs: `text` (required), `dense_text`, `filters`, `top_k`, `mode`, `collections`.
         :returns: `documents`: parent blocks, best first (re-ranked when there is a re-ranker); `candidates`: the
@@ -135,7 +144,34 @@ class RetrievalChain(SuperComponent):
             raise ValueError(f"RetrievalChain needs `text` (a string), got {kwargs.get('text')!r}")
         if kwargs.get("dense_text") is None:
             kwargs.pop("dense_text", None)
-        return SuperComponent.run(self, **kwargs)
+        if not self._is_warmed_up:
+            self.warm_up()
+        inputs: dict[str, dict[str, Any]] = {}
+        for name, paths in self.input_mapping.items():  # in order: `dense_text` after `text` replaces it
+            if name in kwargs and kwargs[name] is not _delegate_default:
+                for path in paths:
+                    stage, socket = path.split(".", 1)
+                    inputs.setdefault(stage, {})[socket] = kwargs[name]
+        outputs: dict[str, dict[str, Any]] = {}
+        for stage in STAGES:
+            if getattr(self, stage) is None:
+                continue
+            for sender, receiver in self._connections:
+                if receiver.startswith(f"{stage}."):
+                    source, output = sender.split(".", 1)
+                    inputs.setdefault(stage, {})[receiver.split(".", 1)[1]] = outputs[source][output]
+            outputs[stage] = getattr(self, stage).run(**inputs.get(stage, {}))
+        mapped = {}
+        for path, name in self.output_mapping.items():
+            stage, socket = path.split(".", 1)
+            mapped[name] = outputs[stage][socket]
+        return mapped
+
+    def warm_up(self) -> None:
+        """Warm up the stages (models, BM25 statistics). Calling it again does nothing."""
+        if not self._is_warmed_up:
+            self.pipeline.warm_up()
+            self._is_warmed_up = True
 
     def to_dict(self) -> dict[str, Any]:
         """

@@ -78,6 +78,18 @@ def test_run_retrieves_parent_blocks_and_reranks(indexed):
         indexed.run(dense_text="contrato")
 
 
+def test_run_matches_the_wrapped_pipeline_run(indexed):
+    from haystack.core.super_component import SuperComponent
+
+    for kwargs in ({"text": "contrato eventual", "top_k": 4},
+                   {"text": "contrato eventual", "dense_text": "sustituir a un trabajador", "mode": "dense"}):
+        direct, piped = indexed.run(**kwargs), SuperComponent.run(indexed, **kwargs)  # Pipeline.run
+        assert set(direct) == set(piped) == {"documents", "candidates"}
+        for key in direct:
+            assert [(d.id, d.score) for d in direct[key]] == [(d.id, d.score) for d in piped[key]]
+            assert direct[key]
+
+
 def test_dense_text_changes_the_dense_side_only(indexed):
     plain = indexed.run(text="contrato eventual", mode="dense", top_k=5)["candidates"]
     hyde = indexed.run(text="contrato eventual", dense_text="sustituir a un trabajador con reserva de puesto",
