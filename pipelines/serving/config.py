@@ -39,7 +39,8 @@ class ServerSettings(BaseSettings):
     max_files: int = Field(default=100, ge=1)  # files per index request
     rate_limit: float = Field(default=120.0, ge=0)  # requests per minute per key principal (0 = unlimited)
     max_concurrent: int = Field(default=8, ge=0)  # requests in flight per key principal (0 = unlimited)
-    request_timeout: float = Field(default=300.0, gt=0)  # overall deadline of one request, streams included
+    request_timeout: float = Field(default=900.0, gt=0)  # overall deadline of one request (a local CPU LLM answer
+    # takes minutes), streams included
     cors_origins: str = ""  # comma-separated origins browsers may call from; empty = none
     allowed_hosts: str = ",".join(LOOPBACK_HOSTS)  # Host header values accepted (comma-separated; * = any)
     index_roots: str = ""  # os.pathsep-separated folders `paths` may be indexed from; empty = `paths` disabled

@@ -194,6 +194,19 @@ def test_a_gateway_acts_for_its_own_users_only(secure):
         assert refused.status_code in (403, 422) and words in refused.text, access
     outside = gateway.post("/ask/run", json={"question": VACATION, "access": {"tenant_id": "beta", "user_id": "x"}})
     assert outside.status_code == 403
+    note = ("---\ntitle: \"Nota de Bob\"\nidentifier: \"NOTA-BOB\"\ncountry: \"es\"\n---\n# Nota\n\n"
+            "##### Artículo 1. Nota.\n\nBob disfruta de sus vacaciones en agosto.\n").encode()
+    indexed = gateway.post("/index/run", files=[("files", ("nota.md", note, "text/markdown"))],
+                           data={"access": json.dumps({"user_id": "bob"})})  # a writer gateway indexes for bob
+    assert indexed.status_code == 200 and indexed.json()["result"]["written"] > 0, indexed.text
+    only = {"field": "meta.law_id", "operator": "==", "value": "NOTA-BOB"}
+    as_bob = gateway.post("/retrieve/run", json={"question": "vacaciones", "filters": only,
+                                                 "access": {"user_id": "bob"}}).json()["result"]["results"]
+    assert as_bob and {r["meta"]["user_id"] for r in as_bob} == {"bob"} and {r["meta"]["scope"] for r in as_bob} == {
+        "user"}
+    for who in (as_key(server, keys["reader_acme"]), as_key(server, keys["writer_ana"])):
+        assert who.post("/retrieve/run", json={"question": "vacaciones", "filters": only}).json()["result"][
+            "results"] == []
 
 
 def test_tenant_documents_stay_in_their_tenant(secure):
