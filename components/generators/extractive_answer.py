@@ -2,7 +2,7 @@
 The deterministic answer stage: quotes the most relevant sentences of the retrieved articles, with no LLM.
 
 `ExtractiveAnswer` replaces the answer prompt + chat generator when no LLM is configured (or the call fails). Its
-reply ends with the same `===META===` block an LLM is asked for, so `MetaParser` and everything after it handle
+reply ends with the same `===META===` block an LLM is asked for, so `AnswerMetaParser` and everything after it handle
 both paths identically.
 """
 
@@ -16,7 +16,7 @@ from haystack.dataclasses import ChatMessage
 
 from components.legal.answer_format import GAP_MARK, META_DELIMITER, article_body, law_name
 from components.legal.citations import CitationGrammar
-from components.legal.legal_text import fold_accents, split_sentences
+from components.legal.legal_text import detect_query_language, fold_accents, split_sentences
 from components.legal.terms import stems
 
 logger = logging.getLogger(__name__)
@@ -37,6 +37,33 @@ EXTRACTIVE_NOT_FOUND = (
 QUOTE_LINE = "- «{quote}» ({citation})"
 REPEALED_CITATION_NOTE = "norma derogada"
 META_BLOCK = f"{META_DELIMITER}\nUSED|{{used}}\nDROP|ninguno"
+# the same texts for Portuguese questions (Brazilian law)
+EXTRACTIVE_TEXTS_PT = {
+    "intro": "Estes são os trechos da legislação mais relevantes para a sua pergunta:",
+    "no_match": (
+        "Não encontrei nos artigos recuperados nenhuma frase que coincida com os termos da sua pergunta. "
+        "Este é o começo do artigo mais bem colocado na busca:"
+    ),
+    "note": (
+        "Observação: esta é uma resposta extrativa, gerada sem modelo de linguagem: reproduz literalmente trechos "
+        "dos artigos citados, que convém ler na íntegra."
+    ),
+    "not_found": (
+        "Não encontrei artigos na legislação disponível que respondam à sua pergunta. Tente reformulá-la com "
+        "outras palavras ou indicar a lei ou o artigo que lhe interessa."
+    ),
+    "repealed": "norma revogada",
+}
+EXTRACTIVE_TEXTS = {
+    "es": {
+        "intro": EXTRACTIVE_INTRO,
+        "no_match": EXTRACTIVE_NO_MATCH_INTRO,
+        "note": EXTRACTIVE_NOTE,
+        "not_found": EXTRACTIVE_NOT_FOUND,
+        "repealed": REPEALED_CITATION_NOTE,
+    },
+    "pt": EXTRACTIVE_TEXTS_PT,
+}
 MAX_SENTENCE_CHARS = 500
 ARTICLE_MIN_RATIO = 0.5  # a 2nd or 3rd article is quoted only when its best sentence scores at least this share
 
@@ -44,8 +71,8 @@ ARTICLE_MIN_RATIO = 0.5  # a 2nd or 3rd article is quoted only when its best sen
 _ENUMERATOR_RE = re.compile(r"^(?:\d+(?:\.\d+)*(?:\s+bis)?\.|[a-zñ]\)|[a-zñ]\.)\s+")
 
 
-def citation(document: Document) -> str:
-    """How a quote from the block is cited: "ET, art. 38"; "ET, disposición adicional primera"."""
+def citation(document: Document, language: str = "es") -> str:
+    """How a quote from the block is cited: "ET, art. 38"; "ET, disposición adicional primera"; "CLT, art. 477"."""
     meta = document.meta
     label = str(meta.get("article_label") or "")
     if fold_accents(label).lower().startswith("articulo "):
@@ -55,7 +82,8 @@ def citation(document: Document) -> str:
     else:
         article = f"art. {meta['article']}" if meta.get("article") else ""
     cited = f"{law_name(document)}, {article}" if article else law_name(document)
-    return f"{cited}; {REPEALED_CITATION_NOTE}" if meta.get("status") == "repealed" else cited
+    note = EXTRACTIVE_TEXTS.get(language, EXTRACTIVE_TEXTS["es"])["repealed"]
+    return f"{cited}; {note}" if meta.get("status") == "repealed" else cited
 
 
 def _clean(sentence: str) -> str:
@@ -83,14 +111,17 @@ class ExtractiveAnswer:
     sentence scores at least half as much; from each, its `max_sentences` best sentences in text order. When no
     sentence shares a term with the question, the beginning of the first block is quoted.
 
-    The reply ends with the `===META===` block `MetaParser` reads: `USED|<the quoted blocks>` and `DROP|ninguno`
+    The reply ends with the `===META===` block `AnswerMetaParser` reads: `USED|<the quoted blocks>` and `DROP|ninguno`
     (with no documents: `USED|` and `DROP|ninguno`, which parses as valid metadata with nothing used).
+
+    The answer's own words (introduction, note, "norma derogada") are Portuguese for a Portuguese question
+    (`detect_query_language`; without evidence, the language most retrieved blocks are written in).
 
     Usage example:
 
     ```python
     from components.generators.extractive_answer import ExtractiveAnswer
-    from components.validators.meta_parser import MetaParser
+    from components.validators.answer_meta_parser import AnswerMetaParser
 
     reply = ExtractiveAnswer().run(question="¿Cuántos días de vacaciones tengo?", documents=[art_38, art_14])
     reply["answer"]
@@ -101,7 +132,7 @@ class ExtractiveAnswer:
     # ===META===
     # USED|1
     # DROP|ninguno
-    MetaParser().run(replies=reply["replies"], context_documents=[art_38, art_14])["used"]  # [1]
+    AnswerMetaParser().run(replies=reply["replies"], context_documents=[art_38, art_14])["used"]  # [1]
     ```
     """
 
@@ -146,15 +177,20 @@ class ExtractiveAnswer:
 
         :param question: The user's question.
         :param documents: The retrieved parent blocks, best first, numbered from 1 in this order (as given to
-            `MetaParser` as `context_documents`).
+            `AnswerMetaParser` as `context_documents`).
         :returns: A dictionary with:
             - `replies`: one assistant message holding `answer` (a drop-in for a chat generator's output).
             - `answer`: the quotes with their citations, the extractive-answer note and the `===META===` block.
         """
+        language = detect_query_language(question)
+        if language is None:
+            languages = [doc.meta.get("lang") for doc in documents]
+            language = "pt" if languages and languages.count("pt") > len(languages) / 2 else "es"
+        texts = EXTRACTIVE_TEXTS[language]
         sentences = {i: split_sentences(article_body(doc)) for i, doc in enumerate(documents)}
         sentences = {i: found for i, found in sentences.items() if found}
         if not sentences:
-            answer = f"{EXTRACTIVE_NOT_FOUND}\n{META_BLOCK.format(used='')}"
+            answer = f"{texts['not_found']}\n{META_BLOCK.format(used='')}"
             logger.debug("ExtractiveAnswer: no documents with text")
             return {"replies": [ChatMessage.from_assistant(answer, meta={"model": "extractive"})], "answer": answer}
 
@@ -168,7 +204,7 @@ class ExtractiveAnswer:
         for citation_found in sorted(found_citations, key=lambda c: c["span"][0], reverse=True):
             start, end = citation_found["span"]
             question = question[:start] + " " + question[end:]
-        scores = self._scores(question, pool)
+        scores = self._scores(question, pool, language)
         best = {i: max(doc_scores) for i, doc_scores in scores.items()}
         top = max(best.values())
         matching = [i for i in sorted(best) if top > 0 and best[i] >= ARTICLE_MIN_RATIO * top]
@@ -177,29 +213,29 @@ class ExtractiveAnswer:
         chosen = list(dict.fromkeys(first + (in_force or matching)))[: self.max_articles]
         for i in first:
             if i not in scores:  # a cited block beyond the candidate pool
-                scores[i] = self._scores(question, {i: sentences[i]})[i]
+                scores[i] = self._scores(question, {i: sentences[i]}, language)[i]
         if chosen:
-            intro = EXTRACTIVE_INTRO
+            intro = texts["intro"]
             positions = {i: self._best_positions(scores[i]) for i in chosen}
         else:
             first = min(sentences)
-            intro, chosen = EXTRACTIVE_NO_MATCH_INTRO, [first]
+            intro, chosen = texts["no_match"], [first]
             positions = {first: list(range(min(self.max_sentences, len(sentences[first]))))}
 
         quotes = [
-            QUOTE_LINE.format(quote=_quote(sentences[i], positions[i]), citation=citation(documents[i]))
+            QUOTE_LINE.format(quote=_quote(sentences[i], positions[i]), citation=citation(documents[i], language))
             for i in chosen
         ]
         used = ",".join(str(i + 1) for i in sorted(chosen))
-        answer = "\n".join([intro, "", *quotes, "", EXTRACTIVE_NOTE, META_BLOCK.format(used=used)])
+        answer = "\n".join([intro, "", *quotes, "", texts["note"], META_BLOCK.format(used=used)])
         logger.debug("ExtractiveAnswer: quoted blocks {used}", used=used)
         return {"replies": [ChatMessage.from_assistant(answer, meta={"model": "extractive"})], "answer": answer}
 
     @staticmethod
-    def _scores(question: str, sentences: dict[int, list[str]]) -> dict[int, list[float]]:
+    def _scores(question: str, sentences: dict[int, list[str]], language: str = "es") -> dict[int, list[float]]:
         """Per block, each sentence's score: the summed rarity weight of the question stems it contains."""
-        wanted = stems(question)
-        found = {i: [stems(s) & wanted for s in doc_sentences] for i, doc_sentences in sentences.items()}
+        wanted = stems(question, language)
+        found = {i: [stems(s, language) & wanted for s in doc_sentences] for i, doc_sentences in sentences.items()}
         frequency = Counter(stem for doc_found in found.values() for stem_set in doc_found for stem in stem_set)
         total = sum(len(doc_sentences) for doc_sentences in sentences.values())
         weight = {stem: math.log(1 + total / count) for stem, count in frequency.items()}
