@@ -8,6 +8,12 @@ RRF) over the same chunks and the same embedder.
 
 Every `dev-*.jsonl` of `--eval-dir` is reported side by side (Spanish labour, Constitution, Brazilian labour),
 with `country@5`: the share of the top-5 articles from the jurisdiction of the question's labelled law.
+
+Every system also gets its nDCG@5 with a 95% bootstrap interval (questions resampled) and a paired bootstrap of the
+difference to `lexhay full` (the default): a difference is real only when its interval excludes 0. `--reindex`
+indexes the corpus a second time right after the first (unchanged blocks keep their stored vectors: the
+incremental path). `--backends openvino,torch` repeats the dense mode with the query embedded by each dense
+inference backend over the same stored block vectors: their quality must agree within noise.
 """
 
 import argparse
@@ -34,6 +40,8 @@ from components.retrievers.parent_resolver import ParentResolver  # noqa: E402
 from pipelines.evaluation import (  # noqa: E402
     COUNTRY_METRIC,
     evaluate_mode,
+    format_ci,
+    paired_bootstrap,
     load_labelled,
     percentile,
     store_law_country,
@@ -53,6 +61,7 @@ def main() -> int:
     parser.add_argument("--reindex", action="store_true", help="index the corpus even if the store has it")
     parser.add_argument("--skip-peer", action="store_true")
     parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--backends", default="", help="e.g. openvino,torch: the dense mode per query backend")
     args = parser.parse_args()
 
     datasets = {p.stem.replace("dev-", ""): load_labelled(p) for p in sorted(Path(args.eval_dir).glob("dev-*.jsonl"))}
@@ -73,16 +82,24 @@ def main() -> int:
             f"{report.seconds:.1f}", f"{chunks / report.seconds:.1f}", str(len(report.errors)),
         )
         console.print(t)
-    console.print(f"store: {store.count_documents()} chunks at {args.store}")
+        if args.reindex:  # the incremental path: nothing changed, every block keeps its stored vector
+            again = lex.index([args.corpus])
+            reused = lex.pipeline("indexing").get_component("dense_embedder").reused
+            console.print(f"re-index of the unchanged corpus: {again.seconds:.1f} s (last file: {reused} stored "
+                          f"block vectors reused)")
+    console.print(f"store: {store.count_documents()} chunks at {args.store}; load average {os.getloadavg()[0]:.1f}")
 
     lex.retrieve("warm up", top_k=args.top_k)  # models loaded, caches warm
     law_country = store_law_country(store)  # country@5: share of the top 5 from the labelled law's jurisdiction
-    rows = []
+    rows, per_query = [], {}
     for mode in ("sparse", "dense", "hybrid", "full"):
+        per_query[f"lexhay {mode}"] = {}
         scores, lat = evaluate_mode(
-            lambda q, m=mode: lex.retrieve_articles(q, top_k=args.top_k, mode=m), datasets, law_country=law_country
+            lambda q, m=mode: lex.retrieve_articles(q, top_k=args.top_k, mode=m), datasets, law_country=law_country,
+            per_query=per_query[f"lexhay {mode}"],
         )
         rows.append((f"lexhay {mode}", scores, lat))
+    rows += backend_rows(lex, args, datasets, law_country, per_query)
 
     # The engine's own share of a hybrid query: retriever + parent resolution with precomputed query vectors.
     pipe = lex.pipeline("retrieval")
@@ -102,7 +119,8 @@ def main() -> int:
         engine_ms.append((time.perf_counter() - t0) * 1000)
 
     if not args.skip_peer:
-        rows.append(peer(store, text_emb, datasets, args.top_k, law_country))
+        per_query["haystack stock hybrid (peer)"] = {}
+        rows.append(peer(store, text_emb, datasets, args.top_k, law_country, per_query["haystack stock hybrid (peer)"]))
 
     table = Table(title="Article-level retrieval quality and warm latency (ms, per query incl. query embedding)")
     table.add_column("system")
@@ -116,6 +134,22 @@ def main() -> int:
         cells = [f"{scores[n][m]:.3f}" if m in scores[n] else "-" for n in datasets for m in metrics]
         table.add_row(system, *cells, f"{percentile(lat, 50):.1f}", f"{percentile(lat, 95):.1f}")
     console.print(table)
+    intervals = Table(title="nDCG@5 [95% bootstrap interval]; paired difference to lexhay full [interval]")
+    intervals.add_column("system")
+    for name in datasets:
+        intervals.add_column(f"{name} nDCG@5", justify="right")
+        intervals.add_column(f"{name} vs full", justify="right")
+    reference = per_query["lexhay full"]
+    for system, _, _ in rows:
+        cells = []
+        for name in datasets:
+            values = per_query[system][name]["nDCG@5"]
+            diff = paired_bootstrap(values, reference[name]["nDCG@5"])
+            cells += [format_ci(values), "-" if system == "lexhay full" else
+                      f"{diff['diff']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]"]
+        intervals.add_row(system, *cells)
+    console.print(intervals)
+    console.print(f"load average at the end: {os.getloadavg()[0]:.1f}")
     console.print(
         f"engine share (retriever + parent resolution, hybrid, precomputed vectors): "
         f"p50 {percentile(engine_ms, 50):.1f} ms, p95 {percentile(engine_ms, 95):.1f} ms; "
@@ -124,7 +158,30 @@ def main() -> int:
     return 0
 
 
-def peer(store, text_embedder, datasets, top_k, law_country=None):
+def backend_rows(lex, args, datasets, law_country, per_query):
+    """The dense mode with the query embedded by each of `--backends` (same store, same stored block vectors)."""
+    from components.embedders.dense_embedder import DenseTextEmbedder  # noqa: PLC0415
+
+    pipe = lex.pipeline("retrieval")
+    retriever, resolver = pipe.get_component("retriever"), pipe.get_component("parent_resolver")
+    rows = []
+    for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
+        os.environ["LEXHAY_DENSE_BACKEND"] = backend
+        embedder = DenseTextEmbedder(model=args.embedder)
+        embedder.warm_up()
+        name = f"lexhay dense, query by {backend}"
+        per_query[name] = {}
+
+        def dense(question, embedder=embedder):
+            hits = retriever.run(query_embedding=embedder._embed(question), mode="dense", top_k=4 * args.top_k)
+            return resolver.run(documents=hits["documents"], top_k=2 * args.top_k)["documents"]
+
+        scores, lat = evaluate_mode(dense, datasets, law_country=law_country, per_query=per_query[name])
+        rows.append((name, scores, lat))
+    return rows
+
+
+def peer(store, text_embedder, datasets, top_k, law_country=None, per_query=None):
     """Haystack's stock hybrid over the same chunks and embeddings, resolved to parents the same way."""
     previous = getattr(store, "return_embedding", False)
     store.return_embedding = True  # the peer needs the same stored vectors
@@ -148,7 +205,7 @@ def peer(store, text_embedder, datasets, top_k, law_country=None):
         result = pipe.run({"bm25": {"query": question}, "dense": {"query_embedding": embedding}})
         return result["parents"]["documents"]
 
-    scores, lat = evaluate_mode(ask, datasets, law_country=law_country)
+    scores, lat = evaluate_mode(ask, datasets, law_country=law_country, per_query=per_query)
     return "haystack stock hybrid (peer)", scores, lat
 
 
