@@ -184,6 +184,7 @@ def convert(model_path: str | Path, progress: Callable[[str], None] | None = Non
             "converted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         (staging / OPENVINO_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
+        staging.chmod(0o755)  # mkdtemp's 0700 would hide a shared models cache from other users
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)

@@ -326,3 +326,25 @@ def test_unchanged_documents_reuse_their_stored_vector():
     edited = [Document(id="a", content=ART_38 + " Nuevo.", meta={"article_title": "Vacaciones"})]
     assert reuse.run(documents=edited)["documents"][0].embedding != sentinel and reuse.reused == 0
     assert reuse.to_dict()["init_parameters"]["document_store"]["type"] == "tests.fake.Store"
+
+
+@pytest.mark.model
+def test_embeddinggemma_openvino_vectors_agree_with_torch(monkeypatch):
+    """The OpenVINO conversion of EmbeddingGemma (pooling + Dense + Normalize included) embeds like torch."""
+    if not is_installed("embeddinggemma"):
+        pytest.skip(f"EmbeddingGemma is not installed in {models_dir()}: run `make models`")
+    texts = [
+        ART_38,
+        "¿Me pueden despedir estando de baja por enfermedad?",
+        "Art. 130. Após cada período de 12 meses de vigência do contrato de trabalho, o empregado terá direito a férias.",
+        "faltei umas 10 vezes esse ano sem atestado, meu chefe pode reduzir minhas férias?",
+    ]
+    vectors = {}
+    for backend in ("openvino", "torch"):
+        monkeypatch.setenv("LEXHAY_DENSE_BACKEND", backend)
+        docs = DenseDocumentEmbedder(model="embeddinggemma").run(documents=[Document(content=t) for t in texts])
+        text_embedder = DenseTextEmbedder(model="embeddinggemma")
+        vectors[backend] = [d.embedding for d in docs["documents"]] + [text_embedder._embed(t) for t in texts[1:]]
+        assert (text_embedder._openvino is not None) == (backend == "openvino")
+    for ov_vector, torch_vector in zip(vectors["openvino"], vectors["torch"], strict=True):
+        assert _cosine(ov_vector, torch_vector) >= 0.99

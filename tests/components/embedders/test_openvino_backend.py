@@ -1,0 +1,64 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The OpenVINO backend's cache checks and backend choice (the conversion itself: test_dense_embedder.py)."""
+
+import json
+
+import pytest
+
+from components.embedders import openvino_backend
+from components.embedders.openvino_backend import (
+    MARKER_VERSION,
+    OPENVINO_MARKER,
+    _sha256,
+    _source_fingerprint,
+    dense_backend,
+    is_converted,
+    openvino_dir,
+)
+
+
+@pytest.fixture
+def converted(tmp_path):
+    """A model folder with source weights and a converted model whose marker matches."""
+    (tmp_path / "modules.json").write_text("[]")
+    (tmp_path / "model.safetensors").write_bytes(b"weights" * 10)
+    folder = openvino_dir(tmp_path)
+    folder.mkdir()
+    (folder / "model.xml").write_text("<net/>")
+    (folder / "model.bin").write_bytes(bytes(range(256)))
+    files = {n: {"sha256": _sha256(folder / n), "size": (folder / n).stat().st_size} for n in ("model.xml", "model.bin")}
+    marker = {"version": MARKER_VERSION, "source": _source_fingerprint(tmp_path), "files": files}
+    (folder / OPENVINO_MARKER).write_text(json.dumps(marker))
+    return tmp_path
+
+
+def test_a_matching_conversion_is_accepted(converted):
+    assert is_converted(converted) and is_converted(converted, verify=True)
+
+
+def test_a_corrupt_or_stale_conversion_is_rebuilt(converted):
+    binary = openvino_dir(converted) / "model.bin"
+    data = bytearray(binary.read_bytes())
+    data[0] ^= 0xFF  # same size, different bytes: only the full check (install / verify) sees it
+    binary.write_bytes(bytes(data))
+    assert is_converted(converted) and not is_converted(converted, verify=True)
+    binary.write_bytes(b"short")
+    assert not is_converted(converted)
+    (openvino_dir(converted) / "model.bin").unlink()
+    assert not is_converted(converted)
+
+
+def test_new_source_weights_make_the_conversion_stale(converted):
+    (converted / "model.safetensors").write_bytes(b"other weights, other size")
+    assert not is_converted(converted)
+    assert not is_converted(converted.parent / "no-such-model")
+
+
+def test_backend_choice(monkeypatch):
+    monkeypatch.setenv("LEXHAY_DENSE_BACKEND", "torch")
+    assert dense_backend() == "torch"
+    monkeypatch.delenv("LEXHAY_DENSE_BACKEND")
+    monkeypatch.setattr(openvino_backend, "openvino_available", lambda: False)
+    assert dense_backend() == "torch"
+    monkeypatch.setattr(openvino_backend, "openvino_available", lambda: True)
+    assert dense_backend() == "openvino"
