@@ -239,7 +239,7 @@ def parse_mode(spec: str) -> dict[str, Any]:
 
     Stages: `rerank=<backend>` (LegalReranker relevance backend on the top 20: `retrieval`, `embedding`,
     `cross_encoder`, `llm`; relevance only), `legal` (the hierarchy / recency / vigencia heuristics blended in,
-    0.15 / 0.10 / 0.05), `refs` (RefExpander: cited blocks and siblings at 0.8 x their source's score).
+    0.15 / 0.10 / 0.05), `refs` (CitedBlockExpander: cited blocks and siblings at 0.8 x their source's score).
     Examples: `hybrid`, `hybrid+rerank=embedding`, `hybrid+rerank=embedding+legal`, `full+refs`.
 
     :raises ValueError: An unknown base or stage, or a stage given twice.
@@ -283,7 +283,7 @@ def mode_retriever(lex: Any, spec: str, top_k: int = 10) -> Callable[[str], list
     engine's own retrieval pipeline and components.
     """
     from components.rankers.legal_reranker import LegalReranker  # noqa: PLC0415
-    from components.retrievers.ref_expander import RefExpander  # noqa: PLC0415
+    from components.retrievers.cited_block_expander import CitedBlockExpander  # noqa: PLC0415
 
     mode = parse_mode(spec)
     stages = mode["rerank"] or mode["legal"] or mode["refs"]
@@ -297,7 +297,7 @@ def mode_retriever(lex: Any, spec: str, top_k: int = 10) -> Callable[[str], list
                                  relevance_weight=relevance_weight, **weights)
         reranker.warm_up()
     store = lex.pipeline("retrieval").get_component("parent_resolver").document_store
-    expander = RefExpander(document_store=store) if mode["refs"] else None
+    expander = CitedBlockExpander(document_store=store) if mode["refs"] else None
 
     def retrieve(question: str) -> list[Any]:
         documents = lex.retrieve(question, top_k=max(RERANK_CANDIDATES, 2 * top_k), mode=mode["base"])

@@ -1,4 +1,4 @@
-"""The one place where the expansion stages (RefExpander, SiblingExpander, GraphEnricher) read parent blocks."""
+"""The one place where the expansion stages (CitedBlockExpander, SiblingExpander, GraphEnricher) read parent blocks."""
 
 from typing import Any
 

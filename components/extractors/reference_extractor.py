@@ -51,7 +51,7 @@ class ReferenceExtractor:
     - the block's own heading ("Artículo 38. ...") and citations of its own article are skipped.
 
     A resolved citation points to part 1 of the cited article: `parent_id_for(law_id, article, 1)` (the other
-    parts are its siblings, added at query time by `RefExpander`); ids are computed, not looked up, so a cited law
+    parts are its siblings, added at query time by `CitedBlockExpander`); ids are computed, not looked up, so a cited law
     that is not indexed gives ids that the query stage skips. `meta["refs"]` lists the ids in reading order,
     unique, at most `max_refs`.
 

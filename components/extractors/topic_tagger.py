@@ -3,7 +3,7 @@
 Indexing stage: `TopicTagger` writes `meta["topics"]` and `meta["content_type"]` from the declarative topics config.
 
 The config and its keyword matcher are shared vocabulary (`components.legal.topics`): the query-side
-`TopicResolver` matches questions through the same `TopicMatcher`.
+`TopicFilter` matches questions through the same `TopicMatcher`.
 """
 
 from collections import Counter

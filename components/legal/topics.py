@@ -1,6 +1,6 @@
 """
 Topics: the declarative config (`components/legal/data/topics.yaml`) and the keyword matcher shared by indexing
-(`TopicTagger` writes `meta["topics"]` and `meta["content_type"]`) and query (`TopicResolver` picks the question's
+(`TopicTagger` writes `meta["topics"]` and `meta["content_type"]`) and query (`TopicFilter` picks the question's
 topic filter).
 
 `load_topics` reads and validates the config into a `TopicMatcher`; both stages match through it, so a topic added

@@ -18,8 +18,8 @@ class NeedFetcher:
     """
     Resolves the answer's `NEED` requests and returns the enlarged context for the regenerated answer.
 
-    - `NEED|<article>|<law>` (a MetaParser item of type `article`): every part of that article is fetched by
-      metadata (`ChunkFetcher`); when the store has no such article, the request's text (`art. 48 ET`) is searched
+    - `NEED|<article>|<law>` (a AnswerMetaParser item of type `article`): every part of that article is fetched by
+      metadata (`BlockFetcher`); when the store has no such article, the request's text (`art. 48 ET`) is searched
       instead (semantic fallback).
     - `NEED|<keywords>` (type `keywords`): the keywords run through the foundation retrieval chain
       (`RetrievalChain`: hybrid search, parent blocks, legal re-ranking).
@@ -37,7 +37,7 @@ class NeedFetcher:
     ```python
     from components.retrievers.need_fetcher import NeedFetcher
 
-    need_fetcher = NeedFetcher(fetcher=ChunkFetcher(document_store=store), chain=retrieval_chain)
+    need_fetcher = NeedFetcher(fetcher=BlockFetcher(document_store=store), chain=retrieval_chain)
     out = need_fetcher.run(need=parsed["need"], documents=context_documents, filters=access_filters)
     out["documents"], out["max_documents"], out["retries"]
     ```
@@ -47,7 +47,7 @@ class NeedFetcher:
         """
         Create a NeedFetcher.
 
-        :param fetcher: `ChunkFetcher` (`run(need, filters)` -> parent blocks of the requested articles).
+        :param fetcher: `BlockFetcher` (`run(need, filters)` -> parent blocks of the requested articles).
         :param chain: `RetrievalChain` (`run(text, filters)` -> parent blocks) for keyword requests and the
             semantic fallback.
         :param max_documents: Score cap of the regenerated answer.
@@ -96,7 +96,7 @@ class NeedFetcher:
         """
         Fetch the requested blocks and merge them into the context.
 
-        :param need: `MetaParser` NEED items (`{"type": "article"|"keywords", "query", ...}`).
+        :param need: `AnswerMetaParser` NEED items (`{"type": "article"|"keywords", "query", ...}`).
         :param documents: The context the first answer was given.
         :param filters: Restriction for every read (access control).
         :param retries: NEED rounds already done.
@@ -107,7 +107,7 @@ class NeedFetcher:
         :raises ValueError: `need` is not a list of dicts.
         """
         if not isinstance(need, list) or any(not isinstance(item, dict) for item in need):
-            raise ValueError(f"need must be a list of MetaParser items (dicts), got {need!r}")
+            raise ValueError(f"need must be a list of AnswerMetaParser items (dicts), got {need!r}")
         started = time.perf_counter()
         self.warm_up()
         have = {doc.id for doc in documents}

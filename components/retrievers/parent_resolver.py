@@ -20,6 +20,13 @@ class ParentResolver:
     parent's `meta["matched_chunk_ids"]` (traceability); the best `meta["dense_score"]` of its hits (the absolute
     dense similarity `HybridRetriever` records) is kept too.
 
+    Why not Haystack's `AutoMergingRetriever`: it swaps leaves for their parent only when more than `threshold`
+    of the parent's children were retrieved, over the tree `HierarchicalDocumentSplitter` writes (`__parent_id`,
+    `__children_ids`, `__level`). Here a parent is a legal unit (an article, or one part of a long one) and one
+    matching child is reason enough to return it whole: answers quote and cite provisions, not fragments. The
+    parents also keep the best child score and dense similarity (which the re-ranker and CRAG grade), and are read
+    through the request's access filter.
+
     ### Usage example
 
     ```python

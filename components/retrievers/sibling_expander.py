@@ -42,13 +42,18 @@ class SiblingExpander:
     blocks before and after it in the same law (document order = `article_order`, then `part`: the previous block
     of part 1 of article 38 is the last part of article 37) are fetched from the store and added with
     `score_factor` x the block's score (best source first, at most `max_documents` added). Then, with
-    `merge_adjacent`, consecutive parts of one article (retrieved or added, e.g. by `RefExpander`) become one
+    `merge_adjacent`, consecutive parts of one article (retrieved or added, e.g. by `CitedBlockExpander`) become one
     block: texts joined with the safety-split overlap written once, the first part's id and meta,
     `meta["merged_ids"]` listing every part, and the best score. Blocks of different articles are never merged,
     so every block keeps one article citation.
 
     Added blocks carry `meta["expansion"] = "window"` and `meta["expanded_from"]`. Blocks without
     `article_order` (no document order) get no neighbours.
+
+    Why not `SentenceWindowRetriever` itself: it windows over the chunks `DocumentSplitter` cut from one source
+    document (`split_id`, `source_id`) and returns text windows; here the units are parent blocks ordered across
+    a whole law (`article_order`, `part`), every read goes through the request's access filter, and neighbours
+    stay Documents that keep one article citation each.
 
     ### Usage example
 

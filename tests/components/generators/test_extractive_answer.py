@@ -4,7 +4,7 @@ from haystack.dataclasses import ChatMessage
 
 from components.generators.extractive_answer import ExtractiveAnswer, citation
 from components.legal.terms import stems
-from components.validators.meta_parser import MetaParser
+from components.validators.answer_meta_parser import AnswerMetaParser
 from tests.corpus_helpers import ET_2015, markdown_article
 
 ALLOWED_MODULES = ["components.*", "pipelines.*", "tests.*"]
@@ -65,7 +65,7 @@ def test_run_vacations_quotes_thirty_days_of_article_38(docs):
         "de los artículos citados, que conviene leer completos.\n"
         "===META===\nUSED|1\nDROP|ninguno"
     )
-    parsed = MetaParser().run(text=answer, context_documents=docs)
+    parsed = AnswerMetaParser().run(text=answer, context_documents=docs)
     assert parsed["meta_valid"] is True and parsed["warnings"] == []
     assert (parsed["used"], parsed["dropped"], parsed["context_chunk_ids"]) == ([1], [], [docs[0].id])
     assert f"{THIRTY_DAYS}» (ET, art. 38)" in parsed["answer"] and "===META===" not in parsed["answer"]
@@ -75,7 +75,7 @@ def test_run_picks_the_relevant_article_whatever_its_position(docs):
     answer = ExtractiveAnswer().run(question="¿Cuánto puede durar el periodo de prueba?", documents=docs)["answer"]
     assert "«Podrá concertarse por escrito un periodo de prueba" in answer
     assert "(ET, art. 14)" in answer and "art. 38" not in answer
-    assert MetaParser().run(text=answer, context_documents=docs)["used"] == [2]
+    assert AnswerMetaParser().run(text=answer, context_documents=docs)["used"] == [2]
 
 
 def test_run_quotes_several_articles_and_respects_limits(docs):
@@ -102,7 +102,7 @@ def test_run_without_matching_terms_quotes_the_first_block(docs):
     answer = ExtractiveAnswer(max_sentences=1).run(question="me han dado la baja médica", documents=docs)["answer"]
     assert answer.startswith("No encuentro en los artículos recuperados ninguna frase que coincida")
     assert "- «El periodo de vacaciones anuales retribuidas" in answer and "(ET, art. 38)" in answer
-    assert MetaParser().run(text=answer, context_documents=docs)["used"] == [1]
+    assert AnswerMetaParser().run(text=answer, context_documents=docs)["used"] == [1]
 
 
 @pytest.mark.parametrize("documents", [[], [Document(content="  ")], [Document(content=None)]])
@@ -110,7 +110,7 @@ def test_run_without_documents_says_so_with_valid_meta(documents):
     result = ExtractiveAnswer().run(question=VACATIONS, documents=documents)
     assert result["answer"].startswith("No encuentro artículos en la normativa disponible")
     assert result["answer"].endswith("===META===\nUSED|\nDROP|ninguno")
-    parsed = MetaParser().run(replies=result["replies"], context_documents=documents)
+    parsed = AnswerMetaParser().run(replies=result["replies"], context_documents=documents)
     assert (parsed["meta_valid"], parsed["used"], parsed["dropped"], parsed["warnings"]) == (True, [], [], [])
 
 
@@ -130,7 +130,7 @@ def test_citation_formats():
 def test_pipeline_with_meta_parser_yaml_round_trip(docs):
     pipe = Pipeline()
     pipe.add_component("answer", ExtractiveAnswer())
-    pipe.add_component("meta", MetaParser())
+    pipe.add_component("meta", AnswerMetaParser())
     pipe.connect("answer.replies", "meta.replies")
     loaded = Pipeline.loads(pipe.dumps(), allowed_modules=ALLOWED_MODULES)
     result = loaded.run({"answer": {"question": VACATIONS, "documents": docs}, "meta": {"context_documents": docs}})

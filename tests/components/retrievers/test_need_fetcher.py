@@ -26,7 +26,7 @@ def test_init_validation_and_round_trip(query_pipe):
     with pytest.raises(ValueError, match="max_documents and max_new"):
         NeedFetcher(fetcher=fetcher.fetcher, chain=fetcher.chain, max_new=0)
     data = fetcher.to_dict()
-    assert data["init_parameters"]["fetcher"]["type"] == "components.retrievers.chunk_fetcher.ChunkFetcher"
+    assert data["init_parameters"]["fetcher"]["type"] == "components.retrievers.block_fetcher.BlockFetcher"
     assert data["init_parameters"]["chain"]["type"] == "components.retrievers.retrieval_chain.RetrievalChain"
     with pytest.raises(ValueError, match="chain must be a Haystack component"):
         NeedFetcher(fetcher=fetcher.fetcher, chain="retrieval.yaml")
@@ -46,5 +46,5 @@ def test_run_fetches_a_named_article_searches_keywords_and_reports_nothing_new(q
     assert keywords["trace"]["requests"][0]["how"] == "search" and keywords["documents"]
     again = fetcher.run(need=need, documents=out["documents"], answer="Primera respuesta.")
     assert again["unchanged_answer"] == "Primera respuesta." and "documents" not in again
-    with pytest.raises(ValueError, match="list of MetaParser items"):
+    with pytest.raises(ValueError, match="list of AnswerMetaParser items"):
         fetcher.run(need="art. 10", documents=[])

@@ -2,7 +2,7 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import ChatMessage
 
-from components.validators.meta_parser import MetaParser
+from components.validators.answer_meta_parser import AnswerMetaParser
 
 ET = "BOE-A-2015-11430"
 CONTEXT = [Document(id=f"chunk{i}", content=f"fragmento {i}") for i in range(1, 5)]  # [1]..[4]
@@ -10,26 +10,26 @@ CONTEXT = [Document(id=f"chunk{i}", content=f"fragmento {i}") for i in range(1, 
 
 @pytest.fixture(scope="module")
 def parser():
-    return MetaParser()
+    return AnswerMetaParser()
 
 
 def test_init_and_validation(tmp_path):
-    parser = MetaParser()
+    parser = AnswerMetaParser()
     assert parser.laws_file is None and parser.aliases is None
     with pytest.raises(ValueError, match="does not exist"):
-        MetaParser(laws_file=str(tmp_path / "missing.yaml"))
+        AnswerMetaParser(laws_file=str(tmp_path / "missing.yaml"))
 
 
 def test_to_dict():
-    assert MetaParser(aliases={"Lei 8.213": "L8213"}).to_dict() == {
-        "type": "components.validators.meta_parser.MetaParser",
+    assert AnswerMetaParser(aliases={"Lei 8.213": "L8213"}).to_dict() == {
+        "type": "components.validators.answer_meta_parser.AnswerMetaParser",
         "init_parameters": {"laws_file": None, "aliases": {"Lei 8.213": "L8213"}},
     }
 
 
 def test_from_dict():
-    data = MetaParser(aliases={"Lei 8.213": "L8213"}).to_dict()
-    restored = MetaParser.from_dict(data)
+    data = AnswerMetaParser(aliases={"Lei 8.213": "L8213"}).to_dict()
+    restored = AnswerMetaParser.from_dict(data)
     assert restored.to_dict() == data
     need = restored.run(text="A\n===META===\nUSED|1\nDROP|ninguno\nNEED|57|Lei 8.213")["need"]
     assert need[0]["law_id"] == "L8213"

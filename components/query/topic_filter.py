@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """
-Query topic resolution: a user's question -> one topic of the declarative topics config -> a `meta.topics` filter.
+Query topic filter: a user's question -> one topic of the declarative topics config -> a `meta.topics` filter.
 
-`TopicResolver` asks a chat generator to pick the topic and falls back to keyword scoring with the same
-`TopicMatcher` the indexing `TopicTagger` uses (`components.extractors.topic_tagger`), so both read one config file.
+`TopicFilter` (query time, reads the question) asks a chat generator to pick the topic and falls back to keyword
+scoring with the same `TopicMatcher` (`components.legal.topics`) that the indexing-time `TopicTagger` uses to write
+`meta["topics"]` on documents, so both read one config file.
 """
 
 import time
@@ -43,7 +44,7 @@ TOPIC_USER_TEMPLATE = "Pregunta: {query}"
 
 
 @component
-class TopicResolver:
+class TopicFilter:
     """
     Resolves a question to one topic of the topics config and the retrieval filter that topic implies.
 
@@ -59,9 +60,9 @@ class TopicResolver:
 
     ```python
     from components.generators.llm_backends import default_chat_generator
-    from components.query.topic_resolver import TopicResolver
+    from components.query.topic_filter import TopicFilter
 
-    resolver = TopicResolver(chat_generator=default_chat_generator())
+    resolver = TopicFilter(chat_generator=default_chat_generator())
     result = resolver.run(query="¿Cuántos días de vacaciones tengo?")
     result["topic"]    # "vacaciones_permisos"
     result["filters"]  # {"field": "meta.topics", "operator": "in", "value": ["vacaciones_permisos"]}
@@ -77,7 +78,7 @@ class TopicResolver:
         timeout: float | None = None,
     ) -> None:
         """
-        Create a TopicResolver.
+        Create a TopicFilter.
 
         :param chat_generator: A Haystack chat generator (`OpenAIChatGenerator`, `LocalLlamaChatGenerator`, ...);
             `None` always uses keyword scoring.
@@ -122,7 +123,7 @@ class TopicResolver:
         )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TopicResolver":
+    def from_dict(cls, data: dict[str, Any]) -> "TopicFilter":
         """
         Deserializes the component from a dictionary.
 
@@ -160,7 +161,7 @@ class TopicResolver:
         :raises ValueError: `query` is empty.
         """
         if not isinstance(query, str) or not query.strip():
-            raise ValueError("TopicResolver needs a non-empty `query` string.")
+            raise ValueError("TopicFilter needs a non-empty `query` string.")
         if not (self.enabled if enabled is None else enabled):
             return {"topic": GENERAL_TOPIC, "filters": filters, "fallback": False, "trace": DISABLED_TRACE}
         started = time.perf_counter()
@@ -186,7 +187,7 @@ class TopicResolver:
         if topic != GENERAL_TOPIC:
             filters = and_filters(filters, {"field": "meta.topics", "operator": "in", "value": [topic]})
         trace.update(keyword_matches=matches, topic=topic, elapsed_ms=round((time.perf_counter() - started) * 1000, 1))
-        logger.debug("TopicResolver {path}: {topic}", path=trace["path"], topic=topic)
+        logger.debug("TopicFilter {path}: {topic}", path=trace["path"], topic=topic)
         return {"topic": topic, "filters": filters, "fallback": trace["path"] == "keywords", "trace": trace}
 
     def _topic_from_reply(self, parsed: Any, raw: str) -> tuple[str | None, str]:

@@ -1,4 +1,6 @@
-"""Parses the answer stage's reply: the answer text, then `===META===` with USED / DROP / NEED lines."""
+"""
+Parses the answer stage's reply: the answer text, then `===META===` with USED / DROP / NEED lines (the answer's
+META block, `components.legal.answer_format`; nothing to do with `Document.meta`)."""
 
 import re
 from typing import Any, Final
@@ -34,7 +36,7 @@ _MAX_INDEX_RANGE: Final[int] = 50
 
 
 @component
-class MetaParser:
+class AnswerMetaParser:
     """
     Splits the answer stage's reply into the answer and its metadata, never raising on malformed metadata.
 
@@ -54,9 +56,9 @@ class MetaParser:
     ### Usage example
 
     ```python
-    from components.validators.meta_parser import MetaParser
+    from components.validators.answer_meta_parser import AnswerMetaParser
 
-    parsed = MetaParser().run(
+    parsed = AnswerMetaParser().run(
         text="Tienes 30 días naturales [1].\\n===META===\\nUSED|1\\nDROP|2\\nNEED|48|ET",
         context_documents=[art_38, art_37],
     )
@@ -66,7 +68,7 @@ class MetaParser:
 
     def __init__(self, *, laws_file: str | None = None, aliases: dict[str, str | None] | None = None) -> None:
         """
-        Create a MetaParser.
+        Create a AnswerMetaParser.
 
         :param laws_file: Known-laws table used to resolve NEED laws (see `CitationGrammar`).
         :param aliases: Extra law aliases (see `CitationGrammar`).
@@ -81,7 +83,7 @@ class MetaParser:
         return default_to_dict(self, laws_file=self.laws_file, aliases=self.aliases)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "MetaParser":
+    def from_dict(cls, data: dict[str, Any]) -> "AnswerMetaParser":
         """Deserialize this component from a dictionary."""
         return default_from_dict(cls, data)
 
@@ -144,7 +146,7 @@ class MetaParser:
         if context_documents:
             chunk_ids = [context_documents[i - 1].id for i in used if i not in dropped]
         for warning in warnings:
-            logger.debug("MetaParser: {warning}", warning=warning)
+            logger.debug("AnswerMetaParser: {warning}", warning=warning)
         return {
             "answer": answer,
             "used": used,

@@ -1,4 +1,5 @@
-"""Reference expansion: retrieved blocks pull in the blocks they cite (upward in rank only) and their siblings."""
+"""Cited-block expansion (query time): retrieved blocks pull in the blocks they cite (upward in rank only) and
+their siblings. The citations themselves are found at indexing time by `ReferenceExtractor`."""
 
 from typing import Any
 
@@ -15,7 +16,7 @@ def _rank(document: Document) -> int | None:
 
 
 @component
-class RefExpander:
+class CitedBlockExpander:
     """
     Adds to the retrieved parent blocks the blocks they cite (`meta["refs"]`, computed at indexing by
     `ReferenceExtractor`) and the other parts of their articles.
@@ -35,9 +36,9 @@ class RefExpander:
     ### Usage example
 
     ```python
-    from components.retrievers.ref_expander import RefExpander
+    from components.retrievers.cited_block_expander import CitedBlockExpander
 
-    expander = RefExpander(document_store=store)
+    expander = CitedBlockExpander(document_store=store)
     blocks = expander.run(documents=reranked_parents, filters=access_filters)["documents"]
     ```
     """
@@ -53,7 +54,7 @@ class RefExpander:
         enabled: bool = True,
     ) -> None:
         """
-        Create a RefExpander.
+        Create a CitedBlockExpander.
 
         :param document_store: The store of the parent blocks (`filter_documents`).
         :param max_refs_per_document: Cited blocks followed per source block.
@@ -89,7 +90,7 @@ class RefExpander:
         )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RefExpander":
+    def from_dict(cls, data: dict[str, Any]) -> "CitedBlockExpander":
         """Deserialize this component from a dictionary."""
         return default_from_dict(cls, data)
 
@@ -147,7 +148,7 @@ class RefExpander:
                     for sibling in self._siblings(target, articles):
                         add(sibling, score, "sibling", source)
         expanded = sorted(added.values(), key=lambda d: d.score or 0.0, reverse=True)
-        logger.debug("RefExpander: {count} block(s) added", count=len(expanded))
+        logger.debug("CitedBlockExpander: {count} block(s) added", count=len(expanded))
         merged = sorted([*documents, *expanded], key=lambda d: d.score or 0.0, reverse=True)
         return {"documents": merged, "expanded": expanded}
 

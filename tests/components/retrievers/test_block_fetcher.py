@@ -1,6 +1,6 @@
 import pytest
 
-from components.retrievers.chunk_fetcher import ChunkFetcher
+from components.retrievers.block_fetcher import BlockFetcher
 from components.document_stores.edge_document_store import EdgeDocumentStore
 from pipelines.sdk import LexHay
 from tests.corpus_helpers import RD_2720
@@ -20,7 +20,7 @@ def store(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def fetcher(store):
-    return ChunkFetcher(document_store=store)
+    return BlockFetcher(document_store=store)
 
 
 def _article(store, article, level):
@@ -39,27 +39,27 @@ def _article(store, article, level):
 
 def test_init_defaults_and_validation(tmp_path):
     store = EdgeDocumentStore(path=str(tmp_path / "store"))
-    fetcher = ChunkFetcher(document_store=store)
+    fetcher = BlockFetcher(document_store=store)
     assert (fetcher.score, fetcher.max_documents) == (0.5, 20)
     with pytest.raises(ValueError, match="score"):
-        ChunkFetcher(document_store=store, score=-0.1)
+        BlockFetcher(document_store=store, score=-0.1)
     with pytest.raises(ValueError, match="max_documents"):
-        ChunkFetcher(document_store=store, max_documents=0)
+        BlockFetcher(document_store=store, max_documents=0)
     with pytest.raises(TypeError):
-        ChunkFetcher(store)  # keyword-only
+        BlockFetcher(store)  # keyword-only
 
 
 def test_to_dict(tmp_path):
-    data = ChunkFetcher(document_store=EdgeDocumentStore(path=str(tmp_path / "store")), score=0.3).to_dict()
-    assert data["type"] == "components.retrievers.chunk_fetcher.ChunkFetcher"
+    data = BlockFetcher(document_store=EdgeDocumentStore(path=str(tmp_path / "store")), score=0.3).to_dict()
+    assert data["type"] == "components.retrievers.block_fetcher.BlockFetcher"
     params = data["init_parameters"]
     assert (params["score"], params["max_documents"]) == (0.3, 20)
     assert params["document_store"]["init_parameters"]["path"] == str(tmp_path / "store")
 
 
 def test_from_dict_round_trip(tmp_path):
-    data = ChunkFetcher(document_store=EdgeDocumentStore(path=str(tmp_path / "store")), max_documents=5).to_dict()
-    restored = ChunkFetcher.from_dict(data)
+    data = BlockFetcher(document_store=EdgeDocumentStore(path=str(tmp_path / "store")), max_documents=5).to_dict()
+    restored = BlockFetcher.from_dict(data)
     assert isinstance(restored.document_store, EdgeDocumentStore)
     assert restored.max_documents == 5
     assert restored.to_dict() == data
@@ -88,7 +88,7 @@ def test_run_citation_filter_and_max_documents(fetcher, store):
     assert {d.id for d in docs} == {d.id for d in _article(store, "2", "parent")}
     law = {"field": "meta.law_id", "operator": "==", "value": RD_ID}
     assert len(store.filter_documents({"operator": "AND", "conditions": [law, PARENTS]})) > 3
-    assert len(ChunkFetcher(document_store=store, max_documents=3).run(select=law)["documents"]) == 3
+    assert len(BlockFetcher(document_store=store, max_documents=3).run(select=law)["documents"]) == 3
 
 
 def test_run_need_items_and_combination(fetcher, store):

@@ -1,4 +1,4 @@
-"""Direct fetch of parent blocks (carryover ids, citation filters, NEED requests) with a fixed score."""
+"""Direct fetch of parent blocks (carried-over block ids, citation filters, NEED requests) with a fixed score."""
 
 from typing import Any
 
@@ -10,19 +10,18 @@ from components.legal.ids import PARENT_FILTER, parent_key
 logger = logging.getLogger(__name__)
 
 
-
-
 @component
-class ChunkFetcher:
+class BlockFetcher:
     """
     Fetches parent blocks directly from the store, without a search, each with a fixed score.
 
     Three selections, combined and deduplicated by id (in this order):
-    - `ids`: chunk ids carried over from a previous turn; a parent is returned as is, a child is replaced by its
-      parent (`meta["parent_id"]`). Unknown ids are skipped with a log line.
+    - `ids`: block ids carried over from a previous turn (the `previous_chunk_ids` of the SDK, CLI and HTTP API:
+      that public name is kept, the ids are parent block ids); a parent is returned as is, a child id is replaced
+      by its parent (`meta["parent_id"]`). Unknown ids are skipped with a log line.
     - `select`: Haystack filters (e.g. a detected citation: `law_id` + `article`), AND-ed with
       `meta.level == parent`, at most `max_documents` blocks.
-    - `need`: `MetaParser` NEED items; `article` items with `law_id` and `article` fetch every part of that
+    - `need`: `AnswerMetaParser` NEED items; `article` items with `law_id` and `article` fetch every part of that
       article. `keywords` items are ignored here: they go through retrieval.
 
     `filters` (the request's access filter AND the caller's filters, see `AccessFilter`) restricts every one of
@@ -32,9 +31,9 @@ class ChunkFetcher:
     ### Usage example
 
     ```python
-    from components.retrievers.chunk_fetcher import ChunkFetcher
+    from components.retrievers.block_fetcher import BlockFetcher
 
-    fetcher = ChunkFetcher(document_store=store, score=0.5)
+    fetcher = BlockFetcher(document_store=store, score=0.5)
     docs = fetcher.run(
         ids=previous_turn_chunk_ids,
         need=[{"type": "article", "law_id": "BOE-A-2015-11430", "article": "48", "law": "ET", "query": "art. 48 ET"}],
@@ -44,7 +43,7 @@ class ChunkFetcher:
 
     def __init__(self, *, document_store: Any, score: float = 0.5, max_documents: int = 20) -> None:
         """
-        Create a ChunkFetcher.
+        Create a BlockFetcher.
 
         :param document_store: The store holding the blocks (`get_documents_by_id` and `filter_documents`).
         :param score: Score given to every fetched block (they were not ranked by a search).
@@ -66,7 +65,7 @@ class ChunkFetcher:
         )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ChunkFetcher":
+    def from_dict(cls, data: dict[str, Any]) -> "BlockFetcher":
         """Deserialize this component from a dictionary."""
         return default_from_dict(cls, data)
 
@@ -83,7 +82,7 @@ class ChunkFetcher:
 
         :param ids: Chunk ids (parents or children).
         :param select: Haystack filters selecting parent blocks.
-        :param need: `MetaParser` NEED items (`{"type", "article", "law_id", "law", "query"}`).
+        :param need: `AnswerMetaParser` NEED items (`{"type", "article", "law_id", "law", "query"}`).
         :param filters: Restriction AND-ed into every read (access control, the caller's filters).
         :returns: `documents`: the parent blocks found, unique by id, each with the fixed `score`.
         :raises ValueError: `ids` is not a list of strings, or `need` is not a list of dicts.
@@ -91,7 +90,7 @@ class ChunkFetcher:
         if ids is not None and (not isinstance(ids, list) or any(not isinstance(i, str) for i in ids)):
             raise ValueError(f"ids must be a list of strings, got {ids!r}")
         if need is not None and (not isinstance(need, list) or any(not isinstance(n, dict) for n in need)):
-            raise ValueError(f"need must be a list of MetaParser items (dicts), got {need!r}")
+            raise ValueError(f"need must be a list of AnswerMetaParser items (dicts), got {need!r}")
         found: dict[str, Document] = {}
         if ids:
             for doc in self._by_ids(ids, filters):
@@ -126,7 +125,7 @@ class ChunkFetcher:
         chunks = {doc.id: doc for doc in self._read_ids(list(dict.fromkeys(ids)), filters)}
         missing = [i for i in dict.fromkeys(ids) if i not in chunks]
         if missing:
-            logger.warning("ChunkFetcher: ids not in the store or not readable, skipped: {ids}", ids=missing)
+            logger.warning("BlockFetcher: ids not in the store or not readable, skipped: {ids}", ids=missing)
         wanted = []
         for chunk_id in dict.fromkeys(ids):
             doc = chunks.get(chunk_id)
@@ -137,7 +136,7 @@ class ChunkFetcher:
         blocks = {**chunks, **parents}
         lost = [w for w in dict.fromkeys(wanted) if w not in blocks]
         if lost:
-            logger.warning("ChunkFetcher: parent blocks not in the store, skipped: {ids}", ids=lost)
+            logger.warning("BlockFetcher: parent blocks not in the store, skipped: {ids}", ids=lost)
         return [blocks[w] for w in dict.fromkeys(wanted) if w in blocks]
 
     @staticmethod
