@@ -95,8 +95,8 @@ def _completion(resp_id: str, model: str, created: int, *, content: str | None, 
 class AnswerTokenFilter:
     """
     Streams an answer stage's reply token by token without its metadata: stops at the `===META===` line and holds
-    back trailing `USED|` / `DROP|` / `NEED|` lines (AnswerMetaParser's format); a line that might become one of those is
-    held until it is complete.
+    back trailing `USED|` / `DROP|` / `NEED|` lines (AnswerMetaParser's format); a line that might become one of
+    those is held until it is complete.
     """
 
     _META_KEYS = ("USED", "DROP", "NEED")

@@ -3,9 +3,9 @@ The server's gate: one ASGI middleware in front of every route (hayhooks' own in
 
 In order, for each HTTP request:
 
-1. **Origin**: a request from a browser page of an origin not in `LEXHAY_CORS_ORIGINS` is a 403 (this also stops
-   the "simple" cross-site form posts that CORS alone lets through); allowed origins get CORS headers from the
-   CORS middleware behind it (hayhooks', configured from the same setting).
+1. **Origin**: a request from a browser page of an origin not in `LEXHAY_CORS_ORIGINS` (nor the server's own) is a
+   403 (this also stops the "simple" cross-site form posts that CORS alone lets through); allowed origins get CORS
+   headers from the CORS middleware behind it (hayhooks', configured from the same setting).
 2. **Authentication**: with a keys file (or `LEXHAY_JWT_KEY`: identity-provider tokens, `auth.JwtVerifier`),
    `Authorization: Bearer <key or token>` is required on every route (401 without or with an unknown key; 403
    when the key's roles do not cover the route: `/index/run` needs writer, `/traces`, `/draw` and `/v1/files` need
@@ -29,6 +29,7 @@ import math
 import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -149,9 +150,17 @@ class Guard:
             raise Refused(401, "unknown or revoked API key", {"WWW-Authenticate": 'Bearer error="invalid_token"'})
         return principal
 
-    def check(self, scope: Scope) -> Principal:
+    def allowed_origin(self, scope: Scope) -> bool:
+        """No `Origin` (not a browser), an allowed one, or the server's own (its `/docs` page; the Host header is
+        checked by the trusted-host middleware in front)."""
         origin = _header(scope, b"origin")
-        if origin is not None and origin not in self.origins:
+        if origin is None or origin in self.origins:
+            return True
+        return urlsplit(origin).netloc.lower() == (_header(scope, b"host") or "").lower() != ""
+
+    def check(self, scope: Scope) -> Principal:
+        if not self.allowed_origin(scope):
+            origin = _header(scope, b"origin")
             raise Refused(403, f"requests from the web origin {origin!r} are not allowed (LEXHAY_CORS_ORIGINS)")
         principal = self.principal(scope)
         action = required_action(scope.get("path", ""))
@@ -247,6 +256,10 @@ class Guard:
                 async def run_app() -> None:
                     try:
                         await self.app(scope, guarded_receive, guarded_send)
+                    except Refused as refused:  # a body cut short that the app did not answer for
+                        if not state["started"] and not state["replaced"]:
+                            state["replaced"] = True
+                            await send_json(send, refused.status, {"detail": refused.message}, refused.headers)
                     finally:  # answered, cancelled at the deadline, or the client left mid-stream
                         state["done"] = True
                         done.set()

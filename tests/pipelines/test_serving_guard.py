@@ -113,6 +113,10 @@ def test_foreign_origins_are_refused_and_allowed_ones_pass(tmp_path):
     assert preflight.status_code == 403 and "access-control-allow-origin" not in preflight.headers
     allowed = client.post("/ask/run", json={}, headers={**bearer(keys["reader"]), "Origin": "https://app.example"})
     assert allowed.status_code == 200
+    own = client.post("/ask/run", json={}, headers={**bearer(keys["reader"]), "Origin": "http://testserver"})
+    assert own.status_code == 200  # the server's own pages (/docs) call it from its own origin
+    spoofed = client.post("/ask/run", json={}, headers={**bearer(keys["reader"]), "Origin": "http://testserver.evil"})
+    assert spoofed.status_code == 403
 
 
 def test_body_limits_refuse_before_reading_everything(tmp_path):
