@@ -3,6 +3,7 @@
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -88,6 +89,19 @@ def test_retrieval_chain_is_single_sourced():
     assert query.get_component("need_fetcher").chain.to_dict() == in_query
     text = pipeline_path("query").read_text(encoding="utf-8")
     assert text.count("retrieval_chain.RetrievalChain") == 1 and text.count("edge_document_store.") == 1
+
+
+@pytest.mark.parametrize("name", ["indexing", "retrieval", "query"])
+def test_architecture_diagrams_draw_the_yaml(name):
+    """ARCHITECTURE.md's diagrams: the YAML's components (name: class) and component-level edges (access left out)."""
+    text = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    block = text.split(f"### `yaml/{name}.yaml`", 1)[1].split("```mermaid", 1)[1].split("```", 1)[0]
+    drawn_nodes = dict(re.findall(r'^\s*(\w+)\["\1: (\w+)', block, flags=re.MULTILINE))
+    drawn_edges = set(re.findall(r"^\s*(\w+) -->(?:\|[^|]*\|)? (\w+)\s*$", block, flags=re.MULTILINE))
+    source = yaml.safe_load(pipeline_path(name).read_text(encoding="utf-8"))
+    assert drawn_nodes == {n: spec["type"].rsplit(".", 1)[1] for n, spec in source["components"].items()}
+    wired = {tuple(c[end].split(".")[0] for end in ("sender", "receiver")) for c in source["connections"]}
+    assert drawn_edges == {edge for edge in wired if edge[0] != "access"}
 
 
 def test_flag_inputs_name_inputs_of_the_query_pipeline():
