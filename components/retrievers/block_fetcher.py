@@ -5,7 +5,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.legal.access import and_filters
-from components.legal.ids import PARENT_FILTER, parent_key
+from components.legal.ids import DENSE_SCORE, PARENT_FILTER, parent_key
 
 logger = logging.getLogger(__name__)
 
@@ -18,7 +18,11 @@ class BlockFetcher:
     Three selections, combined and deduplicated by id (in this order):
     - `ids`: block ids carried over from a previous turn (the `previous_chunk_ids` of the SDK, CLI and HTTP API:
       that public name is kept, the ids are parent block ids); a parent is returned as is, a child id is replaced
-      by its parent (`meta["parent_id"]`). Unknown ids are skipped with a log line.
+      by its parent (`meta["parent_id"]`). Unknown ids are skipped with a log line. These blocks carry
+      `meta["carried_over"] = True` and, given the new question's `query_embedding`, their own dense similarity
+      to it in `meta["dense_score"]` (read from the stored block vectors by one dense search restricted to them):
+      `CRAGRouter` grades a carried-over block on that, never on its fixed score, so carried-over ids cannot by
+      themselves make an off-topic question look answerable.
     - `select`: Haystack filters (e.g. a detected citation: `law_id` + `article`), AND-ed with
       `meta.level == parent`, at most `max_documents` blocks.
     - `need`: `AnswerMetaParser` NEED items; `article` items with `law_id` and `article` fetch every part of that
@@ -76,6 +80,7 @@ class BlockFetcher:
         select: dict[str, Any] | None = None,
         need: list[dict[str, Any]] | None = None,
         filters: dict[str, Any] | None = None,
+        query_embedding: list[float] | None = None,
     ) -> dict[str, list[Document]]:
         """
         Fetch parent blocks by id, by a selecting filter and by NEED items, within `filters`.
@@ -84,6 +89,8 @@ class BlockFetcher:
         :param select: Haystack filters selecting parent blocks.
         :param need: `AnswerMetaParser` NEED items (`{"type", "article", "law_id", "law", "query"}`).
         :param filters: Restriction AND-ed into every read (access control, the caller's filters).
+        :param query_embedding: The new question's dense embedding: the `ids` blocks get their similarity to it
+            (`meta["dense_score"]`) when the store can search them by vector.
         :returns: `documents`: the parent blocks found, unique by id, each with the fixed `score`.
         :raises ValueError: `ids` is not a list of strings, or `need` is not a list of dicts.
         """
@@ -93,8 +100,14 @@ class BlockFetcher:
             raise ValueError(f"need must be a list of AnswerMetaParser items (dicts), got {need!r}")
         found: dict[str, Document] = {}
         if ids:
-            for doc in self._by_ids(ids, filters):
-                found.setdefault(doc.id, doc)
+            carried = self._by_ids(ids, filters)
+            similarity = self._similarity([d.id for d in carried], query_embedding, filters)
+            for doc in carried:
+                meta = {**doc.meta, "carried_over": True}
+                meta.pop(DENSE_SCORE, None)  # only a similarity to this question counts
+                if doc.id in similarity:
+                    meta[DENSE_SCORE] = similarity[doc.id]
+                found.setdefault(doc.id, Document(id=doc.id, content=doc.content, meta=meta, score=doc.score))
         if select:
             selected = self.document_store.filter_documents(and_filters(select, PARENT_FILTER, filters))
             for doc in selected[: self.max_documents]:
@@ -109,6 +122,28 @@ class BlockFetcher:
             for d in found.values()
         ]
         return {"documents": documents}
+
+    def _similarity(
+        self, ids: list[str], query_embedding: list[float] | None, filters: dict[str, Any] | None
+    ) -> dict[str, float]:
+        """Dense similarity of blocks `ids` to the query, from their stored vectors (one search restricted to them)."""
+        if not ids or not query_embedding:
+            return {}
+        restriction = and_filters({"field": "id", "operator": "in", "value": list(ids)}, filters)
+        store = self.document_store
+        try:
+            if hasattr(store, "query_batch"):
+                hits = store.query_batch([{"mode": "dense", "embedding": list(query_embedding),
+                                           "filters": restriction, "top_k": len(ids)}])[0]
+            elif hasattr(store, "_query_by_embedding"):  # qdrant-haystack's QdrantDocumentStore
+                hits = store._query_by_embedding(query_embedding=list(query_embedding), filters=restriction,
+                                                 top_k=len(ids))
+            else:
+                return {}
+        except ValueError as error:  # e.g. an embedding of another model's dimension: no evidence, no failure
+            logger.warning("BlockFetcher: carried-over blocks not scored: {error}", error=str(error))
+            return {}
+        return {hit.id: float(hit.score) for hit in hits if hit.score is not None}
 
     def _read_ids(self, ids: list[str], filters: dict[str, Any] | None) -> list[Document]:
         """Documents of `ids` the restriction lets through (all of them without one)."""

@@ -48,7 +48,9 @@ class CRAGRouter:
     **Absolute relevance first.** Fused (RRF) and re-ranked scores are relative to the other candidates, so a set of
     equally irrelevant documents can look strong. When the documents carry `meta[absolute_field]` (the dense
     similarity `HybridRetriever` records as `dense_score`), `auto` mode grades the set on it (as `cosine`); blocks
-    declared `unit` (citations fetched directly, carryover) keep their score, and a block with neither counts 0.
+    declared `unit` (citations fetched directly) keep their score, and a block with neither counts 0. Carried-over
+    blocks (`meta["carried_over"]`) are graded on their own dense similarity to the new question only (0 without
+    one): any caller can send ids, so they never vouch for a question by their fixed score.
     Otherwise:
 
     `score_mode="auto"` takes the type a document declares in `meta["score_type"]` (`LexicalFirstGate` marks its
@@ -284,7 +286,19 @@ class CRAGRouter:
         return {**result, "route": route}
 
     def calibrate(self, documents: list[Document]) -> list[float]:
-        """Calibrated [0, 1] score of each document, in input order (see the class description)."""
+        """
+        Calibrated [0, 1] score of each document, in input order (see the class description). A carried-over block
+        (`meta["carried_over"]`, the previous turn's context) is graded on its own dense similarity to this
+        question (`absolute_field`, calibrated as `cosine`), 0 without one: never on its fixed score.
+        """
+        scores = self._calibrate_scores(documents)
+        for position, doc in enumerate(documents):
+            if doc.meta.get("carried_over"):
+                absolute = _absolute(doc, self.absolute_field) if self.absolute_field else None
+                scores[position] = 0.0 if absolute is None else self._calibrated(absolute, "cosine")
+        return scores
+
+    def _calibrate_scores(self, documents: list[Document]) -> list[float]:
         if self.score_mode != "auto":
             types = [self.score_mode] * len(documents)
         elif self.absolute_field and any(_absolute(d, self.absolute_field) is not None for d in documents):
@@ -355,11 +369,26 @@ class CRAGRouter:
 
 
 def _merge(first: list[Document], second: list[Document]) -> list[Document]:
-    """Union by id, the higher score winning; best first."""
+    """
+    Union by id, the higher score winning; best first. A block both carried over and retrieved again counts as
+    retrieved (its relevance to this question is established), with the best dense similarity of its copies.
+    """
     best: dict[str, Document] = {}
+    copies: dict[str, list[Document]] = {}
     for doc in [*first, *second]:
+        copies.setdefault(doc.id, []).append(doc)
         if doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
             best[doc.id] = doc
+    for doc_id, doc in best.items():
+        if len(copies[doc_id]) > 1:
+            similarities = [d.meta["dense_score"] for d in copies[doc_id]
+                            if isinstance(d.meta.get("dense_score"), (int, float))]
+            meta = dict(doc.meta)
+            if similarities:
+                meta["dense_score"] = max(similarities)
+            if not all(d.meta.get("carried_over") for d in copies[doc_id]):
+                meta.pop("carried_over", None)
+            best[doc_id] = Document(id=doc.id, content=doc.content, meta=meta, score=doc.score)
     return sorted(best.values(), key=lambda d: d.score or 0.0, reverse=True)
 
 

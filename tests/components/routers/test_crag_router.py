@@ -184,3 +184,31 @@ def test_absolute_mode_grades_the_dense_similarity_not_the_relative_scores():
     assert router.calibrate([cited, bm25_only, *off_topic[:1]]) == pytest.approx([1.0, 0.0, 0.025])
     assert CRAGRouter(absolute_field=None).calibrate(off_topic)[0] > 0.9  # the relative scores, as before
     assert CRAGRouter.from_dict(CRAGRouter(absolute_field=None).to_dict()).absolute_field is None
+
+
+def test_carried_over_blocks_are_graded_on_their_own_similarity_never_their_fixed_score():
+    router = CRAGRouter(max_retries=0)
+    carried = [Document(content=f"labour block {i}", score=0.5, meta={"score_type": "unit", "carried_over": True})
+               for i in range(3)]
+    # three carried-over ids alone (no similarity known) vouch for nothing: an off-topic question is REJECTed
+    assert router.calibrate(carried) == [0.0, 0.0, 0.0]
+    assert router.run(query="¿Cuál es la receta de la paella?", documents=carried)["route"] == "REJECT"
+    off_topic = [Document(id=d.id, content=d.content, score=0.5, meta={**d.meta, "dense_score": 0.12})
+                 for d in carried]
+    assert router.run(query="¿Cuál es la receta de la paella?", documents=off_topic)["route"] == "REJECT"
+    # relevant to the new question: graded on that similarity, ACCEPT as any retrieved block would be
+    follow_up = [Document(id=d.id, content=d.content, score=0.5, meta={**d.meta, "dense_score": 0.55})
+                 for d in carried]
+    assert router.calibrate(follow_up) == pytest.approx([0.875] * 3)
+    assert router.run(query="¿Y si estoy de baja?", documents=follow_up)["route"] == "ACCEPT"
+    # the same in every score mode, and when the previous round's set is merged back in
+    assert CRAGRouter(score_mode="unit").calibrate(carried) == [0.0, 0.0, 0.0]
+    retried = router.run(query="paella", documents=[], carried=carried)
+    assert retried["route"] == "REJECT"
+
+
+def test_a_block_both_carried_and_retrieved_counts_as_retrieved():
+    carried = Document(id="b1", content="x", score=0.5, meta={"carried_over": True, "score_type": "unit"})
+    retrieved = Document(id="b1", content="x", score=0.3, meta={"dense_score": 0.55})
+    merged = crag_module._merge([carried], [retrieved])
+    assert len(merged) == 1 and "carried_over" not in merged[0].meta and merged[0].meta["dense_score"] == 0.55
