@@ -15,8 +15,19 @@ from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
 from components.embedders.dense_embedder import query_embedding_cache
-from components.legal.access import access_filter, and_filters, check_access, check_filters, owner_key, tenant_meta
-from components.utils.ttl_cache import TTLCache
+from components.legal.access import (
+    ACCESS_KEYS,
+    AccessDenied,
+    access_filter,
+    and_filters,
+    check_access,
+    check_filters,
+    is_admin,
+    owner_condition,
+    owner_key,
+    tenant_meta,
+)
+from components.utils.ttl_cache import TTLCache, partitioned
 from pipelines.flags import request_flags
 from pipelines.history import to_history
 from pipelines.loader import load_pipeline
@@ -97,6 +108,13 @@ def _key_access(access: dict[str, Any] | None) -> dict[str, Any]:
     if "group_ids" in checked:
         checked["group_ids"] = sorted(checked["group_ids"])
     return checked
+
+
+def _tracing_allowed(flags: dict[str, bool], access: dict[str, Any]) -> dict[str, bool]:
+    """The flags, refused when a non-admin switches tracing off (traces are the operator's audit trail)."""
+    if not flags.get("tracing", True) and not is_admin(access):
+        raise AccessDenied("only an admin may switch tracing off for a request")
+    return flags
 
 
 def _result_flags(flags: dict[str, bool]) -> dict[str, bool]:
@@ -265,9 +283,13 @@ class LexHay:
         :param paths: Files and/or directories.
         :param collection: Logical collection for these files (`normativa` by default).
         :param on_file: Called after each file with the running report (progress bars).
-        :param access: Owner of these documents (`tenant_id`, `user_id`, `group_ids`, `case_id`); None = global
-            documents visible to everyone (the public statutes).
+        :param access: The principal indexing (`tenant_id`, `user_id`, `group_ids`, `case_id`, `case_ids`,
+            `roles`): the documents are its own; None = the local operator indexing global documents (the public
+            statutes). Only an admin (a principal without `roles` is the local operator, an admin) indexes global
+            documents; a writer indexes into its own tenant / group / user scope, and re-indexing or pruning only
+            ever touches that owner's documents.
         :param scope: `global`, `tenant`, `group` or `user` (default: `user` with a `user_id`, else `tenant`).
+        :raises AccessDenied: The principal may not write there (nothing is indexed).
         :raises ValueError: An invalid access context or scope (nothing is indexed).
         """
         start = time.perf_counter()
@@ -281,9 +303,11 @@ class LexHay:
             for path in expand_paths(paths):
                 report.files += 1
                 try:
+                    data: dict[str, Any] = {"converter": {"sources": [str(path)], "meta": meta}}
+                    if "graph_writer" in pipe.graph.nodes:  # the graph keys this file's edges by its owner
+                        data["graph_writer"] = {"owner": owner}
                     result = pipe.run(
-                        {"converter": {"sources": [str(path)], "meta": meta}},
-                        include_outputs_from={"converter", "article_parser", "parent_splitter", "child_splitter"},
+                        data, include_outputs_from={"converter", "article_parser", "parent_splitter", "child_splitter"}
                     )
                 except Exception as exc:  # a failing stage loses this file only, never what is already indexed
                     report.errors.append({"source": str(path), "error": f"{type(exc).__name__}: {exc}"})
@@ -306,15 +330,23 @@ class LexHay:
         report.children += sum(1 for d in chunks if d.meta.get("level") == "child")
         report.written += result.get("writer", {}).get("documents_written", 0)
         keep: dict[tuple[str, str], set[str]] = {}
+        owners: dict[tuple[str, str], dict[str, Any]] = {}
         for doc in chunks:
-            keep.setdefault((doc.meta["law_id"], owner_key(doc.meta)), set()).add(doc.id)
+            key = (doc.meta["law_id"], owner_key(doc.meta))
+            keep.setdefault(key, set()).add(doc.id)
+            owners.setdefault(key, doc.meta)
         for (law_id, owner), ids in keep.items():
-            report.pruned += self._prune_stale(law_id, owner, ids)
+            report.pruned += self._prune_stale(law_id, owner, ids, owners[(law_id, owner)])
 
-    def _prune_stale(self, law_id: str, owner: str, keep_ids: set[str]) -> int:
-        """Delete this owner's chunks of `law_id` that the new version no longer has (other owners' are kept)."""
+    def _prune_stale(self, law_id: str, owner: str, keep_ids: set[str], owner_meta: dict[str, Any]) -> int:
+        """
+        Delete this owner's chunks of `law_id` that the new version no longer has: the store is read through the
+        owner's own condition (`owner_condition`) and every candidate's owner is checked again, so a prune never
+        touches another owner's documents (a tenant's copy of a public law leaves the public law alone).
+        """
         store = self.document_store
-        existing = store.filter_documents({"field": "meta.law_id", "operator": "==", "value": law_id})
+        existing = store.filter_documents({"operator": "AND", "conditions": [
+            {"field": "meta.law_id", "operator": "==", "value": law_id}, owner_condition(owner_meta)]})
         stale = [d.id for d in existing if d.id not in keep_ids and owner_key(d.meta) == owner]
         if stale:
             store.delete_documents(stale)
@@ -351,11 +383,13 @@ class LexHay:
         flags = request_flags(self.settings.flags, options)
         collections = _checked_collections(collections, self.settings.collections)
         checked_access = _key_access(access)
+        flags = _tracing_allowed(flags, checked_access)
         restricted = self._restricted(filters, access)
         key = self._request_key("retrieve", question=question, top_k=top_k, mode=mode, filters=filters,
                                 collections=collections, access=checked_access, flags=_result_flags(flags))
-        with request_trace("retrieve", question, access=checked_access, flags=flags, enabled=flags["tracing"],
-                           sink=self.trace_sink) as trace:
+        with partitioned(checked_access.get("tenant_id")), request_trace(
+            "retrieve", question, access=checked_access, flags=flags, enabled=flags["tracing"], sink=self.trace_sink
+        ) as trace:
             cached = self.request_cache.get(key)
             if cached is not None:
                 documents = copy.deepcopy(cached)
@@ -365,7 +399,6 @@ class LexHay:
             if trace is not None:
                 trace.details = {"mode": mode, "top_k": top_k, "results": len(documents)}
                 trace.note_cache("request", hits=int(cached is not None), misses=int(cached is None))
-                trace.cache["process"] = self.cache_stats()
         self._local.trace = trace.to_dict() if trace is not None else None
         return documents
 
@@ -389,7 +422,7 @@ class LexHay:
                     "mode": "hybrid" if mode == "full" else mode,
                     "collections": collections,
                 },
-                "parent_resolver": {"top_k": top_k},
+                "parent_resolver": {"top_k": top_k, "filters": filters},
                 "reranker": {"query": question},
             },
             include_outputs_from={"parent_resolver"},
@@ -486,11 +519,13 @@ class LexHay:
                                  access=access, options=options)
         question, history, previous_chunk_ids = checked["question"], checked["history"], checked["previous_chunk_ids"]
         filters, access, flags = checked["filters"], checked["access"], checked["flags"]
+        flags = _tracing_allowed(flags, access)
         key = self._request_key("ask", question=question, history=history, previous_chunk_ids=previous_chunk_ids,
                                 filters=filters, access=access, flags=_result_flags(flags))
         started = time.perf_counter()
-        with request_trace("ask", question, access=access, flags=flags, enabled=flags["tracing"],
-                           sink=self.trace_sink) as trace:
+        with partitioned(access.get("tenant_id")), request_trace(
+            "ask", question, access=access, flags=flags, enabled=flags["tracing"], sink=self.trace_sink
+        ) as trace:
             request_id = trace.request_id if trace is not None else uuid.uuid4().hex
             cached = self.request_cache.get(key)
             if cached is not None:
@@ -507,13 +542,26 @@ class LexHay:
             if trace is not None:
                 trace.details = details
                 trace.note_cache("request", hits=int(cached is not None), misses=int(cached is None))
-                trace.cache["process"] = self.cache_stats()
         if trace is None:
             result["trace"] = {**details, "request_id": request_id, "seconds": round(time.perf_counter() - started, 3)}
             self._local.trace = None
         else:
             result["trace"] = self._local.trace = trace.to_dict()
         return result
+
+    def _carryover_embedding(self, question: str, previous_chunk_ids: list[str] | None) -> list[float] | None:
+        """
+        The question's dense embedding when blocks are carried over (None otherwise): the carryover fetcher scores
+        each carried-over block's own similarity to the new question with it, which is what CRAG grades them on.
+        Computed by the query pipeline's own dense embedder (the query-embedding cache serves a repeat).
+        """
+        if not previous_chunk_ids:
+            return None
+        chain = getattr(self.pipeline("query").get_component("retriever"), "chain", None)
+        embedder = getattr(chain, "text_embedder", None)
+        if embedder is None:
+            return None
+        return embedder.run(text=question)["embedding"]
 
     def _run_ask(
         self,
@@ -532,15 +580,15 @@ class LexHay:
         started = time.perf_counter()
         out = self.pipeline("query").run(
             {
-                "access": {**{k: access.get(k) for k in ("tenant_id", "user_id", "group_ids", "case_id")},
-                           "filters": filters},
+                "access": {**{k: access.get(k) for k in ACCESS_KEYS}, "filters": filters},
                 "citation_detector": {"query": question},
                 "gate": {"enabled": flags["lexical_first_gating"]},
                 "expansion_router": {"query": question},
                 "decompose": {"history": history, "carryover": previous_chunk_ids, "enabled": flags["multiquery"]},
                 "hyde": {"enabled": flags["hyde"]},
                 "topic_resolver": {"query": question, "enabled": flags["topic_filter"]},
-                "carryover_fetcher": {"ids": previous_chunk_ids},
+                "carryover_fetcher": {"ids": previous_chunk_ids,
+                                      "query_embedding": self._carryover_embedding(question, previous_chunk_ids)},
                 "retriever": {"rerank": flags["rerank"]},
                 "crag": {"query": question, "enabled": flags["crag"]},
                 "ref_expander": {"enabled": flags["chunk_expansion"]},
@@ -583,12 +631,14 @@ class LexHay:
                     "trace": trace}
         parsed = out["meta_parser"]
         context = out["answer_prompt"]["context_documents"]
-        citations = [
-            {"law_id": d.meta.get("law_id"), "article": d.meta.get("article"),
-             "title": d.meta.get("article_title") or "", "chunk_id": d.id, "law_short": d.meta.get("law_short")}
-            for i, d in enumerate(context, start=1)
-            if i in parsed["used"] and i not in parsed["dropped"]
-        ]
+        citations: list[dict[str, Any]] = []
+        for i, d in enumerate(context, start=1):  # one citation per article (its first used block)
+            key = (d.meta.get("law_id"), d.meta.get("article"))
+            if i in parsed["used"] and i not in parsed["dropped"] and key not in {
+                (c["law_id"], c["article"]) for c in citations
+            }:
+                citations.append({"law_id": key[0], "article": key[1], "title": d.meta.get("article_title") or "",
+                                  "chunk_id": d.id, "law_short": d.meta.get("law_short")})
         trace["meta_warnings"] = parsed["warnings"]
         return {
             "answer": out["verifier"]["answer"],

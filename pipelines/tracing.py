@@ -63,6 +63,12 @@ OTLP_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 TEXT_CHARS_ENV = "LEXHAY_TRACE_TEXT_CHARS"
 DEFAULT_TEXT_CHARS = 60
 TRACE_FILE_OFF = {"", "-", "0", "off", "none", "false"}
+TRACE_MAX_BYTES_ENV = "LEXHAY_TRACE_MAX_BYTES"  # size at which the trace file is rotated (default 50 MB)
+TRACE_BACKUPS_ENV = "LEXHAY_TRACE_BACKUPS"  # rotated files kept: traces.jsonl.1 .. .N (default 5)
+TRACE_MAX_BYTES = 50 * 1024 * 1024
+TRACE_BACKUPS = 5
+TRACE_FILE_MODE = 0o600  # traces hold questions about legal matters: readable by the server's user only
+PRINCIPAL_KEYS = ("tenant_id", "user_id", "group_ids", "case_id", "case_ids", "roles")
 
 COMPONENT_RUN = "haystack.component.run"
 CACHE_TAG_PREFIX = "lexhay.cache."
@@ -210,6 +216,7 @@ class PipelineTrace:
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat(timespec="milliseconds"))
     tenant: str | None = None
+    principal: dict[str, Any] = field(default_factory=dict)
     flags: dict[str, bool] = field(default_factory=dict)
     stages: list[StageTrace] = field(default_factory=list)
     totals: dict[str, Any] = field(default_factory=dict)
@@ -233,14 +240,16 @@ class PipelineTrace:
 
         :param method: The SDK method (`ask`, `retrieve`).
         :param question: The question: the trace keeps its hash and its first `LEXHAY_TRACE_TEXT_CHARS` characters.
-        :param access: The caller's access context: only its `tenant_id` is kept.
+        :param access: The caller's access context: its principal (`PRINCIPAL_KEYS`) is recorded.
         :param flags: The feature flags of the request.
         """
+        access = access or {}
         return cls(
             method=method,
             question=short_text(question),
             question_hash=text_hash(question),
-            tenant=(access or {}).get("tenant_id"),
+            tenant=access.get("tenant_id"),
+            principal={k: access[k] for k in PRINCIPAL_KEYS if access.get(k) is not None},
             flags=dict(flags or {}),
         )
 
@@ -292,6 +301,7 @@ class PipelineTrace:
                 "question": self.question,
                 "question_hash": self.question_hash,
                 "tenant": self.tenant,
+                "principal": dict(self.principal),
                 "flags": dict(self.flags),
                 "stages": [asdict(s) for s in self.stages],
                 "decisions": self.decisions(),
@@ -312,6 +322,9 @@ class TraceSink:
     """
     Appends finished traces to a JSONL file: one line each, thread-safe (one lock per file in this process).
 
+    The file is created with mode 0600 (it holds the questions and who asked them) and rotated by size: past
+    `max_bytes` it becomes `<file>.1` (older ones shift up to `<file>.<backups>`, the oldest is deleted).
+
     ### Usage example
 
     ```python
@@ -323,15 +336,25 @@ class TraceSink:
     _locks: dict[str, threading.Lock] = {}
     _locks_guard = threading.Lock()
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, max_bytes: int | None = None, backups: int | None = None) -> None:
         """
         Create a TraceSink.
 
-        :param path: The JSONL file (created with its folder on the first write).
-        :raises ValueError: An empty path.
+        :param path: The JSONL file (created with its folder on the first write, mode 0600).
+        :param max_bytes: Size at which the file is rotated; None: `LEXHAY_TRACE_MAX_BYTES` or 50 MB.
+        :param backups: Rotated files kept; None: `LEXHAY_TRACE_BACKUPS` or 5.
+        :raises ValueError: An empty path, a non-positive `max_bytes` or a negative `backups`.
         """
         if not str(path).strip():
             raise ValueError("TraceSink needs a file path")
+        try:
+            self.max_bytes = int(max_bytes if max_bytes is not None else os.environ.get(TRACE_MAX_BYTES_ENV)
+                                 or TRACE_MAX_BYTES)
+            self.backups = int(backups if backups is not None else os.environ.get(TRACE_BACKUPS_ENV) or TRACE_BACKUPS)
+        except ValueError:
+            raise ValueError(f"{TRACE_MAX_BYTES_ENV} and {TRACE_BACKUPS_ENV} must be integers") from None
+        if self.max_bytes < 1 or self.backups < 0:
+            raise ValueError(f"max_bytes must be >= 1 and backups >= 0, got {self.max_bytes}, {self.backups}")
         self.path = Path(path).expanduser()
         key = str(self.path.resolve())
         with self._locks_guard:
@@ -351,10 +374,32 @@ class TraceSink:
         """Append `trace` (a PipelineTrace or its dict) as one JSON line."""
         data = trace.to_dict() if isinstance(trace, PipelineTrace) else trace
         line = json.dumps(data, ensure_ascii=False, default=str) + "\n"
+        data_bytes = line.encode("utf-8")
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(line)
+            try:
+                size = self.path.stat().st_size
+            except FileNotFoundError:
+                size = 0
+            if size and size + len(data_bytes) > self.max_bytes:
+                self._rotate()
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, TRACE_FILE_MODE)
+            try:
+                os.fchmod(fd, TRACE_FILE_MODE)  # also a file created before with the default umask
+                os.write(fd, data_bytes)
+            finally:
+                os.close(fd)
+
+    def _rotate(self) -> None:
+        """`<file>` -> `<file>.1` -> ... -> `<file>.<backups>` (the oldest dropped); no backups: truncate."""
+        if self.backups == 0:
+            self.path.unlink(missing_ok=True)
+            return
+        for n in range(self.backups, 0, -1):
+            older = self.path.with_name(f"{self.path.name}.{n}")
+            newer = self.path if n == 1 else self.path.with_name(f"{self.path.name}.{n - 1}")
+            if newer.exists():
+                newer.replace(older)
 
 
 @contextlib.contextmanager

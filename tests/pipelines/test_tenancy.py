@@ -3,7 +3,7 @@
 import pytest
 from haystack.dataclasses import ChatMessage
 
-from components.legal.access import access_filter
+from components.legal.access import access_filter, and_filters
 from pipelines.sdk import LexHay
 
 SECRET = "cláusula reservada número {n}"
@@ -60,12 +60,37 @@ def _owners_seen(docs):
     return {d.meta["law_id"].removeprefix("DOC-").lower() for d in docs}
 
 
+def _owner(meta):
+    """Who owns a stored block: "public", or tenant[/case][/user] from its access meta."""
+    if meta.get("scope") not in ("tenant", "group", "user"):
+        return "public"
+    return "/".join(str(meta.get(k) or "") for k in ("tenant_id", "case_id", "user_id")).rstrip("/")
+
+
+def _owners_of_ids(engine, ids):
+    """The owners of the stored blocks `ids` (read from the store itself, not from any response text)."""
+    docs = engine.document_store.get_documents_by_id(list(ids))
+    assert len(docs) == len(set(ids)), "every id a response names is a stored block"
+    return {_owner(d.meta) for d in docs}
+
+
+def _response_ids(result):
+    """Every block id an `ask` response exposes: context carryover, citations, expanded blocks."""
+    ids = set(result["context_chunk_ids"]) | {c["chunk_id"] for c in result["citations"]}
+    return ids | {e["id"] for e in result["trace"].get("expanded") or []}
+
+
 @pytest.mark.parametrize(
     ("access", "expected"),
     [
         (None, {"public"}),
         ({"tenant_id": "acme"}, {"public", "acme", "acme_case"}),
         ({"tenant_id": "acme", "case_id": "c1"}, {"public", "acme_case"}),
+        # case documents are a boundary: a reader sees only its cases (none named: none), an admin all
+        ({"tenant_id": "acme", "roles": ["reader"]}, {"public", "acme"}),
+        ({"tenant_id": "acme", "roles": ["reader"], "case_ids": ["c1"]}, {"public", "acme", "acme_case"}),
+        ({"tenant_id": "acme", "roles": ["reader"], "case_ids": ["c2"]}, {"public", "acme"}),
+        ({"tenant_id": "acme", "roles": ["admin"]}, {"public", "acme", "acme_case"}),
         ({"tenant_id": "acme", "user_id": "ana", "group_ids": ["laboral"]},
          {"public", "acme", "acme_case", "acme_ana", "acme_group"}),
         ({"tenant_id": "beta", "user_id": "ana", "group_ids": ["laboral"]}, {"public", "beta"}),
@@ -77,32 +102,34 @@ def test_retrieval_sees_exactly_what_the_access_allows(engine, access, expected)
         assert _owners_seen(docs) == expected, mode
 
 
-def test_a_user_filter_cannot_widen_access(engine):
+def test_a_user_filter_cannot_widen_access(engine, monkeypatch):
+    monkeypatch.setenv("LEXHAY_LLM", "none")
     widen = {"operator": "OR", "conditions": [
         {"field": "meta.tenant_id", "operator": "==", "value": "acme"},
         {"field": "meta.scope", "operator": "==", "value": "tenant"},
     ]}
+    # the filter narrows beta's view to its tenant-scope documents; it never reaches acme's
     docs = engine.retrieve("vacaciones", top_k=50, filters=widen, access={"tenant_id": "beta"})
-    assert _owners_seen(docs) <= {"beta"}
+    assert _owners_seen(docs) - {"shared"} == {"beta"}
     result = engine.ask("¿Cuántos días de vacaciones tengo?", filters=widen, access={"tenant_id": "beta"})
-    assert "acme" not in str(result).lower().replace("acme_", "")
-    assert all(c["law_id"] in ("DOC-BETA",) for c in result["citations"])
+    assert result["citations"] and {c["law_id"] for c in result["citations"]} - {"DOC-SHARED"} == {"DOC-BETA"}
+    assert _owners_of_ids(engine, _response_ids(result)) == {"beta"}
 
 
 def test_ask_never_leaks_another_tenants_chunks(engine, monkeypatch):
     monkeypatch.setenv("LEXHAY_LLM", "none")
     acme = engine.ask("¿Cuántos días de vacaciones tengo?", access={"tenant_id": "acme"})
-    acme_ids = acme["context_chunk_ids"]
-    assert acme_ids and {c["law_id"] for c in acme["citations"]} <= {"DOC-PUBLIC", "DOC-ACME", "DOC-ACME_CASE"}
+    acme_ids = [i for i in acme["context_chunk_ids"] if _owners_of_ids(engine, [i]) != {"public"}]
+    assert acme_ids, "acme's answer used at least one of acme's own blocks"
+    assert _owners_of_ids(engine, _response_ids(acme)) <= {"public", "acme", "acme/c1"}
     # beta replays acme's carryover ids: they are ignored, nothing of acme reaches the context or the answer
     beta = engine.ask("¿Y la jornada?", access={"tenant_id": "beta"}, previous_chunk_ids=acme_ids,
                       history=[ChatMessage.from_user("¿vacaciones?"), ChatMessage.from_assistant("30 días")])
-    assert {c["law_id"] for c in beta["citations"]} <= {"DOC-PUBLIC", "DOC-BETA"}
-    for n, name in enumerate(OWNERS):
-        if name not in ("public", "beta"):
-            assert SECRET.format(n=n) not in beta["answer"]
+    assert beta["route"] == "ACCEPT" and beta["citations"]
+    beta_owners = _owners_of_ids(engine, _response_ids(beta))
+    assert beta_owners and beta_owners <= {"public", "beta"} and not set(acme_ids) & _response_ids(beta)
     anonymous = engine.ask("¿Cuántos días de vacaciones tengo?", previous_chunk_ids=acme_ids)
-    assert {c["law_id"] for c in anonymous["citations"]} <= {"DOC-PUBLIC"}
+    assert anonymous["citations"] and _owners_of_ids(engine, _response_ids(anonymous)) == {"public"}
 
 
 def test_every_fetch_path_of_the_query_pipeline_applies_the_access_filter(engine):
@@ -116,8 +143,8 @@ def test_every_fetch_path_of_the_query_pipeline_applies_the_access_filter(engine
             {"type": "keywords", "query": "vacaciones anuales retribuidas"}]
     assert pipe.get_component("citation_fetcher").run(select=select, filters=beta)["documents"] == []
     assert pipe.get_component("carryover_fetcher").run(ids=acme_ids, filters=beta)["documents"] == []
-    fetched = pipe.get_component("need_fetcher").run(need=need, documents=[], filters=beta)
-    assert _owners_seen(fetched.get("documents", [])) <= {"public", "beta"}
+    fetched = pipe.get_component("need_fetcher").run(need=need, documents=[], filters=beta)["documents"]
+    assert _owners_seen(fetched) == {"public", "beta"}  # the keyword NEED found beta's and public blocks only
     found = pipe.get_component("retriever").run(queries=["vacaciones anuales"], filters=beta)["documents"]
     assert _owners_seen(found) == {"public", "beta"}
     # the owner of the documents still reads them through the same paths
@@ -165,7 +192,7 @@ def test_cli_passes_the_caller_and_options(engine, capsys, monkeypatch):
     assert cli_main(["ask", "¿Cuántos días de vacaciones tengo?", "--json", "--tenant", "acme", "--case", "c1",
                      "--option", "use_rerank=0", "--option", "force_vector=1", *base]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert {c["law_id"] for c in result["citations"]} <= {"DOC-PUBLIC", "DOC-ACME_CASE"}
+    assert result["citations"] and {c["law_id"] for c in result["citations"]} <= {"DOC-PUBLIC", "DOC-ACME_CASE"}
     assert result["flags"]["rerank"] is False and result["flags"]["lexical_first_gating"] is False
     for bad in (["--option", "use_turbo=1"], ["--option", "nonsense"], ["--user", "ana"],
                 ["--filters", '{"field": "meta.law_id", "operator": "~", "value": 1}']):
@@ -176,9 +203,53 @@ def test_cli_passes_the_caller_and_options(engine, capsys, monkeypatch):
 def test_crag_retry_rounds_keep_the_access_filter(engine, monkeypatch):
     monkeypatch.setenv("LEXHAY_LLM", "none")
     # an off-topic question: CRAG retries twice with broader queries; every round stays within beta's documents
+    retriever = engine.pipeline("query").get_component("retriever")
+    seen_filters = []
+    original = retriever.run
+
+    def spy(**kwargs):
+        seen_filters.append(kwargs.get("filters"))
+        return original(**kwargs)
+
+    monkeypatch.setattr(retriever, "run", spy)
     result = engine.ask("¿Cuál es la receta de la paella valenciana?", access={"tenant_id": "beta"})
     assert result["trace"]["crag"]["retries"] == 2
-    rounds = [s for s in result["trace"]["stages"] if s["name"] == "retriever" and s["depth"] == 0]
-    assert len(rounds) == result["trace"]["crag"]["retries"] + 1
-    assert all(s["inputs"]["filters"] == "<set>" for s in rounds)
-    assert {c["law_id"] for c in result["citations"]} <= {"DOC-PUBLIC", "DOC-BETA", "DOC-SHARED"}
+    expected = and_filters(None, access_filter({"tenant_id": "beta"}))
+    assert seen_filters == [expected] * 3  # the first round and both retries, each with beta's access filter
+    assert result["route"] == "REJECT" and result["citations"] == [] and result["context_chunk_ids"] == []
+
+
+def test_a_reader_indexing_or_switching_tracing_off_is_refused(engine, tmp_path):
+    from components.legal.access import AccessDenied
+
+    path = _law(tmp_path, "reader", "DOC-READER", "Convenio lector", "nada")
+    with pytest.raises(AccessDenied, match="writer or admin"):
+        engine.index([path], access={"tenant_id": "acme", "roles": ["reader"]})
+    with pytest.raises(AccessDenied, match="only an admin"):
+        engine.index([path], access={"tenant_id": "acme", "roles": ["writer"]}, scope="global")
+    stored = engine.document_store.filter_documents({"field": "meta.law_id", "operator": "==", "value": "DOC-READER"})
+    assert stored == []
+    with pytest.raises(AccessDenied, match="tracing"):
+        engine.retrieve("vacaciones", access={"tenant_id": "acme", "roles": ["reader"]},
+                        options={"use_tracing": False})
+    assert engine.retrieve("vacaciones", access={"tenant_id": "acme", "roles": ["admin"]},
+                           options={"use_tracing": False})
+
+
+def test_traces_record_the_principal_and_no_process_cache_stats(engine):
+    reader = {"tenant_id": "acme", "user_id": "ana", "roles": ["reader"], "case_ids": ["c1"]}
+    engine.retrieve("jornada máxima semanal", access=reader)
+    trace = engine.last_trace
+    assert trace["principal"] == {"tenant_id": "acme", "user_id": "ana", "case_ids": ["c1"], "roles": ["reader"]}
+    # this request's own lookups only, never the process-wide cache statistics
+    assert "process" not in trace["cache"] and set(trace["cache"]) <= {"request", "query_embedding", "reranker"}
+
+
+def test_the_query_embedding_cache_is_partitioned_by_tenant(engine):
+    question = "¿Cuántas horas extraordinarias puedo hacer al año?"
+    engine.retrieve(question, access={"tenant_id": "acme"})
+    assert engine.last_trace["cache"]["query_embedding"] == {"hits": 0, "misses": 1, "hit_rate": 0.0}
+    engine.retrieve(question, access={"tenant_id": "beta"}, top_k=3)  # another tenant: no hit from acme's entry
+    assert engine.last_trace["cache"]["query_embedding"]["hits"] == 0
+    engine.retrieve(question, access={"tenant_id": "acme"}, top_k=4)  # acme again: its own entry
+    assert engine.last_trace["cache"]["query_embedding"]["hits"] == 1
