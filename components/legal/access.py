@@ -262,12 +262,20 @@ def tenant_meta(access: dict[str, Any] | None, scope: str | None = None) -> dict
 
 
 def owner_condition(meta: dict[str, Any]) -> dict[str, Any]:
-    """The Haystack filter of exactly the documents of the owner `meta` names (what `owner_key` namespaces)."""
+    """
+    A Haystack filter that selects the documents of the owner `meta` names, never another tenant's or scope's:
+    global documents for a global owner, else the owner's scope, tenant and (when set) user and case. A tenant-wide
+    owner's condition also matches that tenant's case documents of the same scope: callers that act on one owner
+    only (prune, graph visibility) check `owner_key` of each document read. No `== None` test is used (Qdrant
+    servers refuse a null filter value).
+    """
     if meta.get("scope") not in PRIVATE_SCOPES:
         return GLOBAL_ONLY
-    conditions: list[dict[str, Any]] = [{"field": "meta.scope", "operator": "==", "value": meta["scope"]}]
-    for key in ("tenant_id", "user_id", "case_id"):
-        conditions.append({"field": f"meta.{key}", "operator": "==", "value": meta.get(key) or None})
+    conditions: list[dict[str, Any]] = [{"field": "meta.scope", "operator": "==", "value": meta["scope"]},
+                                        {"field": "meta.tenant_id", "operator": "==", "value": meta.get("tenant_id")}]
+    for key in ("user_id", "case_id"):
+        if meta.get(key):
+            conditions.append({"field": f"meta.{key}", "operator": "==", "value": meta[key]})
     return {"operator": "AND", "conditions": conditions}
 
 

@@ -207,7 +207,7 @@ class GraphEnricher:
                 owner_condition(metas[owner]),
                 {"field": "meta.law_id", "operator": "in", "value": sorted(laws)},
             )
-            if any(owner_key(b.meta) == owner for b in read_blocks(self.document_store, condition, filters)[:50]):
+            if any(owner_key(b.meta) == owner for b in read_blocks(self.document_store, condition, filters)):
                 readable.append(owner)
         return readable
 

@@ -8,7 +8,7 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from components.legal.answer_format import DELIMITER_RE, META_DELIMITER, META_LINE_RE
+from components.legal.answer_format import CONTEXT_TAG_RE, DELIMITER_RE, META_DELIMITER, META_LINE_RE
 from components.legal.citations import CitationGrammar
 
 logger = logging.getLogger(__name__)
@@ -117,7 +117,8 @@ class AnswerMetaParser:
         warnings: list[str] = []
         if not reply.strip():
             warnings.append(WARN_NO_REPLY)
-        answer, meta_lines, has_delimiter = _split(reply)
+        # the prompt's context delimiters (`<<ctx-…>>`) are never part of an answer, even when a model echoes them
+        answer, meta_lines, has_delimiter = _split(CONTEXT_TAG_RE.sub("", reply))
         if not has_delimiter and reply.strip():
             warnings.append(WARN_NO_DELIMITER)
 

