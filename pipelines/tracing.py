@@ -347,12 +347,13 @@ class TraceSink:
         """
         if not str(path).strip():
             raise ValueError("TraceSink needs a file path")
-        try:
-            self.max_bytes = int(max_bytes if max_bytes is not None else os.environ.get(TRACE_MAX_BYTES_ENV)
-                                 or TRACE_MAX_BYTES)
-            self.backups = int(backups if backups is not None else os.environ.get(TRACE_BACKUPS_ENV) or TRACE_BACKUPS)
-        except ValueError:
-            raise ValueError(f"{TRACE_MAX_BYTES_ENV} and {TRACE_BACKUPS_ENV} must be integers") from None
+        if max_bytes is None or backups is None:
+            from pipelines.settings import current_settings  # noqa: PLC0415 - validates both variables
+
+            settings = current_settings()
+            max_bytes = settings.trace_max_bytes if max_bytes is None else max_bytes
+            backups = settings.trace_backups if backups is None else backups
+        self.max_bytes, self.backups = int(max_bytes), int(backups)
         if self.max_bytes < 1 or self.backups < 0:
             raise ValueError(f"max_bytes must be >= 1 and backups >= 0, got {self.max_bytes}, {self.backups}")
         self.path = Path(path).expanduser()
