@@ -2,7 +2,7 @@
 """
 The last stage before the answer prompt: fit the numbered context into a token budget.
 
-`ContextCompressor` counts what `AnswerPromptBuilder` will render (the context message with its intro line, the
+`ContextCompressor` counts what `AnswerPromptBuilder` will render (the context between the user turn's delimiters: intro line, the
 block headers, notes, chapters and texts), drops the lowest-scored blocks first (never the best one), then trims
 inside a block at sentence boundaries, keeping the sentences that carry the question's terms, citations, numbers,
 dates and names first, in their original order.

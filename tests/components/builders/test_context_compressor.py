@@ -35,8 +35,12 @@ def et_blocks():
 
 def _rendered_tokens(compressor, documents):
     """Tokens of the context message AnswerPromptBuilder really renders for these blocks."""
+    import re
+
     prompt = AnswerPromptBuilder(max_documents=100).run(question=QUESTION, documents=documents)["prompt"]
-    return compressor.count_tokens(prompt[1].text)
+    # the context travels in the user turn between the request's <<ctx-…>> delimiters
+    context = re.search(r"<<(ctx-[0-9a-f]+)>>\n(.*)\n<</\1>>", prompt[-1].text, re.DOTALL).group(2)
+    return compressor.count_tokens(context)
 
 
 def test_init_defaults():
