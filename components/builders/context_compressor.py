@@ -2,10 +2,10 @@
 """
 The last stage before the answer prompt: fit the numbered context into a token budget.
 
-`ContextCompressor` counts what `AnswerPromptBuilder` will render (the context between the user turn's delimiters: intro line, the
-block headers, notes, chapters and texts), drops the lowest-scored blocks first (never the best one), then trims
-inside a block at sentence boundaries, keeping the sentences that carry the question's terms, citations, numbers,
-dates and names first, in their original order.
+`ContextCompressor` counts what `AnswerPromptBuilder` will render (the context between the user turn's
+delimiters: intro line, block headers, notes, chapters and texts), drops the lowest-scored blocks first (never the
+best one), then trims inside a block at sentence boundaries, keeping the sentences that carry the question's terms,
+citations, numbers, dates and names first, in their original order.
 
 Token counts: by default an estimate for the bundled Qwen2.5 tokenizer, characters per token per language
 (`components.utils.chunking.CHARS_PER_TOKEN`, calibrated with the real tokenizer on the whole corpus with a ~5%

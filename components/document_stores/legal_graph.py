@@ -215,7 +215,8 @@ class NetworkXGraph(LegalGraph):
                 if not stamp["owner"]:
                     graph.add_node(node["id"], **_properties(node, ("id",)))
                 elif node["id"] not in graph:
-                    graph.add_node(node["id"], **{k: v for k, v in _properties(node, ("id",)).items() if k in NODE_CORE})
+                    core = {k: v for k, v in _properties(node, ("id",)).items() if k in NODE_CORE}
+                    graph.add_node(node["id"], **core)
             for edge in edges:
                 for end in (edge["source"], edge["target"]):
                     if end not in graph:
@@ -369,7 +370,7 @@ class Neo4jGraph(LegalGraph):
         replace_origins: list[str] | None = None,
         owner: dict[str, Any] | None = None,
     ) -> int:
-        """Delete `owner`'s edges of `replace_origins`, merge the nodes, then the edges of each type (one batch each)."""
+        """Delete `owner`'s edges of `replace_origins`, merge the nodes, then the edges of each type (a batch each)."""
         _check_nodes(nodes)
         _check_edges(edges)
         stamp = owner_properties(owner)

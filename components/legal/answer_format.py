@@ -47,7 +47,8 @@ def context_tag() -> str:
 def neutralize(text: str) -> str:
     """
     Retrieved (untrusted) text made inert for the answer prompt: `<<` / `>>` runs (a context delimiter) become
-    `‹‹` / `››`; `==` runs (a META delimiter) one `=`; `USED|`, `DROP:`, `NEED|` lose their separator (`USED -`);
+    `‹‹` / `››`; `==` runs (a META delimiter) one `=`; `USED|`, `DROP:`, `NEED|` lose their separator
+    (`USED -`);
     `[3]` (a fragment header or index) becomes `(3)`; a `---` line (the block separator) becomes `—`.
     """
     text = _ANGLES_RE.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text)
