@@ -386,11 +386,10 @@ def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
                          history=[ChatMessage.from_user("¿contrato de interinidad?"),
                                   ChatMessage.from_assistant(result["answer"])])
         assert follow["route"] == "ACCEPT" and follow["citations"]
-        # a weak follow-up retrieval is retried, and the carried-over blocks survive the CRAG retry loop
+        # carried-over ids are graded on their own similarity to the new question (issue 12): a question that
+        # says nothing ("¿Y eso?") is not vouched for by the ids a caller sends, whatever they are
         vague = lex.ask("¿Y eso?", previous_chunk_ids=result["context_chunk_ids"])
-        assert vague["route"] == "ACCEPT", (vague["trace"]["crag"], vague["trace"]["queries"],
-                                            [(s["name"], s.get("outputs")) for s in vague["trace"]["stages"]])
-        assert set(result["context_chunk_ids"]) & {c["chunk_id"] for c in vague["citations"]} or vague["citations"]
+        assert vague["route"] == "REJECT" and vague["citations"] == [], vague["trace"]["crag"]
 
 
 def test_ask_with_a_cited_article_uses_the_lexical_first_gate(indexed, no_llm):
