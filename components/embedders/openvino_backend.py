@@ -38,6 +38,10 @@ OPENVINO_MARKER = "openvino.json"
 MARKER_VERSION = 1
 SOURCE_WEIGHTS = "model.safetensors"
 MAX_EXPORT_TOKENS = 2048
+# Most padding tokens a batch row may get. A padding position far from every real token has no unmasked key in a
+# sliding-window attention (EmbeddingGemma: 512) and comes out NaN, which mean pooling (x * mask) carries into the
+# row's vector; batches are cut so rows differ by at most this many tokens, and a NaN row is re-run alone.
+MAX_PADDING = 64
 
 _ENCODERS: dict[str, "OpenVINOEncoder"] = {}
 _ENCODERS_LOCK = threading.Lock()
@@ -294,22 +298,35 @@ class OpenVINOEncoder:
                                  verbose=False)["input_ids"]
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]), reverse=True)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        starts = range(0, len(order), batch_size)
+        batches: list[list[int]] = []  # longest first; a new batch at `batch_size` rows or MAX_PADDING tokens
+        for i in order:
+            fits = batches and len(batches[-1]) < batch_size
+            if fits and len(encoded[batches[-1][0]]) - len(encoded[i]) <= MAX_PADDING:
+                batches[-1].append(i)
+            else:
+                batches.append([i])
+        starts: Any = batches
         if progress_bar:
             from tqdm import tqdm  # noqa: PLC0415
 
             starts = tqdm(starts, desc="Embedding (OpenVINO)", unit="batch")
-        pad = self.tokenizer.pad_token_id or 0
-        for start in starts:
-            rows = order[start : start + batch_size]
-            width = max(len(encoded[i]) for i in rows)
-            ids = np.full((len(rows), width), pad, dtype=np.int64)
-            mask = np.zeros((len(rows), width), dtype=np.int64)
-            for r, i in enumerate(rows):
-                ids[r, : len(encoded[i])] = encoded[i]
-                mask[r, : len(encoded[i])] = 1
-            with self._lock:
-                result = self._request.infer({0: ids, 1: mask})
-                vectors = np.array(result[self._compiled.outputs[0]], dtype=np.float32)
+        for rows in starts:
+            vectors = self._run([encoded[i] for i in rows])
+            broken = [r for r in range(len(rows)) if not np.isfinite(vectors[r]).all()]
+            for r in broken:  # never a NaN vector: the row alone, without padding
+                vectors[r] = self._run([encoded[rows[r]]])[0]
             out[rows] = vectors
         return out
+
+    def _run(self, rows: list[list[int]]) -> np.ndarray:
+        """One forward pass over token id rows (right-padded to the longest)."""
+        pad = self.tokenizer.pad_token_id or 0
+        width = max(len(row) for row in rows)
+        ids = np.full((len(rows), width), pad, dtype=np.int64)
+        mask = np.zeros((len(rows), width), dtype=np.int64)
+        for r, row in enumerate(rows):
+            ids[r, : len(row)] = row
+            mask[r, : len(row)] = 1
+        with self._lock:
+            result = self._request.infer({0: ids, 1: mask})
+            return np.array(result[self._compiled.outputs[0]], dtype=np.float32)

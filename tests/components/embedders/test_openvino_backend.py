@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The OpenVINO backend's cache checks and backend choice (the conversion itself: test_dense_embedder.py)."""
+"""The OpenVINO backend's cache checks and backend choice and batching (the conversion itself: test_dense_embedder.py)."""
 
 import json
 
+import numpy as np
 import pytest
 
 from components.embedders import openvino_backend
@@ -62,3 +63,33 @@ def test_backend_choice(monkeypatch):
     assert dense_backend() == "torch"
     monkeypatch.setattr(openvino_backend, "openvino_available", lambda: True)
     assert dense_backend() == "openvino"
+
+
+class _Tokenizer:
+    """Whitespace 'tokenizer': one id per word."""
+
+    pad_token_id = 0
+
+    def __call__(self, texts, truncation=True, max_length=None, verbose=False):
+        return {"input_ids": [[1 + len(w) for w in t.split()][:max_length] for t in texts]}
+
+
+def test_batches_bound_the_padding_and_a_nan_row_is_run_alone():
+    """Heavy right padding makes sliding-window attention rows NaN: batches are cut, and NaN rows re-run alone."""
+    encoder = object.__new__(openvino_backend.OpenVINOEncoder)
+    encoder.tokenizer, encoder.prompts, encoder.max_seq_length, encoder.dimension = _Tokenizer(), {}, 2048, 2
+    calls = []
+
+    def run(rows):
+        calls.append([len(r) for r in rows])
+        widths = [len(r) for r in rows]
+        # a row padded by more than 2 tokens comes out NaN, as a far-padded row does in the real model
+        return np.array([[np.nan, np.nan] if max(widths) - w > 2 else [w, 1.0] for w in widths], dtype=np.float32)
+
+    encoder._run = run
+    texts = ["a " * 100, "b " * 99, "c " * 30, "d " * 3, "e " * 1]
+    vectors = encoder.encode(texts, batch_size=8)
+    assert np.isfinite(vectors).all()
+    assert vectors[:, 0].tolist() == [100, 99, 30, 3, 1]  # every row in its input position
+    assert calls[0] == [100, 99]  # 30 is more than MAX_PADDING (64) shorter: another batch
+    assert [1] in calls  # the row padded 1 -> 3 came out NaN and was run alone
