@@ -26,7 +26,7 @@ def make_app(tmp_path, *, keys: bool = True, **settings) -> tuple[TestClient, di
             "reader": store.add(tenant="acme", roles=["reader"]),
             "writer": store.add(tenant="acme", user="ana", roles=["reader", "writer"]),
             "admin": store.add(tenant="ops", roles=["admin"]),
-            "slow": store.add(tenant="acme", roles=["reader"], rate_limit=6),  # a burst of 1
+            "slow": store.add(tenant="acme", roles=["reader"], rate_limit=1),  # one a minute, no burst
         }
     release, entered = threading.Event(), threading.Event()
     app = FastAPI()
