@@ -79,7 +79,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     out.print(table)
     for error in report.errors:
         err.print(f"[red]error[/red] {error['source']}: {error['error']}")
-    return 1 if report.errors and report.written == 0 else 0
+    if report.errors:  # any failed file fails the command (the files that did index stay indexed)
+        failed = ", ".join(error["source"] for error in report.errors)
+        err.print(f"[red]{len(report.errors)} of {report.files} file(s) failed[/red]: {failed}")
+        return 1
+    return 0
 
 
 def _result_rows(docs: list[Any]) -> list[dict[str, Any]]:
@@ -337,8 +341,19 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     return 1 if report.problems else 0
 
 
+def _version() -> str:
+    """The installed lexhay distribution's version (`unknown` when running from an uninstalled checkout)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    try:
+        return version("lexhay")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lexhay", description="Legal RAG over statutes, offline.")
+    parser.add_argument("--version", action="version", version=f"lexhay {_version()}")
     parser.add_argument("--config", help="settings YAML (default LEXHAY_CONFIG or ./lexhay.yaml)")
     sub = parser.add_subparsers(dest="command", required=True)
     engine = argparse.ArgumentParser(add_help=False)  # the options of every command that opens the engine
@@ -434,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, RuntimeError, FilterError, DocumentStoreError) as exc:
+    except (ValueError, FileNotFoundError, RuntimeError, FilterError, DocumentStoreError, ImportError) as exc:
         err.print(f"[red]error:[/red] {exc}")
         return 2
 

@@ -1,14 +1,14 @@
 """Loading the canonical YAML pipelines with settings applied, through Haystack's deserialization allowlist."""
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 from haystack import Pipeline
 
-from pipelines.settings import ALLOWED_MODULES, KNOWN_COSINE_RANGES, Settings, setup_environment
+from lexhay_resources import resource_dir
+from pipelines.settings import ALLOWED_MODULES, KNOWN_COSINE_RANGES, Settings, current_settings, setup_environment
 
 EDGE_STORE_TYPE = "components.document_stores.edge_document_store.EdgeDocumentStore"
 QDRANT_STORE_TYPE = "haystack_integrations.document_stores.qdrant.document_store.QdrantDocumentStore"
@@ -29,8 +29,8 @@ OPENSEARCH_RRF_K = 60  # RRF rank constant of the dense + OpenSearch BM25 fusion
 
 
 def yaml_dir() -> Path:
-    """Folder of the canonical pipelines (`LEXHAY_YAML_DIR` or the repository's `yaml/`)."""
-    return Path(os.environ.get("LEXHAY_YAML_DIR") or Path(__file__).resolve().parents[1] / "yaml")
+    """Folder of the canonical pipelines: `LEXHAY_YAML_DIR`, else the shipped `yaml/` (`lexhay_resources`)."""
+    return Path(current_settings().yaml_dir or resource_dir("yaml"))
 
 
 def pipeline_path(name: str) -> Path:
@@ -76,8 +76,12 @@ def _qdrant_payload_indexes() -> list[dict[str, str]]:
 
 def _opensearch_store_dict(settings: Settings) -> dict[str, Any]:
     """The OpenSearch index of the BM25 child chunks (Spanish analyzer with accent folding, see OpenSearchWriter)."""
+    from components.utils.extras import optional_import  # noqa: PLC0415
     from components.writers.opensearch_writer import OPENSEARCH_INDEX_SETTINGS, OPENSEARCH_MAPPINGS  # noqa: PLC0415
 
+    with optional_import("opensearch", "LEXHAY_OPENSEARCH_URL (BM25 on OpenSearch)") as opensearch_import:
+        import haystack_integrations.document_stores.opensearch  # noqa: F401, PLC0415
+    opensearch_import.check()
     hosts = [url.strip() for url in (settings.opensearch_url or "").split(",") if url.strip()]
     if not hosts:
         raise ValueError("opensearch_url (LEXHAY_OPENSEARCH_URL) is empty")

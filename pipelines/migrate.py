@@ -168,8 +168,11 @@ def migrate_store(
             target = settings.model_copy(update={"qdrant_url": qdrant_location(to), "embedding_dim": dim})
             qdrant = QdrantDocumentStore.from_dict(_store_dict(target))
         if opensearch_url:
-            from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore  # noqa: PLC0415
+            from components.utils.extras import optional_import  # noqa: PLC0415
 
+            with optional_import("opensearch", "Migrating to OpenSearch") as opensearch_import:
+                from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore  # noqa: PLC0415
+            opensearch_import.check()
             target = settings.model_copy(update={"opensearch_url": opensearch_url})
             opensearch = OpenSearchDocumentStore.from_dict(_opensearch_store_dict(target))
         return migrate(source, qdrant=qdrant, opensearch=opensearch, batch_size=batch_size, on_batch=on_batch)

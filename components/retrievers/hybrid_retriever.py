@@ -127,8 +127,11 @@ class HybridRetriever:
         if not 0.0 <= dense_share <= 1.0:
             raise ValueError(f"dense_share must be in [0, 1], got {dense_share}")
         if lexical_store is not None:
-            from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore  # noqa: PLC0415
+            from components.utils.extras import optional_import  # noqa: PLC0415
 
+            with optional_import("opensearch", "An OpenSearch lexical store") as opensearch_import:
+                from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore  # noqa: PLC0415
+            opensearch_import.check()
             if not isinstance(lexical_store, OpenSearchDocumentStore):
                 raise ValueError(
                     f"lexical_store must be an opensearch-haystack OpenSearchDocumentStore, got {type(lexical_store)}"
