@@ -14,7 +14,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from components.legal.answer_format import GAP_MARK, META_DELIMITER, article_body, law_name
+from components.legal.answer_format import GAP_MARK, META_DELIMITER, article_body, law_name, neutralize
 from components.legal.citations import CitationGrammar
 from components.legal.legal_text import detect_query_language, fold_accents, split_sentences
 from components.legal.terms import stems
@@ -223,7 +223,11 @@ class ExtractiveAnswer:
             positions = {first: list(range(min(self.max_sentences, len(sentences[first]))))}
 
         quotes = [
-            QUOTE_LINE.format(quote=_quote(sentences[i], positions[i]), citation=citation(documents[i], language))
+            # quoted text and citation come from the (untrusted) document: never a forged META block or header
+            QUOTE_LINE.format(
+                quote=neutralize(_quote(sentences[i], positions[i])),
+                citation=neutralize(citation(documents[i], language)),
+            )
             for i in chosen
         ]
         used = ",".join(str(i + 1) for i in sorted(chosen))

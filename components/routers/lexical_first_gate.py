@@ -79,7 +79,7 @@ class LexicalFirstGate:
         :param documents: Documents fetched with the detector's `filters`.
         :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
         :returns: `skip_expansion`; `documents`: the documents matching a citation, exact hits first, with scores
-            set as described above; `reason`: why (for the trace).
+            set as described above, each group in the order the question cites the articles; `reason`: why (for the trace).
         """
         gated = self.enabled if enabled is None else enabled
         result = self._gate(citations, documents)
@@ -107,6 +107,10 @@ class LexicalFirstGate:
                 partial.append(_scored(doc, ARTICLE_MATCH_SCORE, "article"))
             else:
                 logger.debug("Fetched document {doc_id} matches no citation; dropped", doc_id=doc.id)
+        # In the order the question cites them ("arts. 391 e 391-A": 391 first), not in the store's order.
+        position = _citation_positions(citations)
+        exact.sort(key=lambda d: _position(position, d))
+        partial.sort(key=lambda d: _position(position, d))
         matched = exact + partial
         count = len({(d.meta.get("law_id"), d.meta.get("article")) for d in matched})
         if exact:
@@ -120,6 +124,21 @@ class LexicalFirstGate:
             skip, reason = False, REASON_WEAK_FETCH.format(count=count, min_results=self.min_results)
         logger.debug("Lexical-first gate: skip_expansion={skip} ({reason})", skip=skip, reason=reason)
         return {"skip_expansion": skip, "documents": matched, "reason": reason}
+
+
+def _citation_positions(citations: list[dict[str, Any]]) -> dict[tuple[str | None, str], int]:
+    """The first position of each cited (law, article) and of each law-less article (law `None`) in `citations`."""
+    positions: dict[tuple[str | None, str], int] = {}
+    for index, citation in enumerate(citations):
+        if citation.get("article"):
+            positions.setdefault((citation.get("law_id") or None, citation["article"]), index)
+    return positions
+
+
+def _position(positions: dict[tuple[str | None, str], int], doc: Document) -> int:
+    article = doc.meta.get("article")
+    found = positions.get((doc.meta.get("law_id"), article), positions.get((None, article)))
+    return len(positions) if found is None else found
 
 
 def _scored(doc: Document, score: float, match: str) -> Document:

@@ -121,3 +121,15 @@ def test_run_disabled_never_skips_but_keeps_the_cited_documents(store):
         assert result["skip_expansion"] is False
         assert result["reason"] == "lexical-first gating disabled: expansion runs"
         assert sorted(d.id for d in result["documents"]) == ["et38", "et38c0"]
+
+
+def test_run_keeps_the_order_the_question_cites_the_articles():
+    clt = "DEL-5452-1943"
+    citations = CitationDetector().run(query="o que dizem os arts. 391 e 391-A da CLT?")["citations"]
+    assert [c["article"] for c in citations][:2] == ["391", "391-a"]
+    fetched = [_doc("a391a", clt, "CLT", "391-a"), _doc("x", clt, "CLT", "392"), _doc("a391", clt, "CLT", "391")]
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
+    assert [d.id for d in result["documents"]] == ["a391", "a391a"]
+    reversed_citations = list(reversed(citations))
+    result = LexicalFirstGate().run(citations=reversed_citations, documents=fetched)
+    assert [d.id for d in result["documents"]] == ["a391a", "a391"]
