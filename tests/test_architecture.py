@@ -32,8 +32,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "the answer stage nests the extractive answer as its fallback component (init parameter `extractive`)",
     ("components.rankers.relevance_backends", "components.embedders.dense_embedder"):
         "the `embedding` relevance backend runs the dense embedder components on blocks and question",
-    ("components.embedders.openvino_backend", "components.embedders.dense_embedder"):
-        "to fix: `cpu_has_native_bf16` belongs in the OpenVINO helper or components.utils",
 }
 
 

@@ -26,7 +26,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import hashlib  # noqa: E402
 import threading  # noqa: E402
 from dataclasses import replace  # noqa: E402
-from functools import cache  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -37,6 +36,7 @@ from components.embedders.openvino_backend import (  # noqa: E402
     dense_backend,
     is_sentence_transformers_folder,
 )
+from components.utils.hardware import cpu_has_native_bf16  # noqa: E402
 from components.utils.models import resolve_model  # noqa: E402
 from components.utils.ttl_cache import TTLCache, cache_partition  # noqa: E402
 
@@ -74,16 +74,6 @@ def default_embedder() -> str:
     from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
 
     return current_settings().embedder or DEFAULT_EMBEDDER
-
-
-@cache
-def cpu_has_native_bf16() -> bool:
-    """Whether this CPU computes bfloat16 natively (AMX-BF16 or AVX512-BF16; Linux `/proc/cpuinfo`)."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8").split()
-    except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
 
 
 def resolve_dtype(dtype: str | None) -> str:

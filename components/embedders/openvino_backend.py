@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from haystack import logging
 
+from components.utils.hardware import cpu_has_native_bf16
+
 logger = logging.getLogger(__name__)
 
 BACKEND_ENV = "LEXHAY_DENSE_BACKEND"
@@ -241,8 +243,6 @@ class OpenVINOEncoder:
         """
         import openvino as ov  # noqa: PLC0415
         from transformers import AutoTokenizer  # noqa: PLC0415
-
-        from components.embedders.dense_embedder import cpu_has_native_bf16  # noqa: PLC0415
 
         self.model_path = Path(model_path)
         folder = ensure_openvino_model(self.model_path)

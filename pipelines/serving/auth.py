@@ -177,7 +177,7 @@ class JwtVerifier:
         from importlib.util import find_spec  # noqa: PLC0415
 
         if find_spec("jwt") is None:
-            raise ValueError("LEXHAY_JWT_KEY needs PyJWT: pip install pyjwt (and cryptography for RS / ES keys)")
+            raise ValueError("LEXHAY_JWT_KEY needs PyJWT: pip install 'lexhay[jwt]' (and cryptography for RS / ES keys)")
         if not algorithms:
             raise ValueError("LEXHAY_JWT_ALGORITHMS must name at least one algorithm")
         path = Path(key)
