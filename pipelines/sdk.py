@@ -28,7 +28,7 @@ from components.legal.access import (
     tenant_meta,
 )
 from components.utils.ttl_cache import TTLCache, partitioned
-from pipelines.flags import request_flags
+from pipelines.flags import flag_inputs, request_flags
 from pipelines.history import to_history
 from pipelines.loader import load_pipeline
 from pipelines.settings import Settings, setup_environment
@@ -578,27 +578,23 @@ class LexHay:
                   "ref_expander", "graph_enricher", "answer_prompt", "answer", "meta_parser", "need_fetcher",
                   "verifier"}
         started = time.perf_counter()
+        inputs: dict[str, dict[str, Any]] = {
+            "access": {**{k: access.get(k) for k in ACCESS_KEYS}, "filters": filters},
+            "citation_detector": {"query": question},
+            "expansion_router": {"query": question},
+            "decompose": {"history": history, "carryover": previous_chunk_ids},
+            "topic_resolver": {"query": question},
+            "carryover_fetcher": {"ids": previous_chunk_ids,
+                                  "query_embedding": self._carryover_embedding(question, previous_chunk_ids)},
+            "crag": {"query": question},
+            "compressor": {"query": question},
+            "answer_prompt": {"question": question, "history": history},
+            "answer": {"question": question, "streaming_callback": streaming_callback},
+        }
+        for name, flag_values in flag_inputs(flags).items():  # each flag's switches, as pipelines.flags maps them
+            inputs.setdefault(name, {}).update(flag_values)
         out = self.pipeline("query").run(
-            {
-                "access": {**{k: access.get(k) for k in ACCESS_KEYS}, "filters": filters},
-                "citation_detector": {"query": question},
-                "gate": {"enabled": flags["lexical_first_gating"]},
-                "expansion_router": {"query": question},
-                "decompose": {"history": history, "carryover": previous_chunk_ids, "enabled": flags["multiquery"]},
-                "hyde": {"enabled": flags["hyde"]},
-                "topic_resolver": {"query": question, "enabled": flags["topic_filter"]},
-                "carryover_fetcher": {"ids": previous_chunk_ids,
-                                      "query_embedding": self._carryover_embedding(question, previous_chunk_ids)},
-                "retriever": {"rerank": flags["rerank"]},
-                "crag": {"query": question, "enabled": flags["crag"]},
-                "ref_expander": {"enabled": flags["chunk_expansion"]},
-                "sibling_expander": {"enabled": flags["chunk_expansion"]},
-                "graph_enricher": {"enabled": flags["graph_enrich"]},
-                "compressor": {"query": question, "enabled": flags["compression"]},
-                "answer_prompt": {"question": question, "history": history},
-                "answer": {"question": question, "streaming_callback": streaming_callback},
-                "need_router": {"use_need": flags["need_retry"]},
-            },
+            inputs,
             include_outputs_from=stages,
         )
         crag = out["crag"]
