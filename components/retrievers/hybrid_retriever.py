@@ -280,17 +280,7 @@ class HybridRetriever:
         missing = [key for key in scores if key not in cosine]
         if missing and query_embedding is not None:
             cosine.update(self._stored_cosines(missing, query_embedding))
-        return [
-            Document(
-                id=doc.id,
-                content=doc.content,
-                meta={**doc.meta, DENSE_SCORE: cosine[key]} if key in cosine else doc.meta,
-                score=scores[key],
-                embedding=doc.embedding,
-            )
-            for key in sorted(scores, key=scores.__getitem__, reverse=True)
-            for doc in chunks[key]
-        ]
+        return _ranked(scores, chunks, cosine)
 
     def _fuse_scores(
         self, dense: list[Document], sparse: list[Document], query_embedding: list[float] | None
@@ -331,17 +321,7 @@ class HybridRetriever:
             key: self.dense_share * dense_norm.get(key, 0.0) + (1 - self.dense_share) * sparse_norm.get(key, 0.0)
             for key in chunks
         }
-        return [
-            Document(
-                id=doc.id,
-                content=doc.content,
-                meta={**doc.meta, DENSE_SCORE: cosine[key]} if key in cosine else doc.meta,
-                score=scores[key],
-                embedding=doc.embedding,
-            )
-            for key in sorted(scores, key=scores.__getitem__, reverse=True)
-            for doc in chunks[key]
-        ]
+        return _ranked(scores, chunks, cosine)
 
     def _stored_cosines(self, parent_ids: list[str], query_embedding: list[float]) -> dict[str, float]:
         """Cosine of the query and the stored dense vector of each parent (embedded store only; `{}` elsewhere)."""
@@ -450,3 +430,19 @@ class HybridRetriever:
             result = retriever.run(query_sparse_embedding=sparse, filters=filters, top_k=top_k)
         return result["documents"]
 
+
+def _ranked(
+    scores: dict[Any, float], chunks: dict[Any, list[Document]], cosine: dict[Any, float]
+) -> list[Document]:
+    """The documents of every fused key, best fused score first, each with that score and its dense cosine."""
+    return [
+        Document(
+            id=doc.id,
+            content=doc.content,
+            meta={**doc.meta, DENSE_SCORE: cosine[key]} if key in cosine else doc.meta,
+            score=scores[key],
+            embedding=doc.embedding,
+        )
+        for key in sorted(scores, key=scores.__getitem__, reverse=True)
+        for doc in chunks[key]
+    ]
