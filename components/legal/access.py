@@ -24,7 +24,7 @@ SCOPES = ("global", *PRIVATE_SCOPES)
 # - `tenant_id`, `user_id`, `group_ids`: who the principal is (documents of its tenant / groups / user);
 # - `case_ids`: the cases the principal may read; `["*"]` = every case of its tenant. A tenant's documents that
 #   carry a `case_id` are a boundary: visible only to principals allowed that case (or all cases). Documents
-#   without a case stay visible to the whole tenant (by scope);
+#   without a case (stamped `case_id: NO_CASE` at indexing) stay visible to the whole tenant (by scope);
 # - `case_id`: narrows one request to one case (must be one of `case_ids` when those are given);
 # - `roles`: `reader` (read), `writer` (index into its own tenant / group / user scope), `admin` (index `global`
 #   documents, read every case of its tenant), `gateway` (a trusted front end acting for its own users; its
@@ -33,6 +33,9 @@ SCOPES = ("global", *PRIVATE_SCOPES)
 ACCESS_KEYS = ("tenant_id", "user_id", "group_ids", "case_id", "case_ids", "roles")
 ROLES = ("reader", "writer", "admin", "gateway")
 ALL_CASES = "*"
+# `case_id` of a tenant's document that belongs to no case: a value, not a missing field, because a Qdrant server
+# cannot filter on a missing field (qdrant-haystack refuses `== None`); reserved, never a real case id
+NO_CASE = "-"
 LOCAL_ROLES = ("reader", "writer", "admin")  # what a principal without `roles` (the local operator) may do
 # owner meta stamped on indexed documents (never roles or case lists)
 OWNER_KEYS = ("tenant_id", "user_id", "group_ids", "case_id")
@@ -139,6 +142,8 @@ def check_access(access: dict[str, Any] | None) -> dict[str, Any]:
         if bad:
             raise ValueError(f"Unknown role(s) {bad}; known: {list(ROLES)}")
         checked["roles"] = sorted(set(roles))
+    if NO_CASE in ([checked.get("case_id")] + list(checked.get("case_ids") or [])):
+        raise ValueError(f"{NO_CASE!r} is reserved (a document without a case); it cannot name a case")
     if not checked.get("tenant_id") and any(checked.get(k) for k in ("user_id", "group_ids", "case_id", "case_ids")):
         raise ValueError("user_id, group_ids, case_id and case_ids need a tenant_id")
     cases = checked.get("case_ids")
@@ -169,8 +174,8 @@ def _case_condition(access: dict[str, Any]) -> dict[str, Any] | None:
     cases = access.get("case_ids")
     if (cases is None and is_admin(access)) or (cases and ALL_CASES in cases):
         return None
-    # Haystack filter semantics: "not in" / "!=" also match a missing field; "in" never does
-    no_case = {"field": "meta.case_id", "operator": "==", "value": None}
+    # a private document without a case carries NO_CASE (tenant_meta), so every test is on a value
+    no_case = {"field": "meta.case_id", "operator": "==", "value": NO_CASE}
     if not cases:
         return no_case
     return {"operator": "OR", "conditions": [no_case, {"field": "meta.case_id", "operator": "in", "value": cases}]}
@@ -258,7 +263,8 @@ def tenant_meta(access: dict[str, Any] | None, scope: str | None = None) -> dict
     cases = access.get("case_ids")
     if "admin" not in roles and cases and ALL_CASES not in cases and access.get("case_id") not in cases:
         raise AccessDenied(f"a principal restricted to cases {cases} indexes into one of them (case_id)")
-    return {"scope": scope, **{k: access[k] for k in OWNER_KEYS if access.get(k)}}
+    owner = {"scope": scope, **{k: access[k] for k in OWNER_KEYS if access.get(k)}}
+    return {**owner, "case_id": owner.get("case_id") or NO_CASE}
 
 
 def owner_condition(meta: dict[str, Any]) -> dict[str, Any]:
@@ -274,7 +280,7 @@ def owner_condition(meta: dict[str, Any]) -> dict[str, Any]:
     conditions: list[dict[str, Any]] = [{"field": "meta.scope", "operator": "==", "value": meta["scope"]},
                                         {"field": "meta.tenant_id", "operator": "==", "value": meta.get("tenant_id")}]
     for key in ("user_id", "case_id"):
-        if meta.get(key):
+        if meta.get(key) and meta[key] != NO_CASE:  # a no-case owner reads its scope; `owner_key` tells them apart
             conditions.append({"field": f"meta.{key}", "operator": "==", "value": meta[key]})
     return {"operator": "AND", "conditions": conditions}
 
@@ -288,4 +294,6 @@ def owner_key(meta: dict[str, Any]) -> str:
     if scope not in PRIVATE_SCOPES:
         return ""
     groups = ",".join(sorted(str(g) for g in meta.get("group_ids") or []))
-    return "/".join(str(meta.get(k) or "") for k in ("tenant_id", "scope", "user_id", "case_id")) + f"/{groups}"
+    case = "" if meta.get("case_id") == NO_CASE else meta.get("case_id")  # no case, stamped or not: one owner
+    fields = (meta.get("tenant_id"), scope, meta.get("user_id"), case)
+    return "/".join(str(value or "") for value in fields) + f"/{groups}"

@@ -3,7 +3,7 @@
 import pytest
 from haystack.dataclasses import ChatMessage
 
-from components.legal.access import access_filter, and_filters
+from components.legal.access import NO_CASE, access_filter, and_filters
 from pipelines.sdk import LexHay
 
 SECRET = "cláusula reservada número {n}"
@@ -64,7 +64,8 @@ def _owner(meta):
     """Who owns a stored block: "public", or tenant[/case][/user] from its access meta."""
     if meta.get("scope") not in ("tenant", "group", "user"):
         return "public"
-    return "/".join(str(meta.get(k) or "") for k in ("tenant_id", "case_id", "user_id")).rstrip("/")
+    case = "" if meta.get("case_id") == NO_CASE else meta.get("case_id")  # a private block without a case
+    return "/".join(str(v or "") for v in (meta.get("tenant_id"), case, meta.get("user_id"))).rstrip("/")
 
 
 def _owners_of_ids(engine, ids):

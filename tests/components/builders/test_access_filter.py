@@ -2,25 +2,25 @@ import pytest
 from haystack import Document
 
 from components.builders.access_filter import AccessFilter
-from components.legal.access import access_filter, check_access, tenant_meta
+from components.legal.access import NO_CASE, access_filter, check_access, owner_key, tenant_meta
 from components.document_stores.edge_document_store import EdgeDocumentStore
 
 DOCS = [
     Document(id="statute", content="Artículo 38. Vacaciones anuales.", meta={"law_id": "ET"}),
     Document(id="global", content="Criterio público.", meta={"scope": "global"}),
-    Document(id="acme-all", content="Política interna.", meta={"scope": "tenant", "tenant_id": "acme"}),
+    Document(id="acme-all", content="Política interna.", meta={"scope": "tenant", "tenant_id": "acme", "case_id": NO_CASE}),
     Document(id="acme-case1", content="Escrito del caso 1.",
              meta={"scope": "tenant", "tenant_id": "acme", "case_id": "c1"}),
     Document(id="acme-case2", content="Escrito del caso 2.",
              meta={"scope": "tenant", "tenant_id": "acme", "case_id": "c2"}),
     Document(id="acme-labour", content="Nota del grupo laboral.",
-             meta={"scope": "group", "tenant_id": "acme", "group_ids": ["laboral"]}),
-    Document(id="acme-ana", content="Notas de Ana.", meta={"scope": "user", "tenant_id": "acme", "user_id": "ana"}),
-    Document(id="beta-all", content="Documento de otro despacho.", meta={"scope": "tenant", "tenant_id": "beta"}),
+             meta={"scope": "group", "tenant_id": "acme", "group_ids": ["laboral"], "case_id": NO_CASE}),
+    Document(id="acme-ana", content="Notas de Ana.", meta={"scope": "user", "tenant_id": "acme", "user_id": "ana", "case_id": NO_CASE}),
+    Document(id="beta-all", content="Documento de otro despacho.", meta={"scope": "tenant", "tenant_id": "beta", "case_id": NO_CASE}),
     Document(id="beta-ana", content="Otra Ana, otro despacho.",
-             meta={"scope": "user", "tenant_id": "beta", "user_id": "ana"}),
+             meta={"scope": "user", "tenant_id": "beta", "user_id": "ana", "case_id": NO_CASE}),
     Document(id="beta-labour", content="Grupo laboral de beta.",
-             meta={"scope": "group", "tenant_id": "beta", "group_ids": ["laboral"]}),
+             meta={"scope": "group", "tenant_id": "beta", "group_ids": ["laboral"], "case_id": NO_CASE}),
 ]
 
 
@@ -77,7 +77,8 @@ def test_check_access_errors():
 
 def test_tenant_meta():
     assert tenant_meta(None) == {"scope": "global"}
-    assert tenant_meta({"tenant_id": "acme"}) == {"scope": "tenant", "tenant_id": "acme"}
+    # a private document without a case carries NO_CASE: "no case" is a value every store can filter on
+    assert tenant_meta({"tenant_id": "acme"}) == {"scope": "tenant", "tenant_id": "acme", "case_id": NO_CASE}
     assert tenant_meta({"tenant_id": "acme", "user_id": "ana"})["scope"] == "user"
     assert tenant_meta({"tenant_id": "acme", "group_ids": ["x"]}, scope="group")["group_ids"] == ["x"]
     with pytest.raises(ValueError, match="needs group_ids"):
@@ -134,7 +135,7 @@ def test_only_admins_write_global_and_writers_stay_in_their_scope():
         tenant_meta({**writer, "case_ids": ["c1"]})
     assert tenant_meta({**writer, "case_ids": ["c1"], "case_id": "c1"}) == {"scope": "tenant", "tenant_id": "acme",
                                                                             "case_id": "c1"}
-    assert tenant_meta(writer) == {"scope": "tenant", "tenant_id": "acme"}  # roles are never stamped
+    assert tenant_meta(writer) == {"scope": "tenant", "tenant_id": "acme", "case_id": NO_CASE}  # never roles
     assert tenant_meta({"tenant_id": "acme", "roles": ["admin"]}, scope="global") == {"scope": "global"}
     assert tenant_meta({"tenant_id": "acme"}, scope="global") == {"scope": "global"}  # the local operator
     with pytest.raises(ValueError, match="Unknown role"):
@@ -168,3 +169,34 @@ def test_deep_or_huge_filters_are_value_errors_not_recursion_errors():
         check_filters(wide)
     assert check_filters({"operator": "AND", "conditions": [{"field": "meta.law_id", "operator": "==",
                                                              "value": "ET"}]})
+
+
+PRINCIPALS = [
+    None,
+    {"tenant_id": "acme"},
+    {"tenant_id": "acme", "roles": ["reader"]},
+    {"tenant_id": "acme", "roles": ["reader"], "case_ids": ["c1", "c2"]},
+    {"tenant_id": "acme", "roles": ["reader"], "case_ids": ["c1"], "case_id": "c1"},
+    {"tenant_id": "acme", "user_id": "ana", "group_ids": ["laboral"], "roles": ["reader"], "case_ids": ["*"]},
+    {"tenant_id": "acme", "roles": ["admin"], "case_ids": []},
+]
+
+
+@pytest.mark.parametrize("access", PRINCIPALS)
+def test_every_access_filter_translates_for_a_qdrant_server(access):
+    from haystack_integrations.document_stores.qdrant.filters import convert_filters_to_qdrant
+
+    # qdrant-haystack refuses `== None`: the case boundary must be written with values only
+    assert convert_filters_to_qdrant(access_filter(access)) is not None
+
+
+def test_no_case_is_reserved_and_one_owner_with_or_without_the_marker():
+    with pytest.raises(ValueError, match="reserved"):
+        check_access({"tenant_id": "acme", "case_id": NO_CASE})
+    with pytest.raises(ValueError, match="reserved"):
+        check_access({"tenant_id": "acme", "case_ids": ["c1", NO_CASE]})
+    # deterministic ids stay those of documents indexed before the marker existed
+    assert owner_key({"scope": "tenant", "tenant_id": "acme", "case_id": NO_CASE}) == owner_key(
+        {"scope": "tenant", "tenant_id": "acme"})
+    assert owner_key({"scope": "tenant", "tenant_id": "acme", "case_id": "c1"}) != owner_key(
+        {"scope": "tenant", "tenant_id": "acme"})
