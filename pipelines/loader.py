@@ -21,8 +21,9 @@ LOCAL_LLM_TOKEN_BUDGET = 1500
 OPENSEARCH_STORE_TYPE = (
     "haystack_integrations.document_stores.opensearch.document_store.OpenSearchDocumentStore"
 )
-OPENSEARCH_WRITER_TYPE = "components.writers.opensearch_writer.OpenSearchWriter"
-DOCUMENT_WRITER_TYPE = "haystack.components.writers.document_writer.DocumentWriter"
+PRUNING_WRITER_TYPE = "components.writers.pruning_writer.PruningDocumentWriter"
+# the writers that make a pipeline an indexing pipeline (the canonical one, or a user's with Haystack's own)
+INDEXING_WRITER_TYPES = (PRUNING_WRITER_TYPE, "haystack.components.writers.document_writer.DocumentWriter")
 METADATA_ROUTER_TYPE = "haystack.components.routers.metadata_router.MetadataRouter"
 OPENSEARCH_WRITER_NAME = "opensearch_writer"
 OPENSEARCH_RRF_K = 60  # RRF rank constant of the dense + OpenSearch BM25 fusion (the issue's k=60)
@@ -75,9 +76,12 @@ def _qdrant_payload_indexes() -> list[dict[str, str]]:
 
 
 def _opensearch_store_dict(settings: Settings) -> dict[str, Any]:
-    """The OpenSearch index of the BM25 child chunks (Spanish analyzer with accent folding, see OpenSearchWriter)."""
+    """The OpenSearch index of the BM25 child chunks (Spanish analyzer with accent folding, `opensearch_index`)."""
+    from components.document_stores.opensearch_index import (  # noqa: PLC0415
+        OPENSEARCH_INDEX_SETTINGS,
+        OPENSEARCH_MAPPINGS,
+    )
     from components.utils.extras import optional_import  # noqa: PLC0415
-    from components.writers.opensearch_writer import OPENSEARCH_INDEX_SETTINGS, OPENSEARCH_MAPPINGS  # noqa: PLC0415
 
     with optional_import("opensearch", "LEXHAY_OPENSEARCH_URL (BM25 on OpenSearch)") as opensearch_import:
         import haystack_integrations.document_stores.opensearch  # noqa: F401, PLC0415
@@ -98,10 +102,13 @@ def _opensearch_store_dict(settings: Settings) -> dict[str, Any]:
 
 
 def _add_opensearch_writer(data: dict[str, Any], settings: Settings) -> None:
-    """In an indexing pipeline (one with a DocumentWriter), also write the child chunks to OpenSearch."""
+    """
+    In an indexing pipeline (one with a document writer), also write the child chunks to OpenSearch: the same
+    `PruningDocumentWriter` as the main store's, text only, so a re-indexed law leaves no stale chunk there either.
+    """
     components = data.get("components", {})
     if OPENSEARCH_WRITER_NAME in components or not any(
-        spec.get("type") == DOCUMENT_WRITER_TYPE for spec in components.values()
+        spec.get("type") in INDEXING_WRITER_TYPES for spec in components.values()
     ):
         return
     routers = [
@@ -116,12 +123,8 @@ def _add_opensearch_writer(data: dict[str, Any], settings: Settings) -> None:
             f"'children' output to send the child chunks to OpenSearch; found {routers or 'none'}"
         )
     components[OPENSEARCH_WRITER_NAME] = {
-        "type": OPENSEARCH_WRITER_TYPE,
-        "init_parameters": {
-            "document_store": _opensearch_store_dict(settings),
-            "policy": "OVERWRITE",
-            "prune_stale": True,
-        },
+        "type": PRUNING_WRITER_TYPE,
+        "init_parameters": {"document_store": _opensearch_store_dict(settings), "strip_embeddings": True},
     }
     data.setdefault("connections", []).append(
         {"sender": f"{routers[0]}.children", "receiver": f"{OPENSEARCH_WRITER_NAME}.documents"}

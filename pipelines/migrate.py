@@ -101,9 +101,10 @@ def migrate(
     report = MigrationReport(source=source.count_documents())
     writer = None
     if opensearch is not None:
-        from components.writers.opensearch_writer import OpenSearchWriter  # noqa: PLC0415
+        from components.writers.pruning_writer import PruningDocumentWriter  # noqa: PLC0415
 
-        writer = OpenSearchWriter(document_store=opensearch, prune_stale=False)
+        # batches carry parts of laws: no pruning (it would delete the rest of each law)
+        writer = PruningDocumentWriter(document_store=opensearch, prune_stale=False, strip_embeddings=True)
     done = 0
     for batch in scroll_documents(source, batch_size):
         if qdrant is not None:

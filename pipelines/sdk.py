@@ -23,8 +23,6 @@ from components.legal.access import (
     check_access,
     check_filters,
     is_admin,
-    owner_condition,
-    owner_key,
     tenant_meta,
 )
 from components.utils.ttl_cache import TTLCache, partitioned
@@ -328,29 +326,9 @@ class LexHay:
         chunks = result["child_splitter"]["documents"]
         report.parents += sum(1 for d in chunks if d.meta.get("level") == "parent")
         report.children += sum(1 for d in chunks if d.meta.get("level") == "child")
-        report.written += result.get("writer", {}).get("documents_written", 0)
-        keep: dict[tuple[str, str], set[str]] = {}
-        owners: dict[tuple[str, str], dict[str, Any]] = {}
-        for doc in chunks:
-            key = (doc.meta["law_id"], owner_key(doc.meta))
-            keep.setdefault(key, set()).add(doc.id)
-            owners.setdefault(key, doc.meta)
-        for (law_id, owner), ids in keep.items():
-            report.pruned += self._prune_stale(law_id, owner, ids, owners[(law_id, owner)])
-
-    def _prune_stale(self, law_id: str, owner: str, keep_ids: set[str], owner_meta: dict[str, Any]) -> int:
-        """
-        Delete this owner's chunks of `law_id` that the new version no longer has: the store is read through the
-        owner's own condition (`owner_condition`) and every candidate's owner is checked again, so a prune never
-        touches another owner's documents (a tenant's copy of a public law leaves the public law alone).
-        """
-        store = self.document_store
-        existing = store.filter_documents({"operator": "AND", "conditions": [
-            {"field": "meta.law_id", "operator": "==", "value": law_id}, owner_condition(owner_meta)]})
-        stale = [d.id for d in existing if d.id not in keep_ids and owner_key(d.meta) == owner]
-        if stale:
-            store.delete_documents(stale)
-        return len(stale)
+        written = result.get("writer", {})  # PruningDocumentWriter: the chunks written, the stale ones pruned
+        report.written += written.get("documents_written", 0)
+        report.pruned += written.get("pruned", 0)
 
     def retrieve(
         self,

@@ -1,5 +1,6 @@
 """
-The OpenSearch BM25 backend: OpenSearchWriter, HybridRetriever's lexical store (RRF k=60) and the loader wiring.
+The OpenSearch BM25 backend: HybridRetriever's lexical store (RRF k=60) and the loader wiring (the writer, the same
+PruningDocumentWriter as the main store's, is tested in tests/components/writers/test_pruning_writer.py).
 
 No OpenSearch server runs here: unit tests go through `tests.fake_opensearch` (records the request bodies, evaluates
 the query subset), and the `integration` test at the end runs against a real server when LEXHAY_OPENSEARCH_URL is set.
@@ -11,22 +12,17 @@ import uuid
 import pytest
 import yaml
 from haystack import Document, Pipeline
-from haystack.document_stores.types import DuplicatePolicy
 
 from components.preprocessors.article_parser import ArticleParser
 from components.preprocessors.child_splitter import ChildSplitter
 from components.document_stores.edge_document_store import EdgeDocumentStore
 from components.retrievers.hybrid_retriever import LEXICAL_BM25_QUERY, HybridRetriever
-from components.writers.opensearch_writer import (
-    OPENSEARCH_ANALYZER,
-    OPENSEARCH_INDEX_SETTINGS,
-    OPENSEARCH_MAPPINGS,
-    OpenSearchWriter,
-)
+from components.document_stores.opensearch_index import OPENSEARCH_INDEX_SETTINGS, OPENSEARCH_MAPPINGS
+from components.writers.pruning_writer import PruningDocumentWriter
 from components.preprocessors.semantic_parent_splitter import SemanticParentSplitter
 from components.embedders.sparse_embedder import SparseDocumentEmbedder
 from components.converters.statute_converter import StatuteConverter
-from pipelines.loader import OPENSEARCH_STORE_TYPE, OPENSEARCH_WRITER_TYPE, apply_settings, pipeline_path
+from pipelines.loader import OPENSEARCH_STORE_TYPE, PRUNING_WRITER_TYPE, apply_settings, pipeline_path
 from pipelines.settings import ALLOWED_MODULES, Settings
 from tests.corpus_helpers import RD_2720
 from tests.fake_opensearch import FakeOpenSearchServer
@@ -65,58 +61,6 @@ def _parents(chunks):
     return [d for d in chunks if d.meta["level"] == "parent"]
 
 
-# ---------------------------------------------------------------- OpenSearchWriter
-
-
-def test_init_rejects_a_store_that_is_not_opensearch(tmp_path):
-    with pytest.raises(ValueError, match="OpenSearchDocumentStore"):
-        OpenSearchWriter(document_store=EdgeDocumentStore(path=str(tmp_path)))
-
-
-def test_writer_to_dict_from_dict_round_trip(server):
-    writer = OpenSearchWriter(document_store=_store("idx"), policy=DuplicatePolicy.SKIP, prune_stale=False)
-    data = writer.to_dict()
-    assert data["type"] == "components.writers.opensearch_writer.OpenSearchWriter"
-    assert data["init_parameters"]["policy"] == "SKIP" and data["init_parameters"]["prune_stale"] is False
-    assert data["init_parameters"]["document_store"]["init_parameters"]["index"] == "idx"
-    restored = OpenSearchWriter.from_dict(data)
-    assert restored.policy == DuplicatePolicy.SKIP and restored.to_dict() == data
-
-
-def test_writer_creates_the_spanish_index_and_writes_children_without_vectors(server, chunks):
-    children = _children(chunks)
-    result = OpenSearchWriter(document_store=_store()).run(documents=children)
-    assert result == {"documents_written": len(children), "pruned": 0}
-    (kind, index, body), = [r for r in server.requests if r[0] == "indices.create"]
-    analyzer = body["settings"]["analysis"]["analyzer"][OPENSEARCH_ANALYZER]
-    assert analyzer["filter"][-1] == "asciifolding" and "lowercase" in analyzer["filter"]
-    assert body["mappings"]["properties"]["content"]["analyzer"] == OPENSEARCH_ANALYZER
-    assert "embedding" not in body["mappings"]["properties"]  # no knn vector: the dense side stays on Qdrant
-    (_, _, actions), = [r for r in server.requests if r[0] == "bulk"]
-    assert {a["_op_type"] for a in actions} == {"index"}  # OVERWRITE: re-indexing replaces by id
-    assert [a["_id"] for a in actions] == [d.id for d in children]
-    source = actions[0]["_source"]
-    assert "sparse_embedding" not in source and source["embedding"] is None
-    assert source["law_id"] == RD_ID and source["level"] == "child" and source["parent_id"]  # meta flattened
-    assert _store().count_documents() == len(children)
-
-
-def test_writer_is_idempotent_and_prunes_the_stale_chunks_of_a_law(server, chunks):
-    children = _children(chunks)
-    other = Document(id="other-law-chunk", content="Otra norma", meta={"law_id": "BOE-A-2015-11430", "level": "child"})
-    writer = OpenSearchWriter(document_store=_store())
-    writer.run(documents=[*children, other])
-    again = writer.run(documents=children)
-    assert again == {"documents_written": len(children), "pruned": 0}  # another law is never pruned
-    shorter = writer.run(documents=children[:-3])  # the law re-indexed with three chunks fewer
-    assert shorter["pruned"] == 3
-    ids = {d.id for d in _store().filter_documents()}
-    assert ids == {d.id for d in children[:-3]} | {"other-law-chunk"}
-    assert OpenSearchWriter(document_store=_store()).run(documents=[]) == {"documents_written": 0, "pruned": 0}
-    with pytest.raises(ValueError, match="list of Documents"):
-        writer.run(documents=["not a document"])
-
-
 # ---------------------------------------------------------------- HybridRetriever with the lexical store
 
 
@@ -136,7 +80,7 @@ def stores(shared_server, tmp_path_factory, chunks):
         [Document(id=p.id, content=p.content, meta=p.meta, embedding=[1.0, float(i)]) for i, p in enumerate(parents)]
     )
     lexical = _store()
-    OpenSearchWriter(document_store=lexical).run(documents=_children(chunks))
+    PruningDocumentWriter(document_store=lexical, strip_embeddings=True).run(documents=_children(chunks))
     yield edge, lexical, parents
     edge.close()
 
@@ -263,7 +207,7 @@ def test_apply_settings_wires_opensearch_into_indexing_and_retrieval():
     settings = Settings(store_path="/tmp/x", opensearch_url="http://os1:9200, http://os2:9200", opensearch_index="lex2")
     indexing = _loaded("indexing", settings)
     writer = indexing["components"]["opensearch_writer"]
-    assert writer["type"] == OPENSEARCH_WRITER_TYPE
+    assert writer["type"] == PRUNING_WRITER_TYPE and writer["init_parameters"]["strip_embeddings"] is True
     store = writer["init_parameters"]["document_store"]
     assert store["type"] == OPENSEARCH_STORE_TYPE
     assert store["init_parameters"]["hosts"] == ["http://os1:9200", "http://os2:9200"]
@@ -276,7 +220,7 @@ def test_apply_settings_wires_opensearch_into_indexing_and_retrieval():
     query = chain["retriever"]["init_parameters"]
     assert query["lexical_store"] == store and query["rrf_k"] == 60
     pipe = Pipeline.from_dict(indexing, allowed_modules=ALLOWED_MODULES)
-    assert isinstance(pipe.get_component("opensearch_writer"), OpenSearchWriter)
+    assert isinstance(pipe.get_component("opensearch_writer"), PruningDocumentWriter)
     assert _loaded("indexing", settings) == indexing  # idempotent
 
 
@@ -337,7 +281,8 @@ def test_real_opensearch_bm25_with_spanish_analyzer(chunks):
     store = OpenSearchDocumentStore.from_dict(_opensearch_store_dict(settings))
     try:
         children = _children(chunks)
-        assert OpenSearchWriter(document_store=store).run(documents=children)["documents_written"] == len(children)
+        writer = PruningDocumentWriter(document_store=store, strip_embeddings=True)
+        assert writer.run(documents=children)["documents_written"] == len(children)
         assert store.count_documents() == len(children)
         edge_free = HybridRetriever(document_store=store, lexical_store=store, collections={"normativa": 1.0})
         # accent folding + stemming: unaccented, inflected query words still match the article

@@ -16,7 +16,7 @@ ACME = {"scope": "tenant", "tenant_id": "acme"}
 def _opensearch():
     from haystack_integrations.document_stores.opensearch import OpenSearchDocumentStore
 
-    from components.writers.opensearch_writer import OPENSEARCH_INDEX_SETTINGS, OPENSEARCH_MAPPINGS
+    from components.document_stores.opensearch_index import OPENSEARCH_INDEX_SETTINGS, OPENSEARCH_MAPPINGS
 
     return OpenSearchDocumentStore(hosts=["http://localhost:9200"], index="lexhay", mappings=OPENSEARCH_MAPPINGS,
                                    settings=OPENSEARCH_INDEX_SETTINGS)
@@ -28,10 +28,10 @@ def _chunk(doc_id, **owner):
 
 def test_opensearch_prune_never_deletes_another_owners_chunks(monkeypatch):
     pytest.importorskip("haystack_integrations.document_stores.opensearch")
-    from components.writers.opensearch_writer import OpenSearchWriter
+    from components.writers.pruning_writer import PruningDocumentWriter
 
     FakeOpenSearchServer().install(monkeypatch)
-    writer = OpenSearchWriter(document_store=_opensearch())
+    writer = PruningDocumentWriter(document_store=_opensearch(), strip_embeddings=True)
     public = [_chunk(f"pub-{n}") for n in range(4)]
     beta = [_chunk(f"beta-{n}", scope="tenant", tenant_id="beta") for n in range(2)]
     writer.run(documents=public + beta)
