@@ -4,11 +4,52 @@ Result rows: how a retrieved `Document` is shown to callers, in one place for th
 - `document_row`: the full block (`id`, `score`, `content`, `meta`): the HTTP `/retrieve/run` results.
 - `article_row`: the article-level summary (`law_id`, `article`, `score`, `chunk_id`, `title`, `law_short`): the
   CLI's batch JSONL contract (the quality harness reads it) and its tables.
+- `QueryResult` (with `Citation`): what `LexHay.ask` returns, declared once for the SDK, the CLI (`lexhay ask
+  --json` writes it as is), the HTTP `/ask/run` response and the OpenAI-compatible chat (its `lexhay` field).
 """
 
-from typing import Any
+from typing import Any, TypedDict
 
 from haystack import Document
+
+
+class Citation(TypedDict):
+    """One cited article of an answer: the first block of it that the answer used."""
+
+    law_id: str | None
+    article: str | None
+    title: str  # the article's title, "" when it has none
+    chunk_id: str  # the id of the cited block (a parent block)
+    law_short: str | None  # the law's short name (ET, CF88, ...), when known
+
+
+class QueryResult(TypedDict):
+    """
+    The answer to one question (`LexHay.ask`); the keys are a public contract of the SDK, the CLI and HTTP.
+
+    - `answer`: the answer text; citations the verifier could not check are marked in it.
+    - `citations`: the articles the answer used, one `Citation` per article, in context order.
+    - `context_chunk_ids`: ids of the blocks the answer was given; send them back as `previous_chunk_ids` for a
+      follow-up question (carryover).
+    - `need`: what the answer said it was missing (the META block's `NEED` requests, parsed).
+    - `route`: `ACCEPT`, or `REJECT` when the question was refused (off topic, nothing relevant retrieved): then
+      `answer` says why and `citations`, `context_chunk_ids`, `need` and `unverified_citations` are empty.
+    - `fallbacks`: per LLM stage (`decompose`, `hyde`, `topic`, `answer`), what ran instead of the LLM, or None.
+    - `unverified_citations`: citations of the answer the verifier could not match to the context (each with its
+      `text` and `reason`).
+    - `flags`: the feature flags this request ran with (`pipelines.flags`).
+    - `trace`: the request's trace (`pipelines.tracing`) with the answer-level keys (`pipelines.sdk.ASK_TRACE_KEYS`).
+    """
+
+    answer: str
+    citations: list[Citation]
+    context_chunk_ids: list[str]
+    need: list[dict[str, Any]]
+    route: str  # "ACCEPT" or "REJECT"
+    fallbacks: dict[str, Any]
+    unverified_citations: list[dict[str, Any]]
+    flags: dict[str, bool]
+    trace: dict[str, Any]
 
 
 def document_row(doc: Document) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from components.utils.ttl_cache import TTLCache, partitioned
 from pipelines.flags import flag_inputs, request_flags
 from pipelines.history import to_history
 from pipelines.loader import load_pipeline
+from pipelines.results import Citation, QueryResult
 from pipelines.settings import Settings, setup_environment
 from pipelines.tracing import TraceSink, install_tracer, request_trace
 
@@ -468,7 +469,7 @@ class LexHay:
         access: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
         streaming_callback: Callable[[StreamingChunk], None] | None = None,
-    ) -> dict[str, Any]:
+    ) -> QueryResult:
         """
         Answer a question from the statutes, with citations (the `yaml/query.yaml` pipeline).
 
@@ -483,7 +484,8 @@ class LexHay:
             `force_vector` (see `pipelines.flags`).
         :param streaming_callback: Called with each token of the LLM answer as it is generated (`StreamingChunk`,
             `===META===` block included); not called for the extractive answer or a cached one.
-        :returns: `answer`, `citations` (`law_id`, `article`, `title`, `chunk_id`), `context_chunk_ids`, `need`,
+        :returns: A `QueryResult` (`pipelines.results`): `answer`, `citations` (`law_id`, `article`, `title`,
+            `chunk_id`, `law_short`), `context_chunk_ids`, `need`,
             `route` (ACCEPT / REJECT), `fallbacks` (which stages ran without the LLM), `unverified_citations`,
             `flags` (the flags this request ran with) and `trace`: the request's `PipelineTrace` (`request_id`,
             `stages` with per-stage ms and input / output summaries, `decisions`, `totals`, `cache` hit rates; see
@@ -506,6 +508,7 @@ class LexHay:
         ) as trace:
             request_id = trace.request_id if trace is not None else uuid.uuid4().hex
             cached = self.request_cache.get(key)
+            result: QueryResult
             if cached is not None:
                 result = copy.deepcopy(cached)
                 result["flags"] = flags  # the same but for `tracing`, which the key leaves out
@@ -550,7 +553,7 @@ class LexHay:
         access: dict[str, Any],
         flags: dict[str, bool],
         streaming_callback: Callable[[StreamingChunk], None] | None = None,
-    ) -> dict[str, Any]:
+    ) -> QueryResult:
         """One run of the query pipeline; the result's `trace` holds the answer-level keys (`ASK_TRACE_KEYS`)."""
         stages = {"citation_detector", "gate", "decompose", "hyde", "topic_resolver", "retriever", "merger", "crag",
                   "ref_expander", "graph_enricher", "answer_prompt", "answer", "meta_parser", "need_fetcher",
@@ -605,7 +608,7 @@ class LexHay:
                     "trace": trace}
         parsed = out["meta_parser"]
         context = out["answer_prompt"]["context_documents"]
-        citations: list[dict[str, Any]] = []
+        citations: list[Citation] = []
         for i, d in enumerate(context, start=1):  # one citation per article (its first used block)
             key = (d.meta.get("law_id"), d.meta.get("article"))
             if i in parsed["used"] and i not in parsed["dropped"] and key not in {

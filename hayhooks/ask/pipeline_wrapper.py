@@ -31,7 +31,7 @@ class PipelineWrapper(BasePipelineWrapper):
         filters: dict[str, Any] | None = None,
         access: dict[str, Any] | None = None,
         options: dict[str, Any] | None = None,
-    ) -> dict:
+    ) -> dict:  # a `pipelines.results.QueryResult`; plain `dict` keeps hayhooks' response model as it is
         """
         Answer a question about the indexed statutes, with article-level citations.
 
@@ -42,7 +42,7 @@ class PipelineWrapper(BasePipelineWrapper):
         :param access: Gateway keys only: the user the gateway acts for (tenant_id, user_id, group_ids, case_id),
             within the gateway's tenant. Other callers get their key's own access.
         :param options: Per-request feature flags, e.g. {"use_rerank": false}.
-        :returns: answer, citations, context_chunk_ids, need, route, fallbacks, unverified_citations and trace.
+        :returns: answer, citations, context_chunk_ids, need, route, fallbacks, unverified_citations, flags and trace.
         """
         principal = current_principal()
         with http_errors():

