@@ -11,8 +11,9 @@ half (and the other way round). The held-out figures are what a configuration ch
 achieves; they are printed next to every fixed configuration on the same held-out halves, together with how often
 each configuration was chosen (a stable choice is picked in most splits).
 
-`--adaptive` also selects one configuration per query class (questions citing an article vs the others), the
-query-adaptive weighting of issue 11, under the same cross-validation.
+`--adaptive` also selects one configuration per query class under the same cross-validation, the query-adaptive
+weighting of issue 11: `colloquial` questions (the colloquial -> statutory equivalence table finds one of its
+expressions: the user's words are not the statute's, so lexical matching is weak) vs the others (`legal`).
 
     cp -r /tmp/lx_retr_full /tmp/lx_cv   # the embedded store opens in one process only
     .venv/bin/python benchmarks/fusion_cv.py --store /tmp/lx_cv --repeats 200 --adaptive
@@ -34,7 +35,7 @@ setup_environment()
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from components.legal.citations import CitationGrammar  # noqa: E402
+from components.legal.terms import load_equivalences  # noqa: E402
 from pipelines.evaluation import (  # noqa: E402
     article_ranking,
     best_per_article,
@@ -58,6 +59,7 @@ FUSIONS = (
 )
 BLENDS = (1.0, 0.75, 0.5, 0.25, 0.0)
 DEFAULT = "rrf dense x1.1 | blend 0.5"
+CLASSES = ("colloquial", "legal")
 TOP_K = 10
 
 
@@ -69,13 +71,12 @@ def run_grid(lex: LexHay, datasets: dict[str, list[dict]]) -> tuple[dict, dict, 
     reranker = pipe.get_component("reranker")
     defaults = {k: getattr(retriever, k) for k in ("fusion", "dense_weight", "dense_share")}
     filters = lex._restricted(None, None)  # an anonymous caller: the global corpus
-    grammar = CitationGrammar()
+    equivalences = load_equivalences()
     results: dict[str, dict[str, list[list]]] = {}
     classes: dict[str, list[str]] = {}
     seconds = []
     for name, items in datasets.items():
-        classes[name] = ["cited" if any(c.get("article") for c in grammar.extract(it["question"])) else "plain"
-                         for it in items]
+        classes[name] = ["colloquial" if equivalences.matches(it["question"]) else "legal" for it in items]
         for item in items:
             started = time.perf_counter()
             question = item["question"]
@@ -124,7 +125,7 @@ def cross_validate(scores: dict, classes: dict, repeats: int, seed: int, adaptiv
     held = {"cv": {n: [] for n in names}, "cv adaptive": {n: [] for n in names}}
     held.update({c: {n: [] for n in names} for c in configs})
     chosen: dict[str, int] = {}
-    chosen_by_class: dict[str, dict[str, int]] = {"cited": {}, "plain": {}}
+    chosen_by_class: dict[str, dict[str, int]] = {cls: {} for cls in CLASSES}
     for _ in range(repeats):
         halves = {}
         for name in names:
@@ -137,7 +138,7 @@ def cross_validate(scores: dict, classes: dict, repeats: int, seed: int, adaptiv
             best = max(configs, key=lambda c: macro(scores, c, train))
             chosen[best] = chosen.get(best, 0) + 1
             per_class = {}
-            for cls in ("cited", "plain"):
+            for cls in CLASSES:
                 per_class[cls] = max(configs, key=lambda c, k=cls: macro(scores, c, train, classes, k))
                 chosen_by_class[cls][per_class[cls]] = chosen_by_class[cls].get(per_class[cls], 0) + 1
             for name, idx in test.items():
@@ -170,8 +171,8 @@ def main() -> int:
     lex.retrieve("warm up")
     scores, classes, seconds = run_grid(lex, datasets)
     console.print(f"{sum(len(v) for v in datasets.values())} questions x {len(scores)} configurations in "
-                  f"{sum(seconds):.0f} s; cited questions: "
-                  + ", ".join(f"{n} {c.count('cited')}" for n, c in classes.items()))
+                  f"{sum(seconds):.0f} s; colloquial questions: "
+                  + ", ".join(f"{n} {c.count('colloquial')}" for n, c in classes.items()))
 
     full = Table(title="Whole dev sets (in-sample: for reference only): nDCG@5 [95% interval], hit@1; "
                        f"paired difference to the default ({DEFAULT})")
