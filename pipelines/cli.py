@@ -62,12 +62,13 @@ def cmd_index(args: argparse.Namespace) -> int:
             where = lex.settings.qdrant_url or lex.settings.store_path
             err.print(f"Loading models and store ({lex.settings.embedder}, {where})")
             report = lex.index(args.paths, collection=args.collection, on_file=on_file, access=_access(args),
-                               scope=args.scope)
+                               scope=args.scope, force=args.force)
     table = Table(title="lexhay index")
-    for col in ("files", "articles", "parents", "children", "written", "pruned", "seconds", "errors"):
+    for col in ("files", "unchanged", "articles", "parents", "children", "written", "pruned", "seconds", "errors"):
         table.add_column(col, justify="right")
     table.add_row(
         str(report.files),
+        str(report.unchanged),
         str(report.articles),
         str(report.parents),
         str(report.children),
@@ -374,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", help="logical collection: normativa (default), sentencias, criterios")
     p.add_argument("--scope", choices=["global", "tenant", "group", "user"],
                    help="who may read these documents (default: user with --user, else tenant with --tenant)")
+    p.add_argument("--force", action="store_true",
+                   help="re-run unchanged files too (they are skipped by default: same bytes, owner and pipeline)")
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("retrieve", parents=[engine, caller, flags], help="the articles that answer a question")

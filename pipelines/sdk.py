@@ -23,6 +23,7 @@ from components.legal.access import (
     check_access,
     check_filters,
     is_admin,
+    owner_condition,
     tenant_meta,
 )
 from components.utils.ttl_cache import TTLCache, partitioned
@@ -57,6 +58,7 @@ class IndexReport:
     children: int = 0
     written: int = 0
     pruned: int = 0
+    unchanged: int = 0  # files skipped: already indexed from the same bytes, for the same owner and pipeline
     seconds: float = 0.0
     errors: list[dict[str, str]] = field(default_factory=list)
 
@@ -134,6 +136,37 @@ def _component_caches(instance: Any, label: str, depth: int = 0) -> list[tuple[s
     return found
 
 
+SOURCE_DIGEST = "source_sha256"
+
+
+def _pipeline_fingerprint(pipe: Pipeline, meta: dict[str, Any]) -> bytes:
+    """
+    What, besides a file's bytes, decides its chunks: the indexing pipeline as serialized (without where it writes:
+    a store moved or copied elsewhere holds the same chunks) and the stamped meta.
+    """
+    configuration = json.dumps({"pipeline": _without_stores(pipe.to_dict()), "meta": meta}, sort_keys=True,
+                               default=str)
+    return hashlib.sha256(configuration.encode("utf-8")).digest()
+
+
+def _without_stores(data: Any) -> Any:
+    """A serialized pipeline without its `document_store` init parameters."""
+    if isinstance(data, dict):
+        return {k: _without_stores(v) for k, v in data.items() if k != "document_store"}
+    if isinstance(data, list):
+        return [_without_stores(v) for v in data]
+    return data
+
+
+def _source_digest(path: Path, fingerprint: bytes) -> str:
+    """sha256 of a file's name and bytes under one pipeline fingerprint: equal digests index to equal chunks."""
+    digest = hashlib.sha256(fingerprint + path.name.encode("utf-8") + b"\0")
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     """Files to index: each file as given, each directory expanded to its supported files (sorted)."""
     files: list[Path] = []
@@ -185,6 +218,7 @@ class LexHay:
             config, store_path=str(store_path) if store_path else None, embedder=embedder, qdrant_url=qdrant_url
         )
         self._pipelines: dict[str, Pipeline] = {}
+        self._warm: set[str] = set()  # pipelines warmed up through `pipeline()`
         self._stores: dict[str, Any] = {}
         self.request_cache = TTLCache(max_entries=REQUEST_CACHE_ENTRIES, ttl=REQUEST_CACHE_TTL)
         self._generation = 0  # bumped by every index() of a file: cached requests of older generations miss
@@ -195,14 +229,21 @@ class LexHay:
         self.trace_sink = TraceSink.from_env(default_trace_file)
         install_tracer()
 
-    def pipeline(self, name: str) -> Pipeline:
-        """The named canonical pipeline (`indexing`, `retrieval`, `query`), loaded once with this engine's settings."""
+    def pipeline(self, name: str, *, warm_up: bool = True) -> Pipeline:
+        """
+        The named canonical pipeline (`indexing`, `retrieval`, `query`), loaded once with this engine's settings.
+
+        :param warm_up: Load its models now (`False`: at its first run, which warms it up; `index` uses that, so
+            that a run where every file is unchanged loads no model).
+        """
         with self._load_lock:
             if name not in self._pipelines:
-                pipe = load_pipeline(name, self.settings, stores=self._stores)
+                self._pipelines[name] = load_pipeline(name, self.settings, stores=self._stores)
+            pipe = self._pipelines[name]
+            if warm_up and name not in self._warm:
                 pipe.warm_up()
-                self._pipelines[name] = pipe
-            return self._pipelines[name]
+                self._warm.add(name)
+            return pipe
 
     def close(self) -> None:
         """Release the stores of every loaded pipeline (the embedded shard is closed when no one uses it)."""
@@ -211,6 +252,7 @@ class LexHay:
                 store.close()
         self._stores.clear()
         self._pipelines.clear()
+        self._warm.clear()
 
     def __enter__(self) -> "LexHay":
         return self
@@ -262,7 +304,7 @@ class LexHay:
     @property
     def document_store(self) -> Any:
         """The document store the indexing pipeline writes to."""
-        return self.pipeline("indexing").get_component("writer").document_store
+        return self.pipeline("indexing", warm_up=False).get_component("writer").document_store
 
     def index(
         self,
@@ -272,12 +314,15 @@ class LexHay:
         on_file: Callable[[Path, IndexReport], None] | None = None,
         access: dict[str, Any] | None = None,
         scope: str | None = None,
+        force: bool = False,
     ) -> IndexReport:
         """
         Index statute files (Markdown with front matter, Brazilian Markdown, text, PDF) or folders of them.
 
         Re-indexing a file updates it in place (deterministic ids) and removes the chunks of that law which the
-        new version no longer has. A file that fails is reported in `errors`; the others are indexed.
+        new version no longer has. A file already indexed from the same bytes, for the same owner and collection,
+        by the same indexing pipeline (`meta.source_sha256` of its chunks) is skipped and counted as `unchanged`.
+        A file that fails is reported in `errors`; the others are indexed.
 
         :param paths: Files and/or directories.
         :param collection: Logical collection for these files (`normativa` by default).
@@ -288,6 +333,8 @@ class LexHay:
             documents; a writer indexes into its own tenant / group / user scope, and re-indexing or pruning only
             ever touches that owner's documents.
         :param scope: `global`, `tenant`, `group` or `user` (default: `user` with a `user_id`, else `tenant`).
+        :param force: Run every file through the pipeline even when it is unchanged (after a code change that the
+            pipeline's serialized configuration does not show, e.g. a new parser version).
         :raises AccessDenied: The principal may not write there (nothing is indexed).
         :raises ValueError: An invalid access context or scope (nothing is indexed).
         """
@@ -296,13 +343,21 @@ class LexHay:
         if collection is not None:
             _checked_collections([collection], self.settings.collections)
         owner = tenant_meta(access, scope)
-        pipe = self.pipeline("indexing")
+        pipe = self.pipeline("indexing", warm_up=False)
         meta = {**owner, **({"collection": collection} if collection else {})}
+        fingerprint = _pipeline_fingerprint(pipe, meta)
         try:
             for path in expand_paths(paths):
                 report.files += 1
                 try:
-                    data: dict[str, Any] = {"converter": {"sources": [str(path)], "meta": meta}}
+                    source = _source_digest(path, fingerprint)
+                    if not force and self._already_indexed(source, owner):
+                        report.unchanged += 1
+                        if on_file:
+                            on_file(path, report)
+                        continue
+                    data: dict[str, Any] = {"converter": {"sources": [str(path)],
+                                                          "meta": {**meta, SOURCE_DIGEST: source}}}
                     if "graph_writer" in pipe.graph.nodes:  # the graph keys this file's edges by its owner
                         data["graph_writer"] = {"owner": owner}
                     result = pipe.run(
@@ -319,6 +374,15 @@ class LexHay:
                 self._generation += 1  # the index (may have) changed: no cached request result is served any more
         report.seconds = time.perf_counter() - start
         return report
+
+    def _already_indexed(self, source: str, owner: dict[str, Any]) -> bool:
+        """Whether the store holds chunks of this owner indexed from `source` (a `_source_digest`)."""
+        filters = {"operator": "AND", "conditions": [
+            {"field": f"meta.{SOURCE_DIGEST}", "operator": "==", "value": source}, owner_condition(owner)]}
+        store = self.document_store
+        if hasattr(store, "count_documents_by_filter"):
+            return store.count_documents_by_filter(filters) > 0
+        return bool(store.filter_documents(filters))
 
     def _account(self, result: dict[str, Any], report: IndexReport) -> None:
         report.errors.extend(result["converter"].get("errors", []))

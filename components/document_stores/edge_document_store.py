@@ -92,6 +92,7 @@ DEFAULT_PAYLOAD_INDEXES = {
             "case_id",
             "group_ids",
             "user_id",
+            "source_sha256",
         )
     },
     "meta.rank": "integer",

