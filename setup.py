@@ -17,10 +17,15 @@ WRAPPERS = sorted(
 )
 
 setup(
-    packages=[*find_packages(include=["components*", "pipelines*", "lexhay_resources"]), *RESOURCE_DIRS, *WRAPPERS],
+    packages=[
+        *find_packages(include=["components*", "pipelines*", "lexhay_resources"]),
+        "components.legal.data",  # the legal tables: a data-only folder, listed so setuptools ships it knowingly
+        *RESOURCE_DIRS,
+        *WRAPPERS,
+    ],
     package_dir=RESOURCE_DIRS,
     package_data={
-        "components.legal": ["data/*.yaml", "data/*.json", "data/*.txt"],
+        "components.legal.data": ["*.yaml", "*.json", "*.txt"],
         "lexhay_resources.yaml": ["*.yaml"],
         "lexhay_resources.hayhooks": ["README.md"],
     },
