@@ -35,6 +35,7 @@ ENV_PREFIX = "LEXHAY_"
 CONFIG_ENV = "LEXHAY_CONFIG"
 DEFAULT_CONFIG_FILE = "lexhay.yaml"
 ENV_FILE = ".env"
+ENV_FILE_ENV = "LEXHAY_ENV_FILE"  # another dotenv file to read instead of ./.env (os.devnull: none; the test suite)
 FLAG_ENV_PREFIX = "LEXHAY_FLAG_"
 OFF_VALUES = ("0", "false", "no", "off")
 ON_VALUES = ("1", "true", "yes", "on")
@@ -50,6 +51,11 @@ def _env(name: str, default: Any = None, **constraints: Any) -> Any:
     file and in code (`Settings(store_path=...)`).
     """
     return Field(default, validation_alias=_RENAMED.get(name, ENV_PREFIX + name.upper()), **constraints)
+
+
+def env_file() -> str:
+    """The dotenv file the settings read: `LEXHAY_ENV_FILE` when set, else `./.env`."""
+    return os.environ.get(ENV_FILE_ENV) or ENV_FILE
 
 
 def setup_environment() -> None:
@@ -205,7 +211,7 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Explicit values > environment > `.env` > the YAML settings file (`LEXHAY_CONFIG` or `./lexhay.yaml`)."""
         env = _EnvSource(settings_cls)
-        dotenv = _DotEnvSource(settings_cls, env_file=getattr(dotenv_settings, "env_file", ENV_FILE))
+        dotenv = _DotEnvSource(settings_cls, env_file=env_file())
         config = _config_override.value if hasattr(_config_override, "value") else None
         path = config or lookup_variable(env.env_vars, CONFIG_ENV) or lookup_variable(dotenv.env_vars, CONFIG_ENV)
         path = path or DEFAULT_CONFIG_FILE
@@ -269,7 +275,7 @@ def describe_errors(error: ValidationError) -> str:
 
 _CACHE_LOCK = threading.Lock()
 _CACHE: dict[str, Any] = {}
-_WATCHED = (*ENV_VARS.values(), CONFIG_ENV, *(FLAG_ENV_PREFIX + name.upper() for name in DEFAULT_FLAGS))
+_WATCHED = (*ENV_VARS.values(), CONFIG_ENV, ENV_FILE_ENV, *(FLAG_ENV_PREFIX + name.upper() for name in DEFAULT_FLAGS))
 
 
 def _snapshot() -> tuple[Any, ...]:
@@ -277,7 +283,7 @@ def _snapshot() -> tuple[Any, ...]:
     environ = os.environ
     variables = tuple(environ.get(name) for name in _WATCHED)
     files = []
-    for path in (ENV_FILE, os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG_FILE):
+    for path in (env_file(), os.environ.get(CONFIG_ENV) or DEFAULT_CONFIG_FILE):
         try:
             files.append(os.stat(path).st_mtime_ns)
         except OSError:

@@ -9,6 +9,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # as for any user of `haystack pipeline run`: our own modules are on the deserialization allowlist
 os.environ.setdefault("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components.*,pipelines.*")
+# A developer's ./.env (the README's docker-compose set-up writes one) must not point the suite at real servers:
+# the unit tests use temporary embedded stores; the integration tests read the server variables from the environment.
+os.environ.setdefault("LEXHAY_ENV_FILE", os.devnull)
 
 from tests.corpus_helpers import CORPUS  # noqa: E402
 

@@ -79,7 +79,8 @@ class LexicalFirstGate:
         :param documents: Documents fetched with the detector's `filters`.
         :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
         :returns: `skip_expansion`; `documents`: the documents matching a citation, exact hits first, with scores
-            set as described above, each group in the order the question cites the articles; `reason`: why (for the trace).
+            set as described above, each group in the order the question cites the articles; `reason`: why (for the
+            trace).
         """
         gated = self.enabled if enabled is None else enabled
         result = self._gate(citations, documents)

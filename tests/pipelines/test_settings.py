@@ -11,7 +11,7 @@ from pipelines.settings import ENV_VARS, Settings, current_settings
 @pytest.fixture
 def clean(tmp_path, monkeypatch):
     """No LEXHAY_* variable set, and a working directory without `.env` or `lexhay.yaml`."""
-    for var in list(ENV_VARS.values()) + ["LEXHAY_CONFIG"]:
+    for var in list(ENV_VARS.values()) + ["LEXHAY_CONFIG", "LEXHAY_ENV_FILE"]:
         monkeypatch.delenv(var, raising=False)
     for var in [v for v in os.environ if v.startswith("LEXHAY_FLAG_")]:
         monkeypatch.delenv(var)
@@ -114,3 +114,14 @@ def test_current_settings_follows_the_environment(clean):
     assert current_settings() is first  # cached while nothing changes
     clean.setenv("LEXHAY_STORE", "/changed")
     assert current_settings().store_path == "/changed"
+
+
+def test_lexhay_env_file_names_another_dotenv_or_none(clean, tmp_path):
+    (tmp_path / ".env").write_text("LEXHAY_QDRANT_URL=http://qdrant:6333\n", encoding="utf-8")
+    other = tmp_path / "staging.env"
+    other.write_text("LEXHAY_QDRANT_URL=http://staging:6333\n", encoding="utf-8")
+    assert Settings.load().qdrant_url == "http://qdrant:6333"
+    clean.setenv("LEXHAY_ENV_FILE", str(other))
+    assert Settings.load().qdrant_url == "http://staging:6333"
+    clean.setenv("LEXHAY_ENV_FILE", os.devnull)  # what the test suite sets: a developer's ./.env is not read
+    assert Settings.load().qdrant_url is None
