@@ -101,7 +101,8 @@ def index_files(engine: Engine, principal: Principal, uploads: list[Any] | None,
         errors = [{**e, "source": names.get(Path(e.get("source", "")), e.get("source"))} for e in report.errors]
     result = {
         "files": report.files, "articles": report.articles, "parents": report.parents, "children": report.children,
-        "written": report.written, "pruned": report.pruned, "seconds": round(report.seconds, 3), "errors": errors,
+        "written": report.written, "pruned": report.pruned, "unchanged": report.unchanged,
+        "seconds": round(report.seconds, 3), "errors": errors,
     }
     if errors and report.written == 0:
         raise http_error(422, {"message": "no file could be indexed", **result})

@@ -85,7 +85,7 @@ def test_server_lists_the_pipelines_and_the_chat_models_without_runtime_deploy(s
 
 def test_index_upload_report(served):
     _, _, report = served
-    assert report["files"] == 1 and report["errors"] == [] and report["pruned"] == 0
+    assert report["files"] == 1 and report["errors"] == [] and report["pruned"] == 0 and report["unchanged"] == 0
     assert report["articles"] >= 8 and report["parents"] >= report["articles"]
     assert report["written"] == report["parents"] + report["children"] and report["children"] > report["parents"]
 
