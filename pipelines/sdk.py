@@ -26,6 +26,7 @@ from components.legal.access import (
     owner_condition,
     tenant_meta,
 )
+from components.legal.ids import SOURCE_DIGEST
 from components.utils.ttl_cache import TTLCache, partitioned
 from pipelines.flags import flag_inputs, request_flags
 from pipelines.history import to_history
@@ -134,9 +135,6 @@ def _component_caches(instance: Any, label: str, depth: int = 0) -> list[tuple[s
         elif depth < 2 and hasattr(value, "__haystack_input__"):
             found.extend(_component_caches(value, name, depth + 1))
     return found
-
-
-SOURCE_DIGEST = "source_sha256"
 
 
 def _pipeline_fingerprint(pipe: Pipeline, meta: dict[str, Any]) -> bytes:

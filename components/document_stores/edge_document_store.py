@@ -50,6 +50,8 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
+from components.legal.ids import SOURCE_DIGEST
+
 logger = logging.getLogger(__name__)
 
 DENSE_VECTOR_NAME = "dense"
@@ -92,7 +94,7 @@ DEFAULT_PAYLOAD_INDEXES = {
             "case_id",
             "group_ids",
             "user_id",
-            "source_sha256",
+            SOURCE_DIGEST,
         )
     },
     "meta.rank": "integer",

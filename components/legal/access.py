@@ -267,6 +267,12 @@ def tenant_meta(access: dict[str, Any] | None, scope: str | None = None) -> dict
     return {**owner, "case_id": owner.get("case_id") or NO_CASE}
 
 
+def owned_case(meta: dict[str, Any]) -> str | None:
+    """The case a document's owner meta names; None without one, stamped `NO_CASE` or (older documents) absent."""
+    case = meta.get("case_id")
+    return None if case in (None, "", NO_CASE) else case
+
+
 def owner_condition(meta: dict[str, Any]) -> dict[str, Any]:
     """
     A Haystack filter that selects the documents of the owner `meta` names, never another tenant's or scope's:
@@ -279,9 +285,10 @@ def owner_condition(meta: dict[str, Any]) -> dict[str, Any]:
         return GLOBAL_ONLY
     conditions: list[dict[str, Any]] = [{"field": "meta.scope", "operator": "==", "value": meta["scope"]},
                                         {"field": "meta.tenant_id", "operator": "==", "value": meta.get("tenant_id")}]
-    for key in ("user_id", "case_id"):
-        if meta.get(key) and meta[key] != NO_CASE:  # a no-case owner reads its scope; `owner_key` tells them apart
-            conditions.append({"field": f"meta.{key}", "operator": "==", "value": meta[key]})
+    # a no-case owner reads its whole scope; `owner_key` tells its documents from the case ones
+    for key, value in (("user_id", meta.get("user_id")), ("case_id", owned_case(meta))):
+        if value:
+            conditions.append({"field": f"meta.{key}", "operator": "==", "value": value})
     return {"operator": "AND", "conditions": conditions}
 
 
@@ -294,6 +301,5 @@ def owner_key(meta: dict[str, Any]) -> str:
     if scope not in PRIVATE_SCOPES:
         return ""
     groups = ",".join(sorted(str(g) for g in meta.get("group_ids") or []))
-    case = "" if meta.get("case_id") == NO_CASE else meta.get("case_id")  # no case, stamped or not: one owner
-    fields = (meta.get("tenant_id"), scope, meta.get("user_id"), case)
+    fields = (meta.get("tenant_id"), scope, meta.get("user_id"), owned_case(meta))
     return "/".join(str(value or "") for value in fields) + f"/{groups}"

