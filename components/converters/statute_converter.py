@@ -11,6 +11,7 @@ from haystack.components.converters.utils import normalize_metadata
 from pypdf import PdfReader
 from pypdf.errors import PyPdfError
 
+from components.legal.jurisdiction import COUNTRY_LANGUAGE, LANGUAGE_COUNTRY
 from components.legal.laws import load_laws_table
 from components.legal.legal_text import detect_language, fold_accents
 
@@ -69,8 +70,6 @@ _STATUS_ALIASES: Final[dict[str, str]] = {
 _DATE_LAYOUTS: Final[tuple[tuple[str, str], ...]] = (
     (r"\d{4}-\d{2}-\d{2}", "%Y-%m-%d"), (r"\d{8}", "%Y%m%d"), (r"\d{1,2}/\d{1,2}/\d{4}", "%d/%m/%Y")
 )
-_COUNTRY_LANG: Final[dict[str, str]] = {"es": "es", "br": "pt", "pt": "pt"}
-_LANG_COUNTRY: Final[dict[str, str]] = {"es": "es", "pt": "br"}  # a file that names no country: its language's
 # BOE consolidated texts open with e.g. "Norma derogada, con efectos de ..., por ... Ref. BOE-A-2015-11430#ddunica."
 _DEROGATION_RE: Final[re.Pattern[str]] = re.compile(
     r"^Norma derogada(?P<partial>\s+parcialmente)?\b(?P<rest>[^\n]*)", re.M
@@ -406,7 +405,7 @@ class StatuteConverter:
         heading = _first_heading(body) if kind == "md" else None
         title = str(front.get("title") or heading or _first_line(body) or law_id)
         country = str(front.get("country") or "").lower()
-        lang = _COUNTRY_LANG.get(country) or known.get("lang") or detect_language(body, default=self.default_lang)
+        lang = COUNTRY_LANGUAGE.get(country) or known.get("lang") or detect_language(body, default=self.default_lang)
         if kind == "md":
             fmt = "statute_md" if front or lang != "pt" else "br_md"
         else:
@@ -449,7 +448,7 @@ class StatuteConverter:
             meta["source_url"] = str(front["source"])
         if front.get("official_number"):
             meta["official_number"] = str(front["official_number"])
-        country = country or str(known.get("country") or "").lower() or _LANG_COUNTRY.get(lang, "")
+        country = country or str(known.get("country") or "").lower() or LANGUAGE_COUNTRY.get(lang, "")
         if country:  # ISO 3166 code ("es", "br"): the jurisdiction, for filters
             meta["country"] = country
         if front.get("short_name"):  # the file's own short name ("CLT") wins over one derived from the title

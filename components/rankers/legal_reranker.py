@@ -10,6 +10,8 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.generators.llm_backends import generator_to_dict, with_deserialized_generator
+from components.legal.citations import CitationGrammar
+from components.legal.jurisdiction import question_jurisdiction
 from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer, LLMPointwiseScorer
 from components.utils.ttl_cache import TTLCache, cache_partition
 
@@ -73,6 +75,13 @@ class LegalReranker:
     - `llm`: pointwise scores from `chat_generator` (P(yes) from logprobs on OpenAI-compatible endpoints, batched
       0-10 grades otherwise). A block the LLM could not score keeps its retrieval relevance (reported in `stats`).
 
+    Jurisdiction (`jurisdiction_first`, on by default): the corpus holds the law of Spain and of Brazil, which
+    regulate the same matters, so a question in Spanish about holidays is close in meaning to the CLT's articles on
+    holidays too. The norms of the question's jurisdiction (`components.legal.jurisdiction.question_jurisdiction`:
+    the norms the question names, else the country it names, else the language it is written in) come first; the
+    other jurisdictions' norms follow in their order, their scores rescaled below, never removed. A caller who
+    wants one jurisdiction only filters on `meta.country`.
+
     Re-embedding whole blocks beats the retrieval scores on both dev sets, and the blend beats the cosine alone
     (figures: `benchmarks/rerank_bench.py`, benchmarks/README.md); its cost is embedding the blocks, paid once per
     block while their vectors stay cached.
@@ -114,6 +123,7 @@ class LegalReranker:
         cache_ttl: float = 300.0,
         cache_size: int = 10_000,
         vector_cache_ttl: float = 3600.0,
+        jurisdiction_first: bool = True,
     ) -> None:
         """
         Create a LegalReranker.
@@ -143,6 +153,8 @@ class LegalReranker:
         :param cache_ttl: Seconds a cached score (and block vector) stays valid.
         :param cache_size: Most cached scores (and, separately, block vectors: float32, 3 kB each for 768 dims).
         :param vector_cache_ttl: `embedding`: seconds a block's vector stays cached (it depends on the block only).
+        :param jurisdiction_first: Put the norms of the question's jurisdiction before the others' (see above); needs
+            the `query` input, and does nothing without it or when the question's jurisdiction cannot be told.
         :raises ValueError: An unknown backend, a backend without its `model` / `chat_generator`, negative weights,
             an invalid date, `retrieval_blend` outside [0, 1] or a non-positive size.
         """
@@ -185,6 +197,8 @@ class LegalReranker:
         self.cache_ttl = cache_ttl
         self.cache_size = cache_size
         self.vector_cache_ttl = vector_cache_ttl
+        self.jurisdiction_first = jurisdiction_first
+        self._grammar: CitationGrammar | None = None
         self._scorer = self._make_scorer()
         self._scores = TTLCache(max_entries=cache_size, ttl=cache_ttl)
         self._vectors = TTLCache(max_entries=cache_size, ttl=vector_cache_ttl)
@@ -227,6 +241,7 @@ class LegalReranker:
             cache_ttl=self.cache_ttl,
             cache_size=self.cache_size,
             vector_cache_ttl=self.vector_cache_ttl,
+            jurisdiction_first=self.jurisdiction_first,
         )
 
     @classmethod
@@ -235,9 +250,11 @@ class LegalReranker:
         return default_from_dict(cls, with_deserialized_generator(data))
 
     def warm_up(self) -> None:
-        """Load the relevance backend's model (once; a no-op for `retrieval`)."""
+        """Load the relevance backend's model and the citation grammar (once)."""
         if self._scorer is not None:
             self._scorer.warm_up()
+        if self.jurisdiction_first and self._grammar is None:
+            self._grammar = CitationGrammar()
 
     @component.output_types(documents=list[Document], stats=dict[str, Any])
     def run(
@@ -257,14 +274,15 @@ class LegalReranker:
             pipeline's text embedder), saving one query embedding; computed when not given.
         :returns: `documents`: the re-ranked head followed by the unchanged tail; `stats`: `backend`, `path`
             (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
-            `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`.
+            `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`, and
+            `jurisdiction` (`{"country", "source"}` put first, or None).
         :raises ValueError: A backend other than `retrieval` without `query`.
         """
         started = time.perf_counter()
         top_n = top_n or self.top_n
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
-                                 "cache_hits": 0, "cache_misses": 0, "fallbacks": 0}
+                                 "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None}
         if not head:
             return {"documents": [], "stats": self._finish(stats, started)}
         if self._scorer is not None and (not isinstance(query, str) or not query.strip()):
@@ -306,7 +324,39 @@ class LegalReranker:
             Document(id=d.id, content=d.content, meta=d.meta, score=(d.score or 0.0) * factor, embedding=d.embedding)
             for d in tail
         ]
-        return {"documents": rescored + tail, "stats": self._finish(stats, started)}
+        ranked = rescored + tail
+        if self.jurisdiction_first and isinstance(query, str) and query.strip():
+            ranked, stats["jurisdiction"] = self._jurisdiction_first(query, ranked)
+        return {"documents": ranked, "stats": self._finish(stats, started)}
+
+    def _jurisdiction_first(
+        self, query: str, documents: list[Document]
+    ) -> tuple[list[Document], dict[str, Any] | None]:
+        """
+        The documents of the question's jurisdiction first, then the others in their order, their scores rescaled
+        below the last of the first group's (scores stay monotone along the list). A document with no
+        `meta["country"]` stays where it is.
+        """
+        if self._grammar is None:
+            self._grammar = CitationGrammar()
+        law_country = {d.meta.get("law_id"): d.meta.get("country") for d in documents if d.meta.get("country")}
+        cited = [c["law_id"] for c in self._grammar.extract(query) if c.get("law_id")]
+        found = question_jurisdiction(query, cited_law_ids=cited, law_country=law_country.get)
+        if found is None:
+            return documents, None
+        foreign = [d for d in documents if d.meta.get("country") not in (None, found["country"])]
+        if not foreign or len(foreign) == len(documents):
+            return documents, found
+        foreign_ids = {id(d) for d in foreign}
+        own = [d for d in documents if id(d) not in foreign_ids]
+        floor = min((d.score or 0.0) for d in own)
+        top = max((d.score or 0.0) for d in foreign)
+        factor = 0.999 * floor / top if top > 0 else 0.0
+        foreign = [
+            Document(id=d.id, content=d.content, meta=d.meta, score=(d.score or 0.0) * factor, embedding=d.embedding)
+            for d in foreign
+        ]
+        return own + foreign, found
 
     def _finish(self, stats: dict[str, Any], started: float) -> dict[str, Any]:
         stats["ms"] = round((time.perf_counter() - started) * 1000, 1)

@@ -241,3 +241,59 @@ def test_retrieval_relevance_blends_the_stored_dense_cosine():
     assert [d.id for d in fused_only] == ["a", "b"]
     plain = [Doc(id="a", content="a", score=1.0), Doc(id="b", content="b", score=0.8)]
     assert LegalReranker(**weights).run(documents=plain)["stats"]["path"] == "retrieval"
+
+
+# --- jurisdiction first -------------------------------------------------------------------------------------------
+
+ET_38 = {**ET2015, "country": "es", "lang": "es", "law_short": "ET"}
+CLT_130 = {"law_id": "DEL-5452-1943", "law_short": "CLT", "rank": 2, "status": "in_force", "last_updated": "2025-06-01",
+           "article": "130", "country": "br", "lang": "pt"}
+CLT_134 = {**CLT_130, "article": "134"}
+
+
+def _holiday_candidates() -> list[Document]:
+    # the CLT's holiday articles are as close in meaning to a Spanish holiday question as the ET's
+    return [
+        Document(id="clt-130", content="Art. 130. Após cada período de 12 meses... férias.", meta=CLT_130, score=0.95),
+        Document(id="et-38", content="Artículo 38. Vacaciones anuales.", meta=ET_38, score=0.90),
+        Document(id="clt-134", content="Art. 134. As férias serão concedidas...", meta=CLT_134, score=0.85),
+    ]
+
+
+def test_jurisdiction_first_puts_the_questions_country_first_and_keeps_scores_monotone():
+    reranker = LegalReranker(today="2026-01-01")
+    out = reranker.run(documents=_holiday_candidates(), query="¿Cuántos días de vacaciones me corresponden al año?")
+    assert [d.id for d in out["documents"]] == ["et-38", "clt-130", "clt-134"]
+    assert out["stats"]["jurisdiction"] == {"country": "es", "source": "language"}
+    scores = [d.score for d in out["documents"]]
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0  # rescaled below, never removed
+
+    out = reranker.run(documents=_holiday_candidates(), query="quantos dias de férias eu tenho por ano?")
+    assert [d.id for d in out["documents"]][0] == "clt-130"
+    assert out["stats"]["jurisdiction"]["country"] == "br"
+
+
+def test_jurisdiction_first_follows_the_norm_or_country_the_question_names():
+    reranker = LegalReranker(today="2026-01-01")
+    spanish_about_clt = "¿Cuántos días de vacaciones da la CLT?"
+    out = reranker.run(documents=list(reversed(_holiday_candidates())), query=spanish_about_clt)
+    assert out["stats"]["jurisdiction"] == {"country": "br", "source": "law"}
+    assert out["documents"][-1].id == "et-38"
+    out = reranker.run(documents=_holiday_candidates(), query="¿Cuántos días de vacaciones hay en Brasil?")
+    assert out["stats"]["jurisdiction"] == {"country": "br", "source": "country"}
+    assert out["documents"][-1].id == "et-38"
+    # a comparison names both: no preference, the relevance order stands
+    out = reranker.run(documents=_holiday_candidates(), query="Compara las vacaciones en España y en Brasil")
+    assert out["stats"]["jurisdiction"] is None
+    assert [d.id for d in out["documents"]] == ["clt-130", "et-38", "clt-134"]
+
+
+def test_jurisdiction_first_off_or_without_a_query_keeps_the_relevance_order():
+    for reranker, query in ((LegalReranker(today="2026-01-01", jurisdiction_first=False), "¿vacaciones?"),
+                            (LegalReranker(today="2026-01-01"), None)):
+        out = reranker.run(documents=_holiday_candidates(), query=query)
+        assert [d.id for d in out["documents"]] == ["clt-130", "et-38", "clt-134"]
+        assert out["stats"]["jurisdiction"] is None
+    data = LegalReranker(jurisdiction_first=False).to_dict()
+    assert data["init_parameters"]["jurisdiction_first"] is False
+    assert LegalReranker.from_dict(data).jurisdiction_first is False

@@ -1,0 +1,64 @@
+"""
+Jurisdictions: which country's law a question is about, and which a norm belongs to (`meta["country"]`).
+
+The corpus holds the law of more than one country in more than one language (Spain in Spanish, Brazil in
+Portuguese), and both countries regulate the same matters (holidays, dismissal, overtime), so a question can be
+close in meaning to the other country's statute. A citizen who asks in Spanish about "mis vacaciones" asks about
+Spanish law unless they say otherwise; naming a norm ("la CLT") or a country ("en Brasil") says otherwise.
+`question_jurisdiction` reads that from the question, in that order of precedence; the legal re-ranker puts the
+norms of that jurisdiction first.
+"""
+
+import re
+from collections.abc import Callable, Iterable
+from typing import Any, Final
+
+from components.legal.legal_text import detect_query_language, fold_accents
+
+# the language a country's statutes are written in, and the country whose law a question in a language is about
+COUNTRY_LANGUAGE: Final[dict[str, str]] = {"es": "es", "br": "pt", "pt": "pt"}
+LANGUAGE_COUNTRY: Final[dict[str, str]] = {"es": "es", "pt": "br"}
+
+# country names and demonyms, matched accent- and case-insensitively as whole-word prefixes
+_COUNTRY_WORDS: Final[dict[str, tuple[str, ...]]] = {
+    "br": ("brasil", "brazil", "brasilen", "brasileir", "brasilic"),
+    "es": ("espana", "espanha", "espanol", "espanhol"),
+}
+_COUNTRY_RES: Final[dict[str, re.Pattern[str]]] = {
+    country: re.compile(r"\b(?:" + "|".join(words) + r")\w*", re.IGNORECASE)
+    for country, words in _COUNTRY_WORDS.items()
+}
+
+
+def countries_named(text: str) -> set[str]:
+    """The countries `text` names by name or demonym ("en Brasil", "a lei espanhola")."""
+    folded = fold_accents(text or "")
+    return {country for country, pattern in _COUNTRY_RES.items() if pattern.search(folded)}
+
+
+def question_jurisdiction(
+    question: str,
+    *,
+    cited_law_ids: Iterable[str] = (),
+    law_country: Callable[[str], str | None] = lambda law_id: None,
+) -> dict[str, Any] | None:
+    """
+    The country whose law `question` is about, and why.
+
+    In order of precedence: the norms the question names (`cited_law_ids`, mapped by `law_country`), the countries
+    it names, the language it is written in. Two countries from the same source (a comparison: "la CE y la CF88")
+    give no single jurisdiction, and neither does a question whose language cannot be told.
+
+    :param question: The question.
+    :param cited_law_ids: Law ids of the norms the question cites or names (e.g. from `CitationGrammar.extract`).
+    :param law_country: Law id -> its country (`meta["country"]`), None when unknown.
+    :returns: `{"country": "es" | "br" | ..., "source": "law" | "country" | "language"}`, or None.
+    """
+    from_laws = {country for country in map(law_country, cited_law_ids) if country}
+    for source, countries in (("law", from_laws), ("country", countries_named(question))):
+        if len(countries) == 1:
+            return {"country": next(iter(countries)), "source": source}
+        if countries:
+            return None
+    country = LANGUAGE_COUNTRY.get(detect_query_language(question) or "")
+    return {"country": country, "source": "language"} if country else None

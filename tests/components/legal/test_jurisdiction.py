@@ -1,0 +1,38 @@
+from components.legal.jurisdiction import COUNTRY_LANGUAGE, LANGUAGE_COUNTRY, countries_named, question_jurisdiction
+
+LAW_COUNTRY = {"DEL-5452-1943": "br", "CF88": "br", "BOE-A-2015-11430": "es", "BOE-A-1978-31229": "es"}.get
+
+
+def test_countries_named_reads_names_and_demonyms_in_both_languages():
+    assert countries_named("¿Qué dice la ley brasileña sobre el despido?") == {"br"}
+    assert countries_named("como funciona o aviso prévio no BRASIL") == {"br"}
+    assert countries_named("a lei espanhola sobre férias") == {"es"}
+    assert countries_named("las vacaciones en España") == {"es"}
+    assert countries_named("¿cuántos días de vacaciones tengo?") == set()
+    assert countries_named("") == set()
+
+
+def test_question_jurisdiction_precedence_law_then_country_then_language():
+    # the norm named wins over the language and over a country named
+    assert question_jurisdiction("¿Qué dice la CLT de las vacaciones en España?",
+                                 cited_law_ids=["DEL-5452-1943"], law_country=LAW_COUNTRY) == {
+        "country": "br", "source": "law"}
+    assert question_jurisdiction("o que a lei espanhola diz sobre férias?") == {"country": "es", "source": "country"}
+    assert question_jurisdiction("¿cuántos días de vacaciones tengo?") == {"country": "es", "source": "language"}
+    assert question_jurisdiction("fui mandado embora grávida, tenho direito a quê?") == {
+        "country": "br", "source": "language"}
+
+
+def test_question_jurisdiction_gives_none_for_comparisons_and_unknown_language():
+    assert question_jurisdiction("ET y CLT", cited_law_ids=["BOE-A-2015-11430", "DEL-5452-1943"],
+                                 law_country=LAW_COUNTRY) is None
+    assert question_jurisdiction("vacaciones en España o en Brasil?") is None
+    assert question_jurisdiction("12x36") is None  # no evidence of either language
+    # a cited law of unknown country falls through to the next source
+    assert question_jurisdiction("¿qué dice la Ley 8.213?", cited_law_ids=["LEI-8213"]) == {
+        "country": "es", "source": "language"}
+
+
+def test_language_and_country_tables_agree():
+    for language, country in LANGUAGE_COUNTRY.items():
+        assert COUNTRY_LANGUAGE[country] == language
