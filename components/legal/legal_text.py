@@ -236,25 +236,34 @@ def detect_language(text: str, default: str = "es", sample_chars: int = 20000) -
 
 
 # Questions are short and colloquial ("to quase 2 anos sem tirar ferias pq o patrao nunca libera"): words that
-# occur in one language only (not "que", "como", "empresa", "contrato", "o", which Spanish uses for "or"), slang
-# spellings included, and letters that only one language writes.
+# occur in one language only (not "que", "como", "empresa", "contrato"), slang spellings included, and letters that
+# only one language writes. Words frequent in one language that the other also writes count half
+# (`_QUERY_LANG_WEAK_MARKERS`): Portuguese "o", "da", "mas", "dia(s)" are Spanish "or", "gives", unaccented "más",
+# "día(s)"; Spanish "ha" is unaccented Portuguese "há".
 _QUERY_LANG_MARKERS: Final[dict[str, frozenset[str]]] = {
     "es": frozenset(
         "el los las del y una un con al según también artículo artículos ley en la lo le les mi mis yo usted él "
         "ella eso esto muy sin hasta ya pero cuando cuándo cuánto cuántos cuántas cuál dónde donde qué tengo "
         "tiene tienen tener puedo puede pueden estoy soy son hay trabajo trabajar vacaciones despido despedir "
         "despedido jefe baja nómina nomina sueldo embarazada paro cosa más ahora aquí después todavía dinero hoy "
-        "año años día días constitución estatuto derecho han he ha ayer".split()
+        "año años día días constitución estatuto derecho han he ayer servicio servicios trabajador trabajadora "
+        "trabajadores empleo empleado empleada hijo hija hijos llevo si dice alguno alguna algún ninguno ninguna "
+        "ningún".split()
     ),
     "pt": frozenset(
-        "o os do dos das da e um uma com não nao ao pelo pela artigo artigos lei em na eu meu minha meus "
-        "minhas você voce vc ele isso isto muito sem até ate já ja mas quando quanto quantos quantas qual onde "
+        "os do dos das e um uma com não nao ao pelo pela artigo artigos lei em na eu meu minha meus "
+        "minhas você voce vc ele isso isto muito sem até ate já ja quando quanto quantos quantas qual onde "
         "tenho tem têm ter posso pode podem estou tô to tá ta sou são sao há trabalho trabalhar férias ferias "
         "demissão demissao demitido demitida demitir dispensa chefe patrão patrao grávida gravida gestante "
-        "carteira assinada coisa mais agora aqui depois ainda dinheiro hoje ano anos dia dias pra pq tb q fui "
+        "carteira assinada coisa mais agora aqui depois ainda dinheiro hoje ano anos pra pq tb q fui "
         "fiz vou mandado mandada embora constituição constituicao salário direito direitos consigo preciso "
-        "ganho recebo receber recebi ontem amanhã amanha mandaram demitiram trabalhei".split()
+        "ganho recebo receber recebi ontem amanhã amanha mandaram demitiram trabalhei serviço servico trabalhador "
+        "trabalhadora empregado empregada emprego filho filha filhos levo diz algum alguma nenhum nenhuma".split()
     ),
+}
+_QUERY_LANG_WEAK_MARKERS: Final[dict[str, frozenset[str]]] = {
+    "es": frozenset({"ha"}),
+    "pt": frozenset({"o", "da", "mas", "dia", "dias"}),
 }
 _QUERY_LANG_LETTERS: Final[dict[str, str]] = {"es": "ñ¿¡", "pt": "ãõçê"}
 
@@ -263,8 +272,8 @@ def detect_query_language(text: str, default: str | None = None) -> str | None:
     """
     Tell a Spanish question from a Portuguese one (`detect_language` needs longer text).
 
-    Counts the words that only one of the two languages uses, plus two for each letter only one of them writes
-    ("ã", "ç" / "ñ", "¿").
+    Counts the words that only one of the two languages uses (half for the weak ones, which the other language also
+    writes), plus two for each letter only one of them writes ("ã", "ç" / "ñ", "¿").
 
     :returns: "es", "pt", or `default` when the question gives no evidence either way (a tie).
     """
@@ -272,6 +281,7 @@ def detect_query_language(text: str, default: str | None = None) -> str | None:
     words = re.findall(r"[a-záéíóúâêôãõçñüà]+", lowered)
     counts = {
         lang: sum(1 for word in words if word in markers)
+        + 0.5 * sum(1 for word in words if word in _QUERY_LANG_WEAK_MARKERS[lang])
         + 2 * sum(lowered.count(letter) for letter in _QUERY_LANG_LETTERS[lang])
         for lang, markers in _QUERY_LANG_MARKERS.items()
     }

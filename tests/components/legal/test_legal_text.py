@@ -293,3 +293,17 @@ def test_detect_query_language_without_evidence_returns_default():
     assert detect_query_language("art. 38 ET") is None
     assert detect_query_language("CLT 59-A", default="es") == "es"
     assert detect_query_language("") is None
+
+
+def test_detect_query_language_weighs_words_both_languages_write_at_half():
+    from components.legal.legal_text import detect_query_language
+
+    # Spanish "o" (or) and "da" (gives) are Portuguese articles / contractions too: they no longer outvote Spanish
+    assert detect_query_language("contrato para obra o servicio determinado") == "es"
+    assert detect_query_language("¿me da derecho a paro?") == "es"
+    assert detect_query_language("cuantos dias de vacaciones me tocan") == "es"
+    # ... and still carry a short Portuguese question when nothing else speaks
+    assert detect_query_language("o que diz o art. 477 da CLT?") == "pt"
+    assert detect_query_language("ha algum prazo?") == "pt"
+    assert detect_query_language("me ha despedido mi jefe") == "es"
+    assert detect_query_language("CLT 59-A") is None
