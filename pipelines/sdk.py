@@ -27,6 +27,7 @@ from components.legal.access import (
     tenant_meta,
 )
 from components.legal.ids import SOURCE_DIGEST
+from components.retrievers.retrieval_chain import run_stages
 from components.utils.ttl_cache import TTLCache, partitioned
 from pipelines.flags import flag_inputs, request_flags
 from pipelines.history import to_history
@@ -452,7 +453,11 @@ class LexHay:
         collections: list[str] | None,
         flags: dict[str, bool],
     ) -> list[Document]:
-        result = self.pipeline("retrieval").run(
+        pipe = self.pipeline("retrieval")
+        # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
+        # every value along an edge (the query vector, element by element); traced stage by stage all the same
+        result = run_stages(
+            {name: pipe.get_component(name) for name in pipe.graph.nodes},
             {
                 "text_embedder": {"text": question},
                 "sparse_text_embedder": {"text": question},
@@ -466,7 +471,9 @@ class LexHay:
                 "parent_resolver": {"top_k": top_k, "filters": filters},
                 "reranker": {"query": question},
             },
-            include_outputs_from={"parent_resolver"},
+            [(f"{sender}.{data['from_socket'].name}", f"{receiver}.{data['to_socket'].name}")
+             for sender, receiver, data in pipe.graph.edges(data=True)],
+            traced=True,
         )
         # `full` = hybrid + legal re-ranking; the other modes are the plain retrievers (for ablations)
         reranked = mode == "full" and flags["rerank"]

@@ -1,8 +1,9 @@
 """The foundation retrieval chain as one serializable component (a Haystack SuperComponent)."""
 
+import contextlib
 from typing import Any
 
-from haystack import Pipeline, component, default_from_dict, default_to_dict
+from haystack import Pipeline, component, default_from_dict, default_to_dict, tracing
 from haystack.core.serialization import component_to_dict
 from haystack.core.super_component import SuperComponent
 from haystack.core.super_component.utils import _delegate_default
@@ -28,6 +29,51 @@ INPUT_MAPPING = {
     "mode": ["retriever.mode"],
     "collections": ["retriever.collections"],
 }
+
+
+def run_stages(
+    stages: dict[str, Any],
+    inputs: dict[str, dict[str, Any]],
+    connections: tuple[tuple[str, str], ...] | list[tuple[str, str]] = CONNECTIONS,
+    *,
+    traced: bool = False,
+) -> dict[str, dict[str, Any]]:
+    """
+    Run the chain's stages in graph order (`STAGES`), each fed its own inputs and its senders' outputs directly.
+
+    `Pipeline.run` deep-copies every value passed along an edge, element by element: for the 768-float query vector
+    and the candidate blocks that copy costs more than the search itself. Here each value is handed on as it is
+    (no stage modifies its inputs).
+
+    :param stages: Stage name -> component (a missing or None stage is skipped, with the connections into it).
+    :param inputs: Stage name -> its run arguments (connections add their senders' outputs).
+    :param connections: `(sender.output, receiver.input)` pairs.
+    :param traced: Open Haystack tracing spans as `Pipeline.run` does (a `haystack.pipeline.run` span around one
+        `haystack.component.run` span per stage, with the component's name, type, inputs and outputs), so the
+        installed tracers (lexhay's request traces, OpenTelemetry) see every stage.
+    :returns: Stage name -> its outputs.
+    """
+    outputs: dict[str, dict[str, Any]] = {}
+    with tracing.tracer.trace("haystack.pipeline.run") if traced else contextlib.nullcontext():
+        for name in STAGES:
+            stage = stages.get(name)
+            if stage is None:
+                continue
+            arguments = dict(inputs.get(name, {}))
+            for sender, receiver in connections:
+                source, output = sender.split(".", 1)
+                if receiver.startswith(f"{name}.") and source in outputs:
+                    arguments[receiver.split(".", 1)[1]] = outputs[source][output]
+            if not traced:
+                outputs[name] = stage.run(**arguments)
+                continue
+            tags = {"haystack.component.name": name, "haystack.component.type": type(stage).__name__}
+            with tracing.tracer.trace("haystack.component.run", tags=tags) as span:
+                span.set_content_tag("haystack.component.input", arguments)
+                outputs[name] = stage.run(**arguments)
+                span.set_tag("haystack.component.visits", 1)
+                span.set_content_tag("haystack.component.output", outputs[name])
+    return outputs
 
 
 @component
@@ -131,9 +177,9 @@ class RetrievalChain(SuperComponent):
         """
         Run the chain for one question: each stage in graph order, fed along the wrapped pipeline's connections.
 
-        The stages are called directly rather than through `Pipeline.run`, which deep-copies every value passed
-        along an edge: for the query vector that copy (element by element) costs more than the search itself, and
-        the chain runs once per query of every request.
+        The stages are called directly (`run_stages`) rather than through `Pipeline.run`, which deep-copies every
+        value passed along an edge: for the query vector that copy (element by element) costs more than the search
+        itself, and the chain runs once per query of every request.
 
         :param kwargs: `text` (required), `dense_text`, `filters`, `top_k`, `mode`, `collections`.
         :returns: `documents`: parent blocks, best first (re-ranked when there is a re-ranker); `candidates`: the
@@ -152,15 +198,7 @@ class RetrievalChain(SuperComponent):
                 for path in paths:
                     stage, socket = path.split(".", 1)
                     inputs.setdefault(stage, {})[socket] = kwargs[name]
-        outputs: dict[str, dict[str, Any]] = {}
-        for stage in STAGES:
-            if getattr(self, stage) is None:
-                continue
-            for sender, receiver in self._connections:
-                if receiver.startswith(f"{stage}."):
-                    source, output = sender.split(".", 1)
-                    inputs.setdefault(stage, {})[receiver.split(".", 1)[1]] = outputs[source][output]
-            outputs[stage] = getattr(self, stage).run(**inputs.get(stage, {}))
+        outputs = run_stages({name: getattr(self, name) for name in STAGES}, inputs, self._connections)
         mapped = {}
         for path, name in self.output_mapping.items():
             stage, socket = path.split(".", 1)
