@@ -111,3 +111,59 @@ def test_runs_as_a_component_of_a_pipeline(tmp_path):
     loaded = Pipeline.from_dict(pipe.to_dict())
     assert loaded.to_dict() == pipe.to_dict()
     assert loaded.run({"chain": {"text": "contrato"}})["joiner"]["documents"] == []  # empty store, no error
+
+
+def test_run_stages_hands_values_on_without_copies_in_graph_order_and_traces_each_stage(monkeypatch):
+    from haystack import component, tracing
+
+    from components.retrievers.retrieval_chain import run_stages
+
+    calls = []
+
+    @component
+    class Emit:
+        @component.output_types(embedding=list[float])
+        def run(self, text: str):
+            calls.append(("emit", text))
+            return {"embedding": VECTOR}
+
+    @component
+    class Take:
+        @component.output_types(documents=list)
+        def run(self, query_embedding: list[float], top_k: int = 1):
+            calls.append(("take", top_k))
+            return {"documents": [query_embedding]}
+
+    VECTOR = [0.5] * 768
+    stages = {"retriever": Take(), "text_embedder": Emit(), "reranker": None}  # graph order, not dict order
+    connections = [("text_embedder.embedding", "retriever.query_embedding")]
+    out = run_stages(stages, {"text_embedder": {"text": "q"}, "retriever": {"top_k": 3}}, connections)
+    assert calls == [("emit", "q"), ("take", 3)]
+    assert out["retriever"]["documents"][0] is VECTOR  # handed on as it is: no deep copy along the edge
+    assert "reranker" not in out
+
+    spans = []
+
+    class Recorder:
+        is_content_tracing_enabled = False
+
+        def trace(self, operation_name, tags=None, parent_span=None):
+            from contextlib import contextmanager
+
+            @contextmanager
+            def span_cm():
+                span = type("S", (), {"tags": dict(tags or {}), "content": {}})()
+                span.set_tag = lambda k, v: span.tags.__setitem__(k, v)
+                span.set_content_tag = lambda k, v: span.content.__setitem__(k, v)
+                spans.append((operation_name, span))
+                yield span
+            return span_cm()
+
+    monkeypatch.setattr(tracing.tracer, "actual_tracer", Recorder())
+    run_stages(stages, {"text_embedder": {"text": "q"}}, connections, traced=True)
+    assert [name for name, _ in spans] == ["haystack.pipeline.run"] + ["haystack.component.run"] * 2
+    emit = spans[1][1]
+    assert emit.tags["haystack.component.name"] == "text_embedder" and emit.tags["haystack.component.type"] == "Emit"
+    assert emit.tags["haystack.component.visits"] == 1
+    assert emit.content["haystack.component.input"] == {"text": "q"}
+    assert emit.content["haystack.component.output"]["embedding"] is VECTOR
