@@ -5,8 +5,8 @@ The corpus holds the law of more than one country in more than one language (Spa
 Portuguese), and both countries regulate the same matters (holidays, dismissal, overtime), so a question can be
 close in meaning to the other country's statute. A citizen who asks in Spanish about "mis vacaciones" asks about
 Spanish law unless they say otherwise; naming a norm ("la CLT") or a country ("en Brasil") says otherwise.
-`question_jurisdiction` reads that from the question, in that order of precedence; the legal re-ranker puts the
-norms of that jurisdiction first.
+`question_jurisdiction` reads that from the question, in that order of precedence, and `in_jurisdiction` tells
+whether a norm belongs to it; the legal re-ranker puts the norms of that jurisdiction first.
 """
 
 import re
@@ -43,16 +43,19 @@ def question_jurisdiction(
     law_country: Callable[[str], str | None] = lambda law_id: None,
 ) -> dict[str, Any] | None:
     """
-    The country whose law `question` is about, and why.
+    The law `question` is about, and why: a country it names (through a norm or by name), else its language.
 
     In order of precedence: the norms the question names (`cited_law_ids`, mapped by `law_country`), the countries
     it names, the language it is written in. Two countries from the same source (a comparison: "la CE y la CF88")
-    give no single jurisdiction, and neither does a question whose language cannot be told.
+    give no single jurisdiction, and neither does a question whose language cannot be told. A question that names
+    no country is about the law written in its language (`meta["lang"]`: Spain's for Spanish, Brazil's, or any
+    other Portuguese-language law indexed, for Portuguese).
 
     :param question: The question.
     :param cited_law_ids: Law ids of the norms the question cites or names (e.g. from `CitationGrammar.extract`).
     :param law_country: Law id -> its country (`meta["country"]`), None when unknown.
-    :returns: `{"country": "es" | "br" | ..., "source": "law" | "country" | "language"}`, or None.
+    :returns: `{"country": "es" | "br" | ..., "source": "law" | "country"}` or `{"language": "es" | "pt",
+        "source": "language"}`, or None.
     """
     from_laws = {country for country in map(law_country, cited_law_ids) if country}
     for source, countries in (("law", from_laws), ("country", countries_named(question))):
@@ -60,5 +63,18 @@ def question_jurisdiction(
             return {"country": next(iter(countries)), "source": source}
         if countries:
             return None
-    country = LANGUAGE_COUNTRY.get(detect_query_language(question) or "")
-    return {"country": country, "source": "language"} if country else None
+    language = detect_query_language(question)
+    return {"language": language, "source": "language"} if language else None
+
+
+def in_jurisdiction(meta: dict[str, Any], jurisdiction: dict[str, Any]) -> bool | None:
+    """
+    Whether a norm (its document's meta) belongs to `jurisdiction` (`question_jurisdiction`'s answer).
+
+    :returns: True / False, or None when the meta does not say (no `country` / `lang`).
+    """
+    field = "country" if "country" in jurisdiction else "lang"
+    value = meta.get(field)
+    if not value:
+        return None
+    return str(value).lower() == jurisdiction["country" if field == "country" else "language"]

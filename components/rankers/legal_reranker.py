@@ -11,7 +11,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.generators.llm_backends import generator_to_dict, with_deserialized_generator
 from components.legal.citations import CitationGrammar
-from components.legal.jurisdiction import question_jurisdiction
+from components.legal.jurisdiction import in_jurisdiction, question_jurisdiction
 from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer, LLMPointwiseScorer
 from components.utils.ttl_cache import TTLCache, cache_partition
 
@@ -275,7 +275,7 @@ class LegalReranker:
         :returns: `documents`: the re-ranked head followed by the unchanged tail; `stats`: `backend`, `path`
             (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
             `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`, and
-            `jurisdiction` (`{"country", "source"}` put first, or None).
+            `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None).
         :raises ValueError: A backend other than `retrieval` without `query`.
         """
         started = time.perf_counter()
@@ -334,8 +334,8 @@ class LegalReranker:
     ) -> tuple[list[Document], dict[str, Any] | None]:
         """
         The documents of the question's jurisdiction first, then the others in their order, their scores rescaled
-        below the last of the first group's (scores stay monotone along the list). A document with no
-        `meta["country"]` stays where it is.
+        below the last of the first group's (scores stay monotone along the list). A document whose meta does not
+        say (no `country` / `lang`) stays where it is.
         """
         if self._grammar is None:
             self._grammar = CitationGrammar()
@@ -344,7 +344,7 @@ class LegalReranker:
         found = question_jurisdiction(query, cited_law_ids=cited, law_country=law_country.get)
         if found is None:
             return documents, None
-        foreign = [d for d in documents if d.meta.get("country") not in (None, found["country"])]
+        foreign = [d for d in documents if in_jurisdiction(d.meta, found) is False]
         if not foreign or len(foreign) == len(documents):
             return documents, found
         foreign_ids = {id(d) for d in foreign}

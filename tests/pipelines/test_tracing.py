@@ -204,7 +204,7 @@ def test_retrieve_records_one_stage_per_component_and_a_jsonl_line(engine):
     resolver = next(s for s in trace["stages"] if s["name"] == "parent_resolver")
     assert resolver["outputs"] == {"documents": {"documents": len(docs)}} and resolver["inputs"]["top_k"] == 3
     reranker = next(d for d in trace["decisions"] if d["stage"] == "reranker")
-    assert reranker["jurisdiction"] == {"country": "es", "source": "language"}  # why Spanish norms come first
+    assert reranker["jurisdiction"] == {"language": "es", "source": "language"}  # why Spanish norms come first
     assert trace["cache"]["request"] == {"hits": 0, "misses": 1, "hit_rate": 0.0}
     assert trace["cache"]["query_embedding"]["misses"] + trace["cache"]["query_embedding"]["hits"] == 1
     assert "process" not in trace["cache"]  # no process-wide cache statistics in a trace a client gets

@@ -18,9 +18,9 @@ def test_question_jurisdiction_precedence_law_then_country_then_language():
                                  cited_law_ids=["DEL-5452-1943"], law_country=LAW_COUNTRY) == {
         "country": "br", "source": "law"}
     assert question_jurisdiction("o que a lei espanhola diz sobre férias?") == {"country": "es", "source": "country"}
-    assert question_jurisdiction("¿cuántos días de vacaciones tengo?") == {"country": "es", "source": "language"}
+    assert question_jurisdiction("¿cuántos días de vacaciones tengo?") == {"language": "es", "source": "language"}
     assert question_jurisdiction("fui mandado embora grávida, tenho direito a quê?") == {
-        "country": "br", "source": "language"}
+        "language": "pt", "source": "language"}
 
 
 def test_question_jurisdiction_gives_none_for_comparisons_and_unknown_language():
@@ -30,9 +30,23 @@ def test_question_jurisdiction_gives_none_for_comparisons_and_unknown_language()
     assert question_jurisdiction("12x36") is None  # no evidence of either language
     # a cited law of unknown country falls through to the next source
     assert question_jurisdiction("¿qué dice la Ley 8.213?", cited_law_ids=["LEI-8213"]) == {
-        "country": "es", "source": "language"}
+        "language": "es", "source": "language"}
 
 
 def test_language_and_country_tables_agree():
     for language, country in LANGUAGE_COUNTRY.items():
         assert COUNTRY_LANGUAGE[country] == language
+
+
+def test_in_jurisdiction_reads_the_country_or_the_language_the_jurisdiction_names():
+    from components.legal.jurisdiction import in_jurisdiction
+
+    clt = {"country": "br", "lang": "pt"}
+    portugal = {"country": "pt", "lang": "pt"}
+    et = {"country": "es", "lang": "es"}
+    by_language = question_jurisdiction("tenho direito a férias?")
+    assert in_jurisdiction(clt, by_language) and in_jurisdiction(portugal, by_language)  # any law written in it
+    assert in_jurisdiction(et, by_language) is False
+    by_country = question_jurisdiction("como são as férias no Brasil?")
+    assert in_jurisdiction(clt, by_country) and in_jurisdiction(portugal, by_country) is False
+    assert in_jurisdiction({}, by_country) is None  # the meta does not say: left where it is

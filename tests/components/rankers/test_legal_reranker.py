@@ -264,13 +264,13 @@ def test_jurisdiction_first_puts_the_questions_country_first_and_keeps_scores_mo
     reranker = LegalReranker(today="2026-01-01")
     out = reranker.run(documents=_holiday_candidates(), query="¿Cuántos días de vacaciones me corresponden al año?")
     assert [d.id for d in out["documents"]] == ["et-38", "clt-130", "clt-134"]
-    assert out["stats"]["jurisdiction"] == {"country": "es", "source": "language"}
+    assert out["stats"]["jurisdiction"] == {"language": "es", "source": "language"}
     scores = [d.score for d in out["documents"]]
     assert scores == sorted(scores, reverse=True) and scores[-1] > 0  # rescaled below, never removed
 
     out = reranker.run(documents=_holiday_candidates(), query="quantos dias de férias eu tenho por ano?")
     assert [d.id for d in out["documents"]][0] == "clt-130"
-    assert out["stats"]["jurisdiction"]["country"] == "br"
+    assert out["stats"]["jurisdiction"] == {"language": "pt", "source": "language"}
 
 
 def test_jurisdiction_first_follows_the_norm_or_country_the_question_names():
