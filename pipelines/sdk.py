@@ -27,7 +27,7 @@ from components.legal.access import (
     tenant_meta,
 )
 from components.legal.ids import SOURCE_DIGEST
-from components.retrievers.retrieval_chain import run_stages
+from components.retrievers.retrieval_chain import CITATION_STAGES, run_stages
 from components.utils.ttl_cache import TTLCache, partitioned
 from pipelines.flags import flag_inputs, request_flags
 from pipelines.history import to_history
@@ -454,11 +454,17 @@ class LexHay:
         flags: dict[str, bool],
     ) -> list[Document]:
         pipe = self.pipeline("retrieval")
+        # `full` = hybrid + legal re-ranking with the cited articles first; the other modes are the plain
+        # retrievers (for ablations), which neither re-rank nor fetch cited articles
+        reranked = mode == "full" and flags["rerank"]
+        skipped = () if reranked else (*CITATION_STAGES, "reranker")
         # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
         # every value along an edge (the query vector, element by element); traced stage by stage all the same
         result = run_stages(
-            {name: pipe.get_component(name) for name in pipe.graph.nodes},
+            {name: pipe.get_component(name) for name in pipe.graph.nodes if name not in skipped},
             {
+                "citation_detector": {"query": question},
+                "citation_fetcher": {"filters": filters},
                 "text_embedder": {"text": question},
                 "sparse_text_embedder": {"text": question},
                 "retriever": {
@@ -475,8 +481,6 @@ class LexHay:
              for sender, receiver, data in pipe.graph.edges(data=True)],
             traced=True,
         )
-        # `full` = hybrid + legal re-ranking; the other modes are the plain retrievers (for ablations)
-        reranked = mode == "full" and flags["rerank"]
         return result["reranker" if reranked else "parent_resolver"]["documents"]
 
     @staticmethod

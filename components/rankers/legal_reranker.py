@@ -69,8 +69,8 @@ class LegalReranker:
       cosine: `retrieval_blend * retrieval + (1 - retrieval_blend) * cosine`, each over the best candidate's
       (0.5 by default): the `embedding` relevance without embedding anything at query time.
     - `embedding` (the best offline backend on the dev sets, benchmarks/README.md): cosine of the query and each
-      whole block re-embedded by the dense model with `max_length` 512 tokens (blocks are indexed truncated to
-      128), blended half and half with the retrieval score (`retrieval_blend` 0.5).
+      whole block re-embedded per query by the dense model (`max_length` 512 tokens), blended half and half with
+      the retrieval score (`retrieval_blend` 0.5): what the stored full-length vectors now give at no query cost.
     - `cross_encoder`: a sentence-transformers cross-encoder (`model`: local folder or hub name), sigmoid scores.
     - `llm`: pointwise scores from `chat_generator` (P(yes) from logprobs on OpenAI-compatible endpoints, batched
       0-10 grades otherwise). A block the LLM could not score keeps its retrieval relevance (reported in `stats`).
@@ -81,6 +81,12 @@ class LegalReranker:
     the norms the question names, else the country it names, else the language it is written in) come first; the
     other jurisdictions' norms follow in their order, their scores rescaled below, never removed. A caller who
     wants one jurisdiction only filters on `meta.country`.
+
+    Cited articles (`cited`): the blocks of the articles the question cites, as `LexicalFirstGate` scores them
+    (`meta["lexical_match"]`). Its exact hits ("art. 477 da CLT" -> CLT art. 477) come first, in the order the
+    question cites them, whether or not the search found them: a reader who names an article asks about that
+    article, and a search on "o que diz o art. 477 da CLT?" has little else to go on (a number and a law name).
+    The rest follows in its order, deduplicated, scores rescaled below; the list keeps its length.
 
     Re-embedding whole blocks beats the retrieval scores on both dev sets, and the blend beats the cosine alone
     (figures: `benchmarks/rerank_bench.py`, benchmarks/README.md); its cost is embedding the blocks, paid once per
@@ -263,6 +269,7 @@ class LegalReranker:
         query: str | None = None,
         top_n: int | None = None,
         query_embedding: list[float] | None = None,
+        cited: list[Document] | None = None,
     ) -> dict[str, Any]:
         """
         Re-rank documents.
@@ -272,19 +279,25 @@ class LegalReranker:
         :param top_n: Overrides the init `top_n`.
         :param query_embedding: `embedding` backend: the query's vector from the same dense model (the retrieval
             pipeline's text embedder), saving one query embedding; computed when not given.
+        :param cited: The blocks of the articles the question cites (`LexicalFirstGate`'s `documents`); those with
+            `meta["lexical_match"] == "exact"` go first, in the order given (see above).
         :returns: `documents`: the re-ranked head followed by the unchanged tail; `stats`: `backend`, `path`
             (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
-            `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`, and
-            `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None).
+            `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`,
+            `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None) and `cited` (the
+            ids of the cited blocks put first).
         :raises ValueError: A backend other than `retrieval` without `query`.
         """
         started = time.perf_counter()
         top_n = top_n or self.top_n
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
-                                 "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None}
+                                 "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
+                                 "cited": []}
+        exact = [d for d in cited or [] if d.meta.get("lexical_match") == "exact"]
         if not head:
-            return {"documents": [], "stats": self._finish(stats, started)}
+            stats["cited"] = [d.id for d in exact]
+            return {"documents": list(exact), "stats": self._finish(stats, started)}
         if self._scorer is not None and (not isinstance(query, str) or not query.strip()):
             raise ValueError(
                 f"LegalReranker(relevance={self.relevance!r}) needs the question: connect it to the reranker's "
@@ -327,6 +340,9 @@ class LegalReranker:
         ranked = rescored + tail
         if self.jurisdiction_first and isinstance(query, str) and query.strip():
             ranked, stats["jurisdiction"] = self._jurisdiction_first(query, ranked)
+        if exact:
+            ranked = _first(exact, ranked)
+            stats["cited"] = [d.id for d in exact]
         return {"documents": ranked, "stats": self._finish(stats, started)}
 
     def _jurisdiction_first(
@@ -421,3 +437,24 @@ class LegalReranker:
 def content_hash(document: Document) -> str:
     """Short hash of a block's content: a cached score is reused only while the text it was computed on is unchanged."""
     return hashlib.blake2b((document.content or "").encode("utf-8"), digest_size=8).hexdigest()
+
+
+def _first(leading: list[Document], ranked: list[Document]) -> list[Document]:
+    """
+    `leading` (unique by id, in their order) then `ranked` without them, its scores rescaled below the last of
+    `leading`'s so scores stay monotone along the list; as long as `ranked` (or `leading`, if longer).
+    """
+    unique: dict[str, Document] = {}
+    for doc in leading:
+        unique.setdefault(doc.id, doc)
+    leading = list(unique.values())
+    ids = set(unique)
+    rest = [d for d in ranked if d.id not in ids]
+    floor = min((d.score or 0.0) for d in leading)
+    top = max(((d.score or 0.0) for d in rest), default=0.0)
+    factor = min(1.0, 0.999 * floor / top) if top > 0 else 1.0
+    rest = [
+        Document(id=d.id, content=d.content, meta=d.meta, score=(d.score or 0.0) * factor, embedding=d.embedding)
+        for d in rest
+    ]
+    return (leading + rest)[: max(len(ranked), len(leading))]

