@@ -115,7 +115,7 @@ _ITEM_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
 _ITEM_WORDS_RE: Final[re.Pattern[str]] = re.compile(r"(?P<w1>[a-z]+)(?:[\s-]+(?P<w2>[a-z]+))?", re.IGNORECASE)
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
-    r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z]\))?"
+    r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z]\)|\.[a-z](?!\w))?"  # "52.c)", "49.1.b"
     r"(?:[^\S\n]*,?[^\S\n]*(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.|numeros?|num\.|\u00a7+|paragrafos?"
     r"|alineas?)\s*(?:(?-i:[IVXLC]+)(?!\w)|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
     r"|\s*,\s*(?:(?-i:[IVXLC]+)(?!\w)|[a-z]\)|caput(?!\w))|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"

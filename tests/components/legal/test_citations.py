@@ -25,6 +25,12 @@ def test_extract_keeps_repeats_and_groups(grammar):
     assert "scope" not in found[0]
 
 
+@pytest.mark.parametrize("text", ["art. 49.1.b ET", "art. 49.1.b) ET", "art. 49.1 b) ET", "artículo 49, apartado 1, letra b, ET"])
+def test_apartado_and_letter_stay_inside_the_citation(grammar, text):
+    # "49.1.b" (letter without a parenthesis) used to end the article at "49" and leave "ET" a law-only citation
+    assert [(c["law_id"], c["article"]) for c in grammar.extract(text)] == [(ET, "49")]
+
+
 def test_resolve_law_and_article_key(grammar):
     assert grammar.resolve_law("ET") == (ET, "ET")
     assert grammar.resolve_law("del Estatuto de los Trabajadores") == (ET, "ET")

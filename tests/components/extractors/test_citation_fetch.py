@@ -1,6 +1,7 @@
 """
-The Portuguese citation set end to end without a model: detection -> direct fetch from a store holding the whole
-parsed corpus (Spanish statutes, CF88 and the CLT) -> lexical-first gate. The cited article must come first.
+The citation sets (Spanish and Portuguese forms) end to end without a model: detection -> direct fetch from a store
+holding the whole parsed corpus (Spanish statutes, CF88 and the CLT) -> lexical-first gate. The cited article must
+come first. `benchmarks/citation_bench.py` runs the same sets through `retrieve` and `ask` on a real store.
 """
 
 import json
@@ -15,11 +16,13 @@ from components.preprocessors.article_parser import ArticleParser
 from components.routers.lexical_first_gate import LexicalFirstGate
 
 CORPUS = Path(__file__).resolve().parents[3] / "data" / "corpus"
-CASES = [
-    json.loads(line)
-    for line in (Path(__file__).parent / "fixtures" / "citations_pt.jsonl").read_text(encoding="utf-8").splitlines()
-    if line.strip()
-]
+FIXTURES = Path(__file__).parent / "fixtures"
+SETS = {
+    lang: [json.loads(line) for line in (FIXTURES / f"citations_{lang}.jsonl").read_text(encoding="utf-8").splitlines()
+           if line.strip()]
+    for lang in ("es", "pt")
+}
+CASES = [case for cases in SETS.values() for case in cases]
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +38,10 @@ def detector():
     return CitationDetector()
 
 
-def test_citation_set_has_at_least_20_portuguese_forms():
-    assert len(CASES) >= 20
-    assert len({case["question"] for case in CASES}) == len(CASES)
+@pytest.mark.parametrize("lang", sorted(SETS))
+def test_each_citation_set_has_at_least_20_forms(lang):
+    assert len(SETS[lang]) >= 20
+    assert len({case["question"] for case in SETS[lang]}) == len(SETS[lang])
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case["question"][:40] for case in CASES])
