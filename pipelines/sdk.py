@@ -27,7 +27,8 @@ from components.legal.access import (
     tenant_meta,
 )
 from components.legal.ids import SOURCE_DIGEST
-from components.retrievers.retrieval_chain import CITATION_STAGES, run_stages
+from components.retrievers.retrieval_chain import CITATION_STAGES
+from components.utils.stage_runner import pipeline_stages, run_stages
 from components.utils.ttl_cache import TTLCache, partitioned
 from pipelines.flags import flag_inputs, request_flags
 from pipelines.history import to_history
@@ -345,6 +346,8 @@ class LexHay:
         pipe = self.pipeline("indexing", warm_up=False)
         meta = {**owner, **({"collection": collection} if collection else {})}
         fingerprint = _pipeline_fingerprint(pipe, meta)
+        stages: dict[str, Any] | None = None
+        connections: list[tuple[str, str]] = []
         try:
             for path in expand_paths(paths):
                 report.files += 1
@@ -359,9 +362,12 @@ class LexHay:
                                                           "meta": {**meta, SOURCE_DIGEST: source}}}
                     if "graph_writer" in pipe.graph.nodes:  # the graph keys this file's edges by its owner
                         data["graph_writer"] = {"owner": owner}
-                    result = pipe.run(
-                        data, include_outputs_from={"converter", "article_parser", "parent_splitter", "child_splitter"}
-                    )
+                    if stages is None:  # the first file to index: its models load now, not before
+                        pipe = self.pipeline("indexing")
+                        stages, connections = pipeline_stages(pipe)
+                    # the pipeline's own components in its graph order, without `Pipeline.run`'s deep copy of every
+                    # chunk (with its sparse and dense vectors) along every edge; traced stage by stage all the same
+                    result = run_stages(stages, data, connections, traced=True)
                 except Exception as exc:  # a failing stage loses this file only, never what is already indexed
                     report.errors.append({"source": str(path), "error": f"{type(exc).__name__}: {exc}"})
                 else:
@@ -460,8 +466,9 @@ class LexHay:
         skipped = () if reranked else (*CITATION_STAGES, "reranker")
         # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
         # every value along an edge (the query vector, element by element); traced stage by stage all the same
+        stages, connections = pipeline_stages(pipe)
         result = run_stages(
-            {name: pipe.get_component(name) for name in pipe.graph.nodes if name not in skipped},
+            {name: stage for name, stage in stages.items() if name not in skipped},
             {
                 "citation_detector": {"query": question},
                 "citation_fetcher": {"filters": filters},
@@ -477,8 +484,7 @@ class LexHay:
                 "parent_resolver": {"top_k": top_k, "filters": filters},
                 "reranker": {"query": question},
             },
-            [(f"{sender}.{data['from_socket'].name}", f"{receiver}.{data['to_socket'].name}")
-             for sender, receiver, data in pipe.graph.edges(data=True)],
+            connections,
             traced=True,
         )
         return result["reranker" if reranked else "parent_resolver"]["documents"]

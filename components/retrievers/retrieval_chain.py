@@ -1,14 +1,14 @@
 """The foundation retrieval chain as one serializable component (a Haystack SuperComponent)."""
 
-import contextlib
 from typing import Any
 
-from haystack import Pipeline, component, default_from_dict, default_to_dict, tracing
+from haystack import Pipeline, component, default_from_dict, default_to_dict
 from haystack.core.serialization import component_to_dict
 from haystack.core.super_component import SuperComponent
 from haystack.core.super_component.utils import _delegate_default
 
 from components.utils.nested import nested_init_parameters
+from components.utils.stage_runner import run_stages
 
 STAGES = (
     "citation_detector", "citation_fetcher", "gate",
@@ -40,51 +40,6 @@ INPUT_MAPPING = {
     "mode": ["retriever.mode"],
     "collections": ["retriever.collections"],
 }
-
-
-def run_stages(
-    stages: dict[str, Any],
-    inputs: dict[str, dict[str, Any]],
-    connections: tuple[tuple[str, str], ...] | list[tuple[str, str]] = CONNECTIONS,
-    *,
-    traced: bool = False,
-) -> dict[str, dict[str, Any]]:
-    """
-    Run the chain's stages in graph order (`STAGES`), each fed its own inputs and its senders' outputs directly.
-
-    `Pipeline.run` deep-copies every value passed along an edge, element by element: for the 768-float query vector
-    and the candidate blocks that copy costs more than the search itself. Here each value is handed on as it is
-    (no stage modifies its inputs).
-
-    :param stages: Stage name -> component (a missing or None stage is skipped, with the connections into it).
-    :param inputs: Stage name -> its run arguments (connections add their senders' outputs).
-    :param connections: `(sender.output, receiver.input)` pairs.
-    :param traced: Open Haystack tracing spans as `Pipeline.run` does (a `haystack.pipeline.run` span around one
-        `haystack.component.run` span per stage, with the component's name, type, inputs and outputs), so the
-        installed tracers (lexhay's request traces, OpenTelemetry) see every stage.
-    :returns: Stage name -> its outputs.
-    """
-    outputs: dict[str, dict[str, Any]] = {}
-    with tracing.tracer.trace("haystack.pipeline.run") if traced else contextlib.nullcontext():
-        for name in STAGES:
-            stage = stages.get(name)
-            if stage is None:
-                continue
-            arguments = dict(inputs.get(name, {}))
-            for sender, receiver in connections:
-                source, output = sender.split(".", 1)
-                if receiver.startswith(f"{name}.") and source in outputs:
-                    arguments[receiver.split(".", 1)[1]] = outputs[source][output]
-            if not traced:
-                outputs[name] = stage.run(**arguments)
-                continue
-            tags = {"haystack.component.name": name, "haystack.component.type": type(stage).__name__}
-            with tracing.tracer.trace("haystack.component.run", tags=tags) as span:
-                span.set_content_tag("haystack.component.input", arguments)
-                outputs[name] = stage.run(**arguments)
-                span.set_tag("haystack.component.visits", 1)
-                span.set_content_tag("haystack.component.output", outputs[name])
-    return outputs
 
 
 @component

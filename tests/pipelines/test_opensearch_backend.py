@@ -255,6 +255,7 @@ def test_sdk_indexes_children_into_opensearch_and_retrieves_through_it(server, t
         assert all("sparse_embedding" not in d for d in docs.values())
         query = "contrato para obra o servicio determinado"
         result = lex.pipeline("retrieval").run({
+            "citation_detector": {"query": query},
             "text_embedder": {"text": query},
             "sparse_text_embedder": {"text": query},
             "retriever": {"query": query, "top_k": 40},
