@@ -444,6 +444,14 @@ def test_ask_with_a_cited_article_uses_the_lexical_first_gate(indexed, no_llm):
         result = lex.ask("¿Qué dice el artículo 4 del Real Decreto 2720/1998?")
         assert {"law_id": "BOE-A-1999-346", "article": "4"}.items() <= result["trace"]["citations"][0].items()
         assert "4" in [c["article"] for c in result["citations"] if c["law_id"] == "BOE-A-1999-346"]
+        # the search alone ranks the interinidad articles above art. 7: the cited article must still be answered
+        # from, which needs the cited and the retrieved blocks merged in one round (the answer tail runs once)
+        result = lex.ask("contrato de interinidad según el art. 7 del RD 2720/1998", options={"use_tracing": True})
+        assert result["trace"]["gate"].startswith("exact article hit")
+        assert (result["citations"][0]["law_id"], result["citations"][0]["article"]) == (RD_ID, "7")
+        stages = [stage["name"] for stage in lex.last_trace["stages"]]
+        assert stages.count("merger") == stages.count("compressor") == stages.count("answer") == 1
+        assert stages.index("retriever") < stages.index("merger")
 
 
 def test_ask_flags_an_answer_citing_a_missing_article(indexed, no_llm):
