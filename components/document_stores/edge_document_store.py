@@ -554,9 +554,10 @@ class EdgeDocumentStore:
         :returns: id -> (meta, dense vector or `None` for a point without one).
         """
         unique_ids = list(dict.fromkeys(ids))
-        if not unique_ids or self.count_documents() == 0:
-            return {}
         entry = self._open()
+        # an approximate count is enough to tell an empty store (the exact one scans the whole index per call)
+        if not unique_ids or entry.shard.count(CountRequest(exact=False)) == 0:
+            return {}
         with_vector: list[str] | bool = [DENSE_VECTOR_NAME] if entry.settings.get("embedding_dim") else False
         records = entry.shard.retrieve([_point_id(i) for i in unique_ids], with_payload=True, with_vector=with_vector)
         out = {}

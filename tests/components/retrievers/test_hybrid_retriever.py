@@ -220,6 +220,12 @@ def test_store_returns_stored_dense_vectors_by_id(store):
     assert store.dense_vectors_by_id([]) == {}
 
 
+def test_an_empty_store_has_no_stored_vectors(tmp_path):
+    empty = EdgeDocumentStore(path=str(tmp_path / "empty"))
+    assert empty.dense_vectors_by_id(["v-norm"]) == {}
+    empty.close()
+
+
 def test_rrf_fusion_reads_the_stored_cosine_of_bm25_only_parents(store):
     r = HybridRetriever(document_store=store)
     dense = [Document(id="v-norm", content="v", meta={"level": "parent"}, score=0.99)]
