@@ -332,11 +332,7 @@ class LegalReranker:
         # the tail keeps its order, rescaled below the head so scores stay monotone along the list
         floor = rescored[-1].score or 0.0
         top_tail = max(((d.score or 0.0) for d in tail), default=0.0)
-        factor = 0.999 * floor / top_tail if top_tail > 0 else 0.0
-        tail = [
-            Document(id=d.id, content=d.content, meta=d.meta, score=(d.score or 0.0) * factor, embedding=d.embedding)
-            for d in tail
-        ]
+        tail = _scaled(tail, 0.999 * floor / top_tail if top_tail > 0 else 0.0)
         ranked = rescored + tail
         if self.jurisdiction_first and isinstance(query, str) and query.strip():
             ranked, stats["jurisdiction"] = self._jurisdiction_first(query, ranked)
@@ -367,12 +363,7 @@ class LegalReranker:
         own = [d for d in documents if id(d) not in foreign_ids]
         floor = min((d.score or 0.0) for d in own)
         top = max((d.score or 0.0) for d in foreign)
-        factor = 0.999 * floor / top if top > 0 else 0.0
-        foreign = [
-            Document(id=d.id, content=d.content, meta=d.meta, score=(d.score or 0.0) * factor, embedding=d.embedding)
-            for d in foreign
-        ]
-        return own + foreign, found
+        return own + _scaled(foreign, 0.999 * floor / top if top > 0 else 0.0), found
 
     def _finish(self, stats: dict[str, Any], started: float) -> dict[str, Any]:
         stats["ms"] = round((time.perf_counter() - started) * 1000, 1)
@@ -452,9 +443,13 @@ def _first(leading: list[Document], ranked: list[Document]) -> list[Document]:
     rest = [d for d in ranked if d.id not in ids]
     floor = min((d.score or 0.0) for d in leading)
     top = max(((d.score or 0.0) for d in rest), default=0.0)
-    factor = min(1.0, 0.999 * floor / top) if top > 0 else 1.0
-    rest = [
-        Document(id=d.id, content=d.content, meta=d.meta, score=(d.score or 0.0) * factor, embedding=d.embedding)
-        for d in rest
-    ]
+    rest = _scaled(rest, min(1.0, 0.999 * floor / top) if top > 0 else 1.0)
     return (leading + rest)[: max(len(ranked), len(leading))]
+
+
+def _scaled(documents: list[Document], factor: float) -> list[Document]:
+    """Copies of `documents` with their scores multiplied by `factor` (the rest of each one unchanged)."""
+    return [
+        Document(id=d.id, content=d.content, meta=d.meta, score=(d.score or 0.0) * factor, embedding=d.embedding)
+        for d in documents
+    ]

@@ -131,13 +131,12 @@ class RetrievalChain(SuperComponent):
                 f"the citation stages {CITATION_STAGES} go together and feed the re-ranker; got {given} "
                 f"{'without' if reranker is None else 'with'} a re-ranker"
             )
-        for name, stage in stages.items():
-            setattr(self, name, stage)
-        present = {name for name, stage in stages.items() if stage is not None}
         pipeline = Pipeline()
         for name, stage in stages.items():
+            setattr(self, name, stage)
             if stage is not None:
                 pipeline.add_component(name, stage)
+        present = set(pipeline.graph.nodes)
         self._connections = [
             (s, r) for s, r in CONNECTIONS if s.split(".", 1)[0] in present and r.split(".", 1)[0] in present
         ]
