@@ -78,10 +78,11 @@ def test_batches_bound_the_padding_and_a_nan_row_is_run_alone():
     """Heavy right padding makes sliding-window attention rows NaN: batches are cut, and NaN rows re-run alone."""
     encoder = object.__new__(openvino_backend.OpenVINOEncoder)
     encoder.tokenizer, encoder.prompts, encoder.max_seq_length, encoder.dimension = _Tokenizer(), {}, 2048, 2
-    calls = []
+    calls, alone = [], []
 
-    def run(rows):
+    def run(rows, multiple=openvino_backend.PAD_MULTIPLE):
         calls.append([len(r) for r in rows])
+        alone.append(multiple == 1)
         widths = [len(r) for r in rows]
         # a row padded by more than 2 tokens comes out NaN, as a far-padded row does in the real model
         return np.array([[np.nan, np.nan] if max(widths) - w > 2 else [w, 1.0] for w in widths], dtype=np.float32)
@@ -93,3 +94,33 @@ def test_batches_bound_the_padding_and_a_nan_row_is_run_alone():
     assert vectors[:, 0].tolist() == [100, 99, 30, 3, 1]  # every row in its input position
     assert calls[0] == [100, 99]  # 30 is more than MAX_PADDING (64) shorter: another batch
     assert [1] in calls  # the row padded 1 -> 3 came out NaN and was run alone
+    assert alone[calls.index([1])]  # ... at its own width, without rounding
+
+
+class _Request:
+    """Records the arrays of each forward pass; the 'vector' of a row is its id sum and its mask sum."""
+
+    def __init__(self):
+        self.inputs = []
+
+    def infer(self, inputs):
+        ids, mask = inputs[0], inputs[1]
+        self.inputs.append((ids.copy(), mask.copy()))
+        return {"out": np.stack([ids.sum(axis=1), mask.sum(axis=1)], axis=1)}
+
+
+def test_batch_widths_are_rounded_to_few_shapes_with_the_padding_masked():
+    import threading
+
+    encoder = object.__new__(openvino_backend.OpenVINOEncoder)
+    encoder.tokenizer, encoder._request = _Tokenizer(), _Request()
+    encoder._compiled, encoder._lock = type("Compiled", (), {"outputs": ["out"]})(), threading.Lock()
+    vectors = encoder._run([[5] * 17, [7] * 3])
+    (ids, mask), = encoder._request.inputs
+    assert ids.shape == mask.shape == (2, 32)  # 17 tokens -> the next multiple of PAD_MULTIPLE (16)
+    assert mask.sum(axis=1).tolist() == [17, 3] and (ids[mask == 0] == 0).all()  # padding: pad id, masked
+    assert vectors.tolist() == [[85.0, 17.0], [21.0, 3.0]]
+    encoder._run([[5] * 16])
+    assert encoder._request.inputs[-1][0].shape == (1, 16)  # already a multiple: no padding
+    encoder._run([[5] * 5], multiple=1)
+    assert encoder._request.inputs[-1][0].shape == (1, 5)
