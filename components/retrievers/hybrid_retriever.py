@@ -226,9 +226,9 @@ class HybridRetriever:
                 per_collection, query_embedding, query_sparse_embedding, query, prefetch_k
             )
             if self.fusion == "score":
-                results = [self._fuse_scores(d, s, query_embedding) for d, s in zip(dense, sparse)]
+                results = [self._fuse_scores(d, s, query_embedding, top_k) for d, s in zip(dense, sparse)]
             else:
-                results = [self._fuse_by_parent(d, s, query_embedding) for d, s in zip(dense, sparse)]
+                results = [self._fuse_by_parent(d, s, query_embedding, top_k) for d, s in zip(dense, sparse)]
         elif mode == "hybrid" and lexical:
             # chunk-level fusion across two stores: Haystack's reciprocal rank fusion (k=60)
             dense, sparse = self._ranked_lists(
@@ -241,25 +241,33 @@ class HybridRetriever:
             searches = [(mode, f) for f in per_collection]
             results = self._search(searches, query_embedding, query_sparse_embedding, top_k, prefetch_k)
 
-        best: dict[str, Document] = {}
+        # each chunk at its best collection-weighted score; Documents are built for the returned ones only
+        best: dict[str, tuple[float, Document]] = {}
         for name, hits in zip(names, results):
             weight = self.collections[name]
             for doc in hits:
                 score = (doc.score or 0.0) * weight
-                if doc.id not in best or score > (best[doc.id].score or 0.0):
-                    best[doc.id] = Document(
-                        id=doc.id, content=doc.content, meta=doc.meta, score=score, embedding=doc.embedding
-                    )
-        ranked = sorted(best.values(), key=lambda d: d.score or 0.0, reverse=True)[:top_k]
-        return {"documents": ranked}
+                if doc.id not in best or score > best[doc.id][0]:
+                    best[doc.id] = (score, doc)
+        ranked = sorted(best.values(), key=lambda pair: pair[0], reverse=True)[:top_k]
+        documents = [
+            Document(id=doc.id, content=doc.content, meta=doc.meta, score=score, embedding=doc.embedding)
+            for score, doc in ranked
+        ]
+        return {"documents": documents}
 
     def _fuse_by_parent(
-        self, dense: list[Document], sparse: list[Document], query_embedding: list[float] | None = None
+        self,
+        dense: list[Document],
+        sparse: list[Document],
+        query_embedding: list[float] | None = None,
+        limit: int | None = None,
     ) -> list[Document]:
         """
         Weighted RRF over the parent-level rankings of both lists; the best chunk per parent and list is kept.
 
         With `query_embedding`, a parent only the BM25 side found gets its `dense_score` from its stored vector.
+        `limit`: the most chunks returned (all when `None`).
         """
         scores: dict[str, float] = {}
         chunks: dict[str, list[Document]] = {}
@@ -280,10 +288,14 @@ class HybridRetriever:
         missing = [key for key in scores if key not in cosine]
         if missing and query_embedding is not None:
             cosine.update(self._stored_cosines(missing, query_embedding))
-        return _ranked(scores, chunks, cosine)
+        return _ranked(scores, chunks, cosine, limit)
 
     def _fuse_scores(
-        self, dense: list[Document], sparse: list[Document], query_embedding: list[float] | None
+        self,
+        dense: list[Document],
+        sparse: list[Document],
+        query_embedding: list[float] | None,
+        limit: int | None = None,
     ) -> list[Document]:
         """
         Score-level fusion per parent: `dense_share * minmax(cosine) + (1 - dense_share) * minmax(best BM25)`.
@@ -321,7 +333,7 @@ class HybridRetriever:
             key: self.dense_share * dense_norm.get(key, 0.0) + (1 - self.dense_share) * sparse_norm.get(key, 0.0)
             for key in chunks
         }
-        return _ranked(scores, chunks, cosine)
+        return _ranked(scores, chunks, cosine, limit)
 
     def _stored_cosines(self, parent_ids: list[str], query_embedding: list[float]) -> dict[str, float]:
         """Cosine of the query and the stored dense vector of each parent (embedded store only; `{}` elsewhere)."""
@@ -432,17 +444,26 @@ class HybridRetriever:
 
 
 def _ranked(
-    scores: dict[Any, float], chunks: dict[Any, list[Document]], cosine: dict[Any, float]
+    scores: dict[Any, float],
+    chunks: dict[Any, list[Document]],
+    cosine: dict[Any, float],
+    limit: int | None = None,
 ) -> list[Document]:
-    """The documents of every fused key, best fused score first, each with that score and its dense cosine."""
-    return [
-        Document(
-            id=doc.id,
-            content=doc.content,
-            meta={**doc.meta, DENSE_SCORE: cosine[key]} if key in cosine else doc.meta,
-            score=scores[key],
-            embedding=doc.embedding,
-        )
-        for key in sorted(scores, key=scores.__getitem__, reverse=True)
-        for doc in chunks[key]
-    ]
+    """
+    The chunks of every fused key, best fused score first, each chunk once with its key's score and dense cosine;
+    at most `limit` of them (a new Document is built only for those returned).
+    """
+    ranked: list[Document] = []
+    seen: set[str] = set()
+    for key in sorted(scores, key=scores.__getitem__, reverse=True):
+        for doc in chunks[key]:
+            if doc.id in seen:  # the same chunk from the dense and the BM25 list
+                continue
+            if limit is not None and len(ranked) >= limit:
+                return ranked
+            seen.add(doc.id)
+            meta = {**doc.meta, DENSE_SCORE: cosine[key]} if key in cosine else doc.meta
+            ranked.append(
+                Document(id=doc.id, content=doc.content, meta=meta, score=scores[key], embedding=doc.embedding)
+            )
+    return ranked

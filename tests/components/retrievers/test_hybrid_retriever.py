@@ -138,6 +138,9 @@ def test_parent_level_fusion_collapses_children_and_weights_lists(store):
     assert scores["P3"] == pytest.approx(1.1 / 5 + 1.0 / 4)
     assert {d.id for d in fused[:2]} == {"c1a", "P1"}  # the best chunk of each list for the top parent
     assert "c1b" not in {d.id for d in fused}
+    assert len({d.id for d in fused}) == len(fused)  # P1 came from both lists: returned once
+    limited = r._fuse_by_parent(dense, sparse, limit=3)
+    assert [(d.id, d.score) for d in limited] == [(d.id, d.score) for d in fused[:3]]  # the same head, cut
     assert sorted(scores, key=scores.get, reverse=True) == ["P1", "P3", "P2"]
 
 
