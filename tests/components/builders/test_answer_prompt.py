@@ -239,3 +239,28 @@ def test_graph_context_goes_after_the_numbered_blocks_unnumbered():
     assert "[2]" not in text
     plain = "\n".join(m.text or "" for m in AnswerPromptBuilder().run(question="¿x?", documents=docs)["prompt"])
     assert "grafo legal" not in plain
+
+
+def test_templates_compile_once_and_each_run_renders_its_own_inputs(monkeypatch):
+    """The compiled templates are reused across runs; the question, blocks and delimiter still change per run."""
+    from jinja2.sandbox import SandboxedEnvironment
+
+    compiled = []
+    original = SandboxedEnvironment.compile
+
+    def counting_compile(self, source, *args, **kwargs):
+        compiled.append(source)
+        return original(self, source, *args, **kwargs)
+
+    monkeypatch.setattr(SandboxedEnvironment, "compile", counting_compile)
+    builder = AnswerPromptBuilder()
+    first = builder.run(question=QUESTION, documents=[_et("38", "Vacaciones anuales")])["prompt"]
+    after_first = len(compiled)
+    second = builder.run(question="¿Y el descanso semanal?", documents=[_et("37", "Descanso semanal")])["prompt"]
+    assert after_first > 0 and len(compiled) == after_first  # the second run compiled nothing
+    assert "Artículo 38" in _context(first) and "Artículo 38" not in _context(second)
+    assert "Artículo 37" in _context(second) and _split_user_turn(second)[2] == "¿Y el descanso semanal?"
+    assert _split_user_turn(first)[0] != _split_user_turn(second)[0]
+    portuguese = builder.run(question="o que diz o art. 7º da Constituição sobre férias?",
+                             documents=[_et("38", "Vacaciones anuales")])["prompt"]
+    assert _split_user_turn(portuguese)[2].startswith("o que diz")  # the Portuguese template, compiled on its own
