@@ -31,6 +31,8 @@ from components.legal.terms import stems
 from components.utils.chunking import CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN
 
 logger = logging.getLogger(__name__)
+# `context_block` fields by `id(document)`, with the document (one run's layouts)
+LaidOut = dict[int, tuple[Document, dict[str, str]]]
 
 DEFAULT_TOKEN_BUDGET = 4000
 
@@ -260,9 +262,14 @@ class ContextCompressor:
         assert self._counter is not None
         return self._counter(text, lang)
 
-    def render(self, documents: list[Document]) -> str:
-        """The context message `AnswerPromptBuilder` renders for these blocks (what the budget counts)."""
-        return self._template.render(blocks=[context_block(doc) for doc in documents])
+    def render(self, documents: list[Document], fields: LaidOut | None = None) -> str:
+        """
+        The context message `AnswerPromptBuilder` renders for these blocks (what the budget counts).
+
+        :param fields: `context_block` of documents already laid out, by `id(document)` (computed when missing).
+        """
+        fields = {} if fields is None else fields
+        return self._template.render(blocks=[_fields(doc, fields) for doc in documents])
 
     @component.output_types(documents=list[Document], stats=dict[str, Any])
     def run(
@@ -309,10 +316,11 @@ class ContextCompressor:
         blocks = [doc for doc in documents if (doc.content or "").strip()]
         stats["dropped_ids"] = [doc.id for doc in documents if not (doc.content or "").strip()]
         intro = self.count_tokens(self.render([]).split("\n\n")[0] + "\n\n")
-        costs = [self._block_tokens(doc, number) for number, doc in enumerate(blocks, start=1)]
+        fields: LaidOut = {}  # each block laid out once per run (neutralizing its text is not free)
+        costs = [self._block_tokens(doc, number, fields=fields) for number, doc in enumerate(blocks, start=1)]
         stats["tokens_before"] = intro + sum(costs)
-        kept = self._fit(blocks, costs, budget - intro, query or "", stats)
-        stats["tokens_after"] = self._count_context(kept)
+        kept = self._fit(blocks, costs, budget - intro, query or "", stats, fields)
+        stats["tokens_after"] = self._count_context(kept, fields)
         stats["documents_out"] = len(kept)
         if stats["dropped_ids"] or stats["trimmed_ids"]:
             logger.debug(
@@ -324,13 +332,19 @@ class ContextCompressor:
             )
         return {"documents": kept, "stats": stats}
 
-    def _count_context(self, documents: list[Document]) -> int:
+    def _count_context(self, documents: list[Document], fields: LaidOut | None = None) -> int:
         blocks = [doc for doc in documents if (doc.content or "").strip()]
-        return self.count_tokens(self.render(blocks)) if blocks else 0
+        return self.count_tokens(self.render(blocks, fields)) if blocks else 0
 
-    def _block_tokens(self, document: Document, number: int, text: str | None = None) -> int:
+    def _block_tokens(
+        self,
+        document: Document,
+        number: int,
+        text: str | None = None,
+        fields: LaidOut | None = None,
+    ) -> int:
         """Tokens of one rendered block (header lines, text and the `---` separator)."""
-        block = context_block(document)
+        block = dict(_fields(document, {} if fields is None else fields))
         if text is not None:
             block["text"] = text
         lines = [f"[{number}] {block['header']}"]
@@ -344,7 +358,13 @@ class ContextCompressor:
         return self.count_tokens("\n".join(lines) + "\n\n---\n", _lang(document))
 
     def _fit(
-        self, blocks: list[Document], costs: list[int], budget: int, query: str, stats: dict[str, Any]
+        self,
+        blocks: list[Document],
+        costs: list[int],
+        budget: int,
+        query: str,
+        stats: dict[str, Any],
+        fields: LaidOut,
     ) -> list[Document]:
         """Drops the lowest-scored blocks, trims the one at the budget's edge; input order kept."""
         if sum(costs) <= budget:
@@ -361,12 +381,12 @@ class ContextCompressor:
                 kept[i] = doc
                 used += costs[i]
                 continue
-            header = self._block_tokens(doc, i + 1, text="")
+            header = self._block_tokens(doc, i + 1, text="", fields=fields)
             room = budget - used - header
             if room >= self.min_trimmed_tokens or rank == 0:
                 trimmed = self._trim(doc, max(room, 1), query)
                 kept[i] = trimmed
-                used += self._block_tokens(trimmed, i + 1)
+                used += self._block_tokens(trimmed, i + 1, fields=fields)
                 stats["trimmed_ids"].append(doc.id)
             else:
                 stats["dropped_ids"].append(doc.id)
@@ -409,6 +429,17 @@ class ContextCompressor:
         new_content = f"{heading}\n\n{text}" if heading else text
         meta = {**document.meta, "compressed": True, "original_length": len(content)}
         return replace(document, content=new_content, meta=meta)
+
+
+def _fields(document: Document, laid_out: LaidOut) -> dict[str, str]:
+    """
+    `context_block(document)`, computed once per document object and kept in `laid_out` (one run's), with the
+    document itself: a kept object's `id` cannot be reused by another during the run.
+    """
+    key = id(document)
+    if key not in laid_out:
+        laid_out[key] = (document, context_block(document))
+    return laid_out[key][1]
 
 
 def _join(body: str, sentences: list[str], positions: list[int]) -> str:

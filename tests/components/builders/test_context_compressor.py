@@ -150,6 +150,26 @@ def test_run_trims_the_edge_block_instead_of_dropping_it(et_blocks):
     assert stats["tokens_after"] > 1200 - 200  # the budget is used, not left half empty
 
 
+def test_each_block_is_laid_out_once_per_run(et_blocks, monkeypatch):
+    """The layout of a block (neutralized header, chapter, text) is computed once per run, the trimmed one twice."""
+    from components.builders import context_compressor as module
+    from components.legal.answer_format import context_block
+
+    calls = []
+
+    def counting(doc):
+        calls.append(doc.id)
+        return context_block(doc)
+
+    monkeypatch.setattr(module, "context_block", counting)
+    result = ContextCompressor(token_budget=1200, min_trimmed_tokens=30).run(documents=et_blocks, query=QUESTION)
+    assert len(result["stats"]["trimmed_ids"]) == 1
+    assert len(calls) == len(et_blocks) + 1  # every block once, and the trimmed copy of the edge block
+    assert result["stats"]["tokens_after"] == ContextCompressor(token_budget=1200).count_tokens(
+        ContextCompressor().render(result["documents"])
+    )
+
+
 def test_run_pass_through_when_disabled(et_blocks):
     compressor = ContextCompressor(token_budget=200, enabled=False)
     result = compressor.run(documents=et_blocks)
