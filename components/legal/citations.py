@@ -7,6 +7,7 @@ resolves laws through the known-laws table (`components/legal/data/laws.yaml`) a
 filters. Shared vocabulary: every stage that reads citations imports it from here.
 """
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -191,7 +192,14 @@ _CASE_LAW_RE: Final[re.Pattern[str]] = re.compile(
 
 def _fold(text: str) -> str:
     """Accent-free copy of NFC `text`, character for character (offsets stay valid)."""
-    return "".join(fold_accents(ch) or ch for ch in text)
+    if text.isascii():
+        return text
+    return "".join(_fold_char(ch) for ch in text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    return fold_accents(ch) or ch
 
 
 def law_key(name: str) -> str:

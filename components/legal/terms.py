@@ -8,7 +8,7 @@ word is.
 """
 
 import re
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +219,12 @@ def stems(text: str, language: str = "es") -> set[str]:
     for token in _TOKEN_RE.findall(fold_accents(text.lower())):
         if token in stopwords or (len(token) < 2 and not token.isdigit()):
             continue
-        number = cardinal_to_int(token)
-        found.add(str(number) if number is not None else token if token.isdigit() else _stem(token))
+        found.add(_word_stem(token))
     return found
+
+
+@lru_cache(maxsize=16384)
+def _word_stem(token: str) -> str:
+    """The stem of one folded, lowercase content word: its digits for a number word, else `_stem` (cached)."""
+    number = cardinal_to_int(token)
+    return str(number) if number is not None else token if token.isdigit() else _stem(token)
