@@ -15,9 +15,9 @@ the LLM mode is.
     # characters per token of the Qwen tokenizer on the corpus (ContextCompressor's estimate)
     .venv/bin/python benchmarks/contextual_bench.py calibrate
 
-The indexing YAML is the canonical `yaml/indexing.yaml` with a `contextualizer` between `child_splitter` and
-`topic_tagger` and `context` in the embedders' `meta_fields_to_embed`; `LEXHAY_YAML_DIR` points the SDK at it
-(the retrieval YAML is linked, not copied).
+The indexing YAML is the canonical `yaml/indexing.yaml` with its `contextualizer` (between `child_splitter` and
+`topic_tagger`, off by default) switched on and `context` in the embedders' `meta_fields_to_embed`;
+`LEXHAY_YAML_DIR` points the SDK at it (the retrieval YAML is linked, not copied).
 """
 
 import argparse
@@ -48,38 +48,31 @@ console = Console(width=220)
 def indexing_yaml(
     *, mode: str, heading_style: str, sparse_fields: list[str], dense_fields: list[str], include_parents: bool
 ) -> dict:
-    """The canonical indexing pipeline with a contextualizer after the child splitter."""
+    """
+    The canonical indexing pipeline with its `contextualizer` (declared there, off by default) switched on in
+    `mode`, and the embedders' `meta_fields_to_embed` set.
+
+    :raises ValueError: The canonical YAML has no `contextualizer` between `child_splitter` and `topic_tagger`.
+    """
     data = yaml.safe_load((ROOT / "yaml" / "indexing.yaml").read_text(encoding="utf-8"))
-    components = {}
-    for name, spec in data["components"].items():
-        components[name] = spec
-        if name == "child_splitter":
-            components["contextualizer"] = {
-                "type": CONTEXTUALIZER_TYPE,
-                "init_parameters": {
-                    "mode": mode,
-                    "chat_generator": None,
-                    "heading_style": heading_style,
-                    "include_parents": include_parents,
-                    "cache_path": None,
-                    "max_context_chars": 300,
-                    "max_tokens": 80,
-                    "timeout": None,
-                    "progress_bar": True,
-                    "enabled": True,
-                },
-            }
-    data["components"] = components
+    components = data["components"]
+    wired = {"sender": "child_splitter.documents", "receiver": "contextualizer.documents"} in data["connections"]
+    if components.get("contextualizer", {}).get("type") != CONTEXTUALIZER_TYPE or not wired:
+        raise ValueError("yaml/indexing.yaml has no contextualizer after child_splitter to switch on")
+    components["contextualizer"]["init_parameters"] = {
+        "mode": mode,
+        "chat_generator": None,
+        "heading_style": heading_style,
+        "include_parents": include_parents,
+        "cache_path": None,
+        "max_context_chars": 300,
+        "max_tokens": 80,
+        "timeout": None,
+        "progress_bar": True,
+        "enabled": True,
+    }
     components["sparse_embedder"]["init_parameters"]["meta_fields_to_embed"] = sparse_fields
     components["dense_embedder"]["init_parameters"]["meta_fields_to_embed"] = dense_fields
-    connections = []
-    for edge in data["connections"]:
-        if edge == {"sender": "child_splitter.documents", "receiver": "topic_tagger.documents"}:
-            connections.append({"sender": "child_splitter.documents", "receiver": "contextualizer.documents"})
-            connections.append({"sender": "contextualizer.documents", "receiver": "topic_tagger.documents"})
-        else:
-            connections.append(edge)
-    data["connections"] = connections
     return data
 
 
