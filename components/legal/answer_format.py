@@ -59,6 +59,8 @@ def neutralize(text: str) -> str:
 
 
 UNVERIFIED_MARK: Final[str] = "[cita no verificada]"
+# the mark in the answer's language (`detect_query_language` of the answer; Spanish without evidence)
+UNVERIFIED_MARKS: Final[dict[str, str]] = {"es": UNVERIFIED_MARK, "pt": "[citação não verificada]"}
 GAP_MARK = " […] "
 
 REPEALED_NOTE = "[NOTA: Esta norma está derogada]"

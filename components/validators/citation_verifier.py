@@ -1,17 +1,29 @@
 """Post-answer check: every law / article the answer cites must be in the context given to the model."""
 
+import re
 from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.legal.access import and_filters
-from components.legal.answer_format import UNVERIFIED_MARK
+from components.legal.answer_format import UNVERIFIED_MARK, UNVERIFIED_MARKS
 from components.legal.citations import CitationGrammar, citation_condition, law_key
+from components.legal.legal_text import detect_query_language
 
 logger = logging.getLogger(__name__)
 
 REASON_NOT_IN_CONTEXT: Final[str] = "not_in_context"
 REASON_NOT_IN_INDEX: Final[str] = "not_in_index"
+# where the text around a citation stops being one quoted run: a quotation mark, a line end, an elision ("[…]",
+# "…"), a sentence end (a quote joins sentences without their numbering: "… artículo 99. Si el Congreso …" from
+# "… artículo 99.\n\n2. Si el Congreso …"; a capital must follow, "art. 611-A" is no sentence end)
+_RUN_STOP_RE: Final[re.Pattern[str]] = re.compile(
+    r"[«»“”\"\n]|\[…\]|\[\.\.\.\]|…|\.\.\.|(?<=[.;:!?])\s+(?=[A-ZÁÉÍÓÚÂÊÔÃÕÇÑÜ¿¡])"
+)
+# the text a citation is judged by: up to this many characters each side, within its run
+QUOTE_WINDOW_CHARS: Final[int] = 60
+# a shorter run proves nothing about where it comes from
+MIN_QUOTED_CHARS: Final[int] = 40
 
 
 @component
@@ -24,7 +36,14 @@ class CitationVerifier:
     names no law; same `law_id` for a law-only mention; same short name for a norm outside the laws table. Each
     unverified citation gets a reason: `not_in_index` when a `document_store` is given and holds no document for
     it (a non-existent or unindexed article), `not_in_context` otherwise. Every occurrence of an unverified
-    citation is marked in the answer, e.g. "artículo 999 ET [cita no verificada]".
+    citation is marked in the answer, in the answer's language: "artículo 999 ET [cita no verificada]",
+    "art. 999 da CLT [citação não verificada]".
+
+    A citation inside text the answer quotes verbatim from a context block ("«… o disposto no art. 611-A desta
+    Consolidação …» (CLT, art. 444)") is the statute's own cross-reference, not a claim of the answer: it is
+    neither checked nor marked. Such a citation is recognised by its words: the citation with up to 60 characters
+    each side, within the same sentence and quoted run (at least 40 characters), appears in a context block's text,
+    whitespace aside; the answer's own sentences, and text the context does not hold, are checked as before.
 
     ### Usage example
 
@@ -92,7 +111,11 @@ class CitationVerifier:
         unverified: list[dict[str, Any]] = []
         unverified_keys: set[tuple[Any, ...]] = set()
         seen: set[tuple[Any, ...]] = set()
-        occurrences = self._detector.extract(answer)
+        texts = [" ".join((doc.content or "").split()) for doc in context_documents]
+        occurrences = [
+            citation for citation in self._detector.extract(answer)
+            if not _quoted_verbatim(answer, tuple(citation["span"]), texts)
+        ]
         for citation in occurrences:
             key = _key(citation)
             if key in seen:
@@ -107,10 +130,11 @@ class CitationVerifier:
             logger.info("Unverified citation {text!r}: {reason}", text=citation["text"], reason=reason)
 
         marked = answer
+        mark = UNVERIFIED_MARKS.get(detect_query_language(answer, default="es") or "es", UNVERIFIED_MARK)
         spans = sorted({tuple(c["span"]) for c in occurrences if _key(c) in unverified_keys}, reverse=True)
         for _, end in spans:
-            if not marked[end:].lstrip().startswith(UNVERIFIED_MARK):
-                marked = f"{marked[:end]} {UNVERIFIED_MARK}{marked[end:]}"
+            if not marked[end:].lstrip().startswith(mark):
+                marked = f"{marked[:end]} {mark}{marked[end:]}"
         return {"answer": marked, "unverified_citations": unverified, "verified_citations": verified}
 
     def _in_index(self, citation: dict[str, Any], filters: dict[str, Any] | None) -> bool:
@@ -121,6 +145,18 @@ class CitationVerifier:
         if hasattr(self.document_store, "count_documents_by_filter"):
             return self.document_store.count_documents_by_filter(condition) > 0
         return bool(self.document_store.filter_documents(condition))
+
+
+def _quoted_verbatim(answer: str, span: tuple[int, int], texts: list[str]) -> bool:
+    """Whether the citation at `span`, with the words around it, is text of a context block (whitespace aside)."""
+    start, end = span
+    lower = max(0, start - QUOTE_WINDOW_CHARS)
+    stops = [match.end() for match in _RUN_STOP_RE.finditer(answer, lower, start)]
+    left = stops[-1] if stops else lower
+    upper = min(len(answer), end + QUOTE_WINDOW_CHARS)
+    stop = _RUN_STOP_RE.search(answer, end, upper)
+    window = " ".join(answer[left : stop.start() if stop else upper].split())
+    return len(window) >= MIN_QUOTED_CHARS and any(window in text for text in texts)
 
 
 def _key(citation: dict[str, Any]) -> tuple[Any, ...]:

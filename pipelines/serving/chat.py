@@ -23,7 +23,7 @@ from typing import Any
 from haystack import logging
 from haystack.dataclasses import StreamingChunk
 
-from components.legal.answer_format import DELIMITER_RE, META_LINE_RE, UNVERIFIED_MARK
+from components.legal.answer_format import DELIMITER_RE, META_LINE_RE, UNVERIFIED_MARK, UNVERIFIED_MARKS
 from pipelines.history import message_text
 from pipelines.results import QueryResult
 from pipelines.serving.auth import Principal, request_access
@@ -164,7 +164,9 @@ def text_pieces(text: str, size: int = STREAM_CHUNK_CHARS) -> list[str]:
 
 
 def _without_marks(text: str) -> str:
-    return " ".join(text.replace(UNVERIFIED_MARK, "").split())
+    for mark in UNVERIFIED_MARKS.values():
+        text = text.replace(mark, "")
+    return " ".join(text.split())
 
 
 def stream_answer(engine: Engine, kwargs: dict[str, Any], model: str,
@@ -239,7 +241,8 @@ def stream_answer(engine: Engine, kwargs: dict[str, Any], model: str,
                 elif _without_marks(answer) == _without_marks(shown):  # the verifier may have marked citations since
                     unverified = ", ".join(u.get("text", "") for u in done.get("unverified_citations") or [])
                     if unverified:
-                        yield chunk(f"\n\n[{UNVERIFIED_MARK}: {unverified}]")
+                        mark = next((m for m in UNVERIFIED_MARKS.values() if m in answer), UNVERIFIED_MARK)
+                        yield chunk(f"\n\n[{mark}: {unverified}]")
                 else:  # the answer was generated again after these tokens (NEED retry): the final one follows
                     yield chunk(f"\n\n{REVISED_ANSWER}\n\n")
                     for piece in text_pieces(answer):

@@ -359,6 +359,22 @@ def test_stream_answer_follows_tokens_with_a_regenerated_answer():
     assert text.startswith("Tienes 30 días [1].\n") and text.endswith(f"Respuesta revisada:\n\n{final}")
 
 
+@pytest.mark.parametrize("mark", ["[cita no verificada]", "[citação não verificada]"])
+def test_streamed_tokens_are_followed_by_the_unverified_citations_in_the_answers_language(mark):
+    """The verifier marked a citation after the tokens went out: the stream ends with the list, under that mark."""
+
+    class Marked(_FakeLex):
+        def ask(self, question, **kwargs):
+            result = super().ask(question, **kwargs)
+            return {**result, "answer": f"Tienes 30 días {mark} [1].",
+                    "unverified_citations": [{"text": "art. 999 ET", "reason": "not_in_index"}]}
+
+    chunks = list(stream_answer(Engine(Marked(True), readers=1, queue_timeout=1), {"question": "x"}, "lexhay"))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert text.startswith("Tienes 30 días [1].\n") and text.rstrip().endswith(f"[{mark}: art. 999 ET]")
+    assert "Respuesta revisada" not in text  # the same answer, only marked: not a regenerated one
+
+
 def test_stream_answer_is_a_503_when_the_engine_is_busy_and_reports_errors_in_the_stream():
     engine = Engine(_FakeLex(True), readers=1, queue_timeout=0.05)
     assert engine.lock.acquire_exclusive(1)  # an indexing run holds the engine

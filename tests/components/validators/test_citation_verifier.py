@@ -93,3 +93,63 @@ def test_run_law_only_lawless_and_unknown_law_citations(store):
 def test_run_answer_without_citations(store):
     result = CitationVerifier(document_store=store).run(answer="Tienes 30 días naturales.", context_documents=[])
     assert result == {"answer": "Tienes 30 días naturales.", "unverified_citations": [], "verified_citations": []}
+
+
+CLT_META = {"law_id": "DEL-5452-1943", "law_short": "CLT", "status": "in_force", "level": "parent", "lang": "pt"}
+CLT_444 = Document(
+    id="clt444",
+    content="Art. 444.\n\nAs relações contratuais de trabalho podem ser objeto de livre estipulação das partes "
+            "interessadas em tudo quanto não contravenha às disposições de proteção ao trabalho.\n\nParágrafo único. "
+            "A livre estipulação a que se refere o caput deste artigo aplica-se às hipóteses previstas no art. 611-A "
+            "desta Consolidação, com a mesma eficácia legal e preponderância sobre os instrumentos coletivos.",
+    meta={**CLT_META, "article": "444"},
+)
+
+
+def test_a_cross_reference_inside_a_verbatim_quote_is_the_statutes_not_the_answers(store):
+    """The extractive answer quotes art. 444, which cites art. 611-A: not a claim of the answer, not marked."""
+    quoted = (
+        "Estes são os trechos da legislação mais relevantes para a sua pergunta:\n\n"
+        "- «As relações contratuais de trabalho podem ser objeto de livre estipulação das partes interessadas […] "
+        "A livre estipulação a que se refere o caput deste artigo aplica-se às hipóteses previstas no art. 611-A "
+        "desta Consolidação, com a mesma eficácia legal…» (CLT, art. 444)"
+    )
+    result = CitationVerifier(document_store=store).run(answer=quoted, context_documents=[CLT_444])
+    assert result["answer"] == quoted and result["unverified_citations"] == []
+    assert [(c["law_id"], c["article"]) for c in result["verified_citations"]] == [("DEL-5452-1943", "444")]
+    # the same reference in the answer's own words, or in a quotation the context does not hold, is checked
+    own = "Segundo o art. 611-A da CLT, o acordo coletivo prevalece sobre a lei."
+    result = CitationVerifier().run(answer=own, context_documents=[CLT_444])
+    assert [c["article"] for c in result["unverified_citations"]] == ["611-a"]
+    assert "art. 611-A da CLT [citação não verificada], o acordo" in result["answer"]  # the mark in Portuguese
+    forged = "- «O art. 611-A da CLT permite reduzir o intervalo para quinze minutos.» (CLT, art. 444)"
+    result = CitationVerifier().run(answer=forged, context_documents=[CLT_444])
+    assert [c["article"] for c in result["unverified_citations"]] == ["611-a"]
+    assert UNVERIFIED_MARK not in result["answer"] and "[citação não verificada]" in result["answer"]
+
+
+def test_a_quote_joining_numbered_paragraphs_is_checked_sentence_by_sentence():
+    """The extractive answer drops the paragraph numbers it joins: each sentence is still found in the block."""
+    ce_114 = Document(id="ce114", content=(
+        "Artículo 114\n\n1. Si el Congreso niega su confianza al Gobierno, éste presentará su dimisión al Rey, "
+        "procediéndose a continuación a la designación de Presidente del Gobierno, según lo dispuesto en el "
+        "artículo 99.\n\n2. Si el Congreso adopta una moción de censura, el Gobierno presentará su dimisión al Rey."
+    ), meta={"law_id": "BOE-A-1978-31229", "law_short": "CE", "article": "114", "level": "parent"})
+    answer = ("- «Si el Congreso niega su confianza al Gobierno, éste presentará su dimisión al Rey, procediéndose a "
+              "continuación a la designación de Presidente del Gobierno, según lo dispuesto en el artículo 99. Si el "
+              "Congreso adopta una moción de censura, el Gobierno presentará su dimisión al Rey.» (CE, art. 114)")
+    result = CitationVerifier().run(answer=answer, context_documents=[ce_114])
+    assert result["answer"] == answer and result["unverified_citations"] == []
+
+
+def test_a_quote_holding_a_quote_is_one_quotation():
+    lols = Document(id="lols", content=(
+        "EXPOSICIÓN DE MOTIVOS\n\nUno de los principios jurídicos fundamentales es el contenido en el artículo 28, 1, "
+        "de la Constitución española de 1978, el cual reconoce el derecho a la libertad sindical de «todos a "
+        "sindicarse libremente», y el artículo 7.º de la Constitución lo concreta."
+    ), meta={"law_id": "BOE-A-1985-16660", "law_short": "LOLS", "article": "preambulo", "level": "parent"})
+    answer = ("- «Uno de los principios jurídicos fundamentales es el contenido en el artículo 28, 1, de la Constitución "
+              "española de 1978, el cual reconoce el derecho a la libertad sindical de «todos a sindicarse "
+              "libremente», y el artículo 7.º de la Constitución lo concreta.» (LOLS, preámbulo)")
+    result = CitationVerifier().run(answer=answer, context_documents=[lols])
+    assert result["answer"] == answer and result["unverified_citations"] == []
