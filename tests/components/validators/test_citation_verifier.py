@@ -128,28 +128,35 @@ def test_a_cross_reference_inside_a_verbatim_quote_is_the_statutes_not_the_answe
     assert UNVERIFIED_MARK not in result["answer"] and "[citação não verificada]" in result["answer"]
 
 
-def test_a_quote_joining_numbered_paragraphs_is_checked_sentence_by_sentence():
-    """The extractive answer drops the paragraph numbers it joins: each sentence is still found in the block."""
-    ce_114 = Document(id="ce114", content=(
+# ((law id, short name, article) of the block, its text, the extractive answer quoting it): the quote is not a substring of the block as a whole
+QUOTED_STATUTES = {
+    # the extractive answer drops the paragraph numbers it joins: each sentence is still the block's
+    "numbered paragraphs joined": (
+        ("BOE-A-1978-31229", "CE", "114"),
         "Artículo 114\n\n1. Si el Congreso niega su confianza al Gobierno, éste presentará su dimisión al Rey, "
         "procediéndose a continuación a la designación de Presidente del Gobierno, según lo dispuesto en el "
-        "artículo 99.\n\n2. Si el Congreso adopta una moción de censura, el Gobierno presentará su dimisión al Rey."
-    ), meta={"law_id": "BOE-A-1978-31229", "law_short": "CE", "article": "114", "level": "parent"})
-    answer = ("- «Si el Congreso niega su confianza al Gobierno, éste presentará su dimisión al Rey, procediéndose a "
-              "continuación a la designación de Presidente del Gobierno, según lo dispuesto en el artículo 99. Si el "
-              "Congreso adopta una moción de censura, el Gobierno presentará su dimisión al Rey.» (CE, art. 114)")
-    result = CitationVerifier().run(answer=answer, context_documents=[ce_114])
-    assert result["answer"] == answer and result["unverified_citations"] == []
+        "artículo 99.\n\n2. Si el Congreso adopta una moción de censura, el Gobierno presentará su dimisión al Rey.",
+        "- «Si el Congreso niega su confianza al Gobierno, éste presentará su dimisión al Rey, procediéndose a "
+        "continuación a la designación de Presidente del Gobierno, según lo dispuesto en el artículo 99. Si el "
+        "Congreso adopta una moción de censura, el Gobierno presentará su dimisión al Rey.» (CE, art. 114)",
+    ),
+    # a statute that quotes: the quotation marks nest
+    "a quote within the quote": (
+        ("BOE-A-1985-16660", "LOLS", "preambulo"),
+        "EXPOSICIÓN DE MOTIVOS\n\nUno de los principios jurídicos fundamentales es el contenido en el artículo 28, "
+        "1, de la Constitución española de 1978, el cual reconoce el derecho a la libertad sindical de «todos a "
+        "sindicarse libremente», y el artículo 7.º de la Constitución lo concreta.",
+        "- «Uno de los principios jurídicos fundamentales es el contenido en el artículo 28, 1, de la Constitución "
+        "española de 1978, el cual reconoce el derecho a la libertad sindical de «todos a sindicarse libremente», "
+        "y el artículo 7.º de la Constitución lo concreta.» (LOLS, preámbulo)",
+    ),
+}
 
 
-def test_a_quote_holding_a_quote_is_one_quotation():
-    lols = Document(id="lols", content=(
-        "EXPOSICIÓN DE MOTIVOS\n\nUno de los principios jurídicos fundamentales es el contenido en el artículo 28, 1, "
-        "de la Constitución española de 1978, el cual reconoce el derecho a la libertad sindical de «todos a "
-        "sindicarse libremente», y el artículo 7.º de la Constitución lo concreta."
-    ), meta={"law_id": "BOE-A-1985-16660", "law_short": "LOLS", "article": "preambulo", "level": "parent"})
-    answer = ("- «Uno de los principios jurídicos fundamentales es el contenido en el artículo 28, 1, de la Constitución "
-              "española de 1978, el cual reconoce el derecho a la libertad sindical de «todos a sindicarse "
-              "libremente», y el artículo 7.º de la Constitución lo concreta.» (LOLS, preámbulo)")
-    result = CitationVerifier().run(answer=answer, context_documents=[lols])
+@pytest.mark.parametrize("case", list(QUOTED_STATUTES))
+def test_the_statutes_cross_references_in_extractive_quotes_are_left_alone(case):
+    (law_id, short, article), content, answer = QUOTED_STATUTES[case]
+    block = Document(id=case, content=content,
+                     meta={"law_id": law_id, "law_short": short, "article": article, "level": "parent"})
+    result = CitationVerifier().run(answer=answer, context_documents=[block])
     assert result["answer"] == answer and result["unverified_citations"] == []
