@@ -7,6 +7,7 @@ from typing import Any
 import yaml
 from haystack import Pipeline
 
+from components.utils.templates import compile_templates_once
 from lexhay_resources import resource_dir
 from pipelines.settings import ALLOWED_MODULES, KNOWN_COSINE_RANGES, Settings, current_settings, setup_environment
 
@@ -236,6 +237,7 @@ def load_pipeline(name: str, settings: Settings | None = None, stores: dict[str,
     stores = {} if stores is None else stores
     for _, instance in pipe.walk():
         _share_stores(instance, stores)
+        compile_templates_once(instance)  # Haystack's routers and adapters compile their templates on every run
     return pipe
 
 

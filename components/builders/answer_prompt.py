@@ -7,7 +7,6 @@ the messages of PROMPTS.md ("Answer"): the system prompt, the numbered context, 
 question.
 """
 
-import functools
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
@@ -22,6 +21,7 @@ from components.legal.answer_format import (
     neutralize,
 )
 from components.legal.legal_text import detect_query_language
+from components.utils.templates import compile_templates_once
 
 logger = logging.getLogger(__name__)
 
@@ -152,31 +152,6 @@ def prompt_language(question: str, documents: list[Document]) -> str:
     return language
 
 
-def _compiled_once(builder: ChatPromptBuilder) -> ChatPromptBuilder:
-    """
-    `builder` with its Jinja templates compiled once instead of on every run.
-
-    `ChatPromptBuilder.run` compiles each message template with its sandboxed environment's `from_string`, which
-    Jinja does not cache: parsing and compiling this prompt's templates cost more than rendering them. The
-    environment's `from_string` is wrapped in a small cache keyed by the template source (the fixed templates of
-    this module; the question and the blocks are render variables, never template source), so the sandbox, the
-    extensions and the output stay Haystack's. Calls with other arguments go to the original.
-    """
-    env = getattr(builder, "_env", None)
-    original = getattr(env, "from_string", None)
-    if original is None:
-        return builder
-    compile_source = functools.lru_cache(maxsize=8)(original)
-
-    def from_string(source: Any, globals: Any = None, template_class: Any = None) -> Any:  # noqa: A002 - Jinja's
-        if isinstance(source, str) and globals is None and template_class is None:
-            return compile_source(source)
-        return original(source, globals, template_class)
-
-    env.from_string = from_string
-    return builder
-
-
 @component
 class AnswerPromptBuilder:
     """
@@ -244,8 +219,8 @@ class AnswerPromptBuilder:
         self.max_history = max_history
         self.system_prompt = system_prompt
         self.max_documents = max_documents
-        self._builder = _compiled_once(ChatPromptBuilder(template=_TEMPLATE, required_variables="*"))
-        self._builder_pt = _compiled_once(ChatPromptBuilder(template=_TEMPLATE_PT, required_variables="*"))
+        self._builder = compile_templates_once(ChatPromptBuilder(template=_TEMPLATE, required_variables="*"))
+        self._builder_pt = compile_templates_once(ChatPromptBuilder(template=_TEMPLATE_PT, required_variables="*"))
 
     def to_dict(self) -> dict[str, Any]:
         """
