@@ -19,3 +19,19 @@ from tests.corpus_helpers import CORPUS  # noqa: E402
 @pytest.fixture(scope="session")
 def corpus_dir():
     return CORPUS
+
+
+@pytest.fixture
+def jinja_compilations(monkeypatch):
+    """Every template source Jinja compiles during the test (any environment, sandboxed or not)."""
+    from jinja2 import Environment
+
+    seen = []
+    original = Environment.compile
+
+    def counting(self, source, *args, **kwargs):
+        seen.append(source)
+        return original(self, source, *args, **kwargs)
+
+    monkeypatch.setattr(Environment, "compile", counting)
+    return seen

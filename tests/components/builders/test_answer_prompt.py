@@ -241,18 +241,9 @@ def test_graph_context_goes_after_the_numbered_blocks_unnumbered():
     assert "grafo legal" not in plain
 
 
-def test_templates_compile_once_and_each_run_renders_its_own_inputs(monkeypatch):
+def test_templates_compile_once_and_each_run_renders_its_own_inputs(jinja_compilations):
     """The compiled templates are reused across runs; the question, blocks and delimiter still change per run."""
-    from jinja2.sandbox import SandboxedEnvironment
-
-    compiled = []
-    original = SandboxedEnvironment.compile
-
-    def counting_compile(self, source, *args, **kwargs):
-        compiled.append(source)
-        return original(self, source, *args, **kwargs)
-
-    monkeypatch.setattr(SandboxedEnvironment, "compile", counting_compile)
+    compiled = jinja_compilations
     builder = AnswerPromptBuilder()
     first = builder.run(question=QUESTION, documents=[_et("38", "Vacaciones anuales")])["prompt"]
     after_first = len(compiled)

@@ -1,9 +1,7 @@
 """compile_templates_once: Haystack's template components keep their output and stop recompiling."""
 
-import pytest
 from haystack.components.converters import OutputAdapter
 from haystack.components.routers import ConditionalRouter
-from jinja2 import Environment
 
 from components.utils.templates import compile_templates_once
 
@@ -14,39 +12,25 @@ ROUTES = [
 ]
 
 
-@pytest.fixture
-def compilations(monkeypatch):
-    """Every template source Jinja compiles (any environment: sandboxed or not)."""
-    seen = []
-    original = Environment.compile
-
-    def counting(self, source, *args, **kwargs):
-        seen.append(source)
-        return original(self, source, *args, **kwargs)
-
-    monkeypatch.setattr(Environment, "compile", counting)
-    return seen
-
-
-def test_a_router_gives_the_same_routes_and_compiles_each_template_once(compilations):
+def test_a_router_gives_the_same_routes_and_compiles_each_template_once(jinja_compilations):
     plain, cached = ConditionalRouter(routes=ROUTES), compile_templates_once(ConditionalRouter(routes=ROUTES))
     runs = [{"retries": 0, "query": "¿vacaciones?"}, {"retries": 1, "query": "¿despido?"}, {"retries": 0, "query": "x"}]
     assert [cached.run(**r) for r in runs] == [plain.run(**r) for r in runs] == [
         {"retry": "¿vacaciones?"}, {"done": ["¿despido?", "fin"]}, {"retry": "x"}]
-    del compilations[:]
+    del jinja_compilations[:]
     for r in runs:
         cached.run(**r)
-    assert compilations == []  # every condition and output was compiled by the first runs
+    assert jinja_compilations == []  # every condition and output was compiled by the first runs
     for r in runs:
         plain.run(**r)
-    assert len(compilations) > len(runs)  # the unwrapped router compiles on every run
+    assert len(jinja_compilations) > len(runs)  # the unwrapped router compiles on every run
 
 
-def test_an_output_adapter_and_idempotence(compilations):
+def test_an_output_adapter_and_idempotence(jinja_compilations):
     adapter = compile_templates_once(compile_templates_once(OutputAdapter(template="{{ [q] }}", output_type=list[str])))
     assert adapter.run(q="uno") == {"output": ["uno"]}
-    del compilations[:]
-    assert adapter.run(q="dos") == {"output": ["dos"]} and compilations == []
+    del jinja_compilations[:]
+    assert adapter.run(q="dos") == {"output": ["dos"]} and jinja_compilations == []
     assert compile_templates_once(object) is object  # nothing to wrap: unchanged
 
 
