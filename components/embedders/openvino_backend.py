@@ -45,8 +45,8 @@ MAX_EXPORT_TOKENS = 2048
 # row's vector; batches are cut so rows differ by at most this many tokens, and a NaN row is re-run alone.
 MAX_PADDING = 64
 # Batch widths are rounded up to a multiple of this many tokens: the compiled model then meets few distinct input
-# shapes (OpenVINO prepares each new shape at its first run, a few ms per query), and the masked padding leaves the
-# pooled vector unchanged (cosine >= 0.9998 in bfloat16, exact in float32).
+# shapes (OpenVINO prepares a shape it has not just run), and the masked padding leaves the pooled vector unchanged
+# up to bfloat16 rounding (exact in float32).
 PAD_MULTIPLE = 16
 
 _ENCODERS: dict[str, "OpenVINOEncoder"] = {}
