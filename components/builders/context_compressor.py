@@ -344,9 +344,9 @@ class ContextCompressor:
         fields: LaidOut | None = None,
     ) -> int:
         """Tokens of one rendered block (header lines, text and the `---` separator)."""
-        block = dict(_fields(document, {} if fields is None else fields))
-        if text is not None:
-            block["text"] = text
+        block = _fields(document, {} if fields is None else fields)
+        if text is not None:  # a copy: the run's layout of the block stays as it is
+            block = {**block, "text": text}
         lines = [f"[{number}] {block['header']}"]
         if block["note"]:
             lines.append(block["note"])

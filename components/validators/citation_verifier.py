@@ -130,7 +130,7 @@ class CitationVerifier:
             logger.info("Unverified citation {text!r}: {reason}", text=citation["text"], reason=reason)
 
         marked = answer
-        mark = UNVERIFIED_MARKS.get(detect_query_language(answer, default="es") or "es", UNVERIFIED_MARK)
+        mark = UNVERIFIED_MARKS.get(detect_query_language(answer, default="es"), UNVERIFIED_MARK)
         spans = sorted({tuple(c["span"]) for c in occurrences if _key(c) in unverified_keys}, reverse=True)
         for _, end in spans:
             if not marked[end:].lstrip().startswith(mark):
