@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """
-Query decomposition: a user's question in colloquial Spanish -> 1-4 short keyword queries in statutory terms.
+Query decomposition: a user's question in colloquial Spanish or Portuguese -> 1-4 search queries in statutory terms.
 
-`DecomposeQuery` asks a chat generator for the queries (first question, or follow-up with the chunks of the
-previous answer carried over) and falls back to a deterministic keyword extractor when no LLM is configured
-or the call fails. Both paths apply the colloquial -> legal equivalence table (`components/legal/data/equivalences.yaml`,
-read through the shared `components.legal.terms`).
+`DecomposeQuery` searches a first question as the user wrote it, and asks a chat generator for the keyword queries
+of a follow-up (the chunks of the previous answer carried over), falling back to deterministic queries when no
+LLM is configured or the call fails. Both paths apply the colloquial -> legal equivalence table
+(`components/legal/data/equivalences.yaml`, read through the shared `components.legal.terms`).
 """
 
 import re
@@ -203,18 +203,24 @@ def _queries_from_reply(parsed: Any, raw: str, *, follow_up: bool, limit: int) -
 @component
 class DecomposeQuery:
     """
-    Turns a question into 1-4 keyword queries for hybrid retrieval, with an LLM or deterministically.
+    Turns a question into 1-4 search queries for hybrid retrieval, deterministically or with an LLM.
 
-    First question: the LLM gets a system prompt (rules and examples, in Spanish) and the question, plus the
-    colloquial -> legal equivalences found in it, and returns a JSON array of 3-6-keyword queries, one per
-    concept. Follow-up (`carryover` holds the chunk ids of the previous answer): the last 4 messages of the
-    conversation (200 characters each) go between the system prompt and the question, and the LLM returns
-    queries only for new concepts, at most 3; `[]` means "nothing new": retrieval is skipped and the
-    carryover is used. A reply that is not JSON but one line of text is used as a single query.
+    First question: the question as the user wrote it, with the statutory terms of the colloquial expressions
+    found in it appended (the equivalence table); a comparison ("diferencia entre X y Y", "X o Y") then gets
+    one more query per concept, each the concept's words plus its terms. No LLM is asked unless `llm_on_first_question`
+    is set; then the LLM's keyword queries follow the deterministic ones. Why: the dense side embeds each
+    query, and the embedding model reads a natural question far better than a bag of keywords, so a keyword
+    query ranks the governing article lower than the question it came from, and a query an LLM rewrote lower
+    still; the appended terms give BM25 the statute's vocabulary (benchmarks/answer_bench.py measures the
+    three against the plain question).
 
-    Without an LLM, or when the call fails (error, timeout, unusable reply), the deterministic fallback
-    splits comparisons into one query per concept and builds each from the question's keywords plus the
-    statutory terms of the equivalence table.
+    Follow-up (`carryover` holds the chunk ids of the previous answer): the question alone lacks its context,
+    so the LLM gets the system prompt, the last 4 messages of the conversation (200 characters each) and the
+    question, plus the equivalences found in it, and returns keyword queries only for new concepts, at most 3;
+    `[]` means "nothing new": retrieval is skipped and the carryover is used. A reply that is not JSON but one
+    line of text is used as a single query. Without an LLM, or when the call fails (error, timeout, unusable
+    reply), the fallback keeps the follow-up's keywords (without the words that merely ask to go on,
+    "explícamelo mejor": nothing new means no query) plus their statutory terms.
 
     Usage example:
 
@@ -224,8 +230,11 @@ class DecomposeQuery:
 
     decomposer = DecomposeQuery(chat_generator=default_chat_generator())
     result = decomposer.run(query="¿Qué diferencia hay entre despido objetivo y disciplinario?")
-    result["queries"]   # ["despido objetivo causas indemnización", "despido disciplinario causas procedimiento"]
-    result["fallback"]  # True when the deterministic path ran
+    result["queries"]   # ["¿Qué diferencia hay entre despido objetivo y disciplinario? causas indemnización",
+                        #  "despido objetivo causas indemnización", "despido disciplinario causas procedimiento"]
+
+    follow_up = decomposer.run(query="¿Y si es disciplinario?", history=history, carryover=previous_chunk_ids)
+    follow_up["fallback"]  # True when the LLM was asked but the deterministic path produced the queries
     ```
     """
 
@@ -237,18 +246,23 @@ class DecomposeQuery:
         max_queries: int = 4,
         equivalences_file: str | None = None,
         timeout: float | None = None,
+        llm_on_first_question: bool = False,
     ) -> None:
         """
         Create a DecomposeQuery.
 
-        :param chat_generator: A Haystack chat generator (`OpenAIChatGenerator`, `LocalLlamaChatGenerator`, ...);
-            `None` always uses the deterministic fallback.
+        :param chat_generator: A Haystack chat generator (`OpenAIChatGenerator`, `LocalLlamaChatGenerator`, ...)
+            for follow-ups (and first questions with `llm_on_first_question`); `None` always uses the
+            deterministic queries.
         :param max_queries: Most queries returned for a first question (follow-ups: at most 3, or fewer when
             this is lower).
         :param equivalences_file: YAML mapping colloquial expressions to statutory terms; `None` = the bundled
             `components/legal/data/equivalences.yaml`.
         :param timeout: Seconds allowed to the LLM call, whatever the generator (a slow reply is abandoned and
             the fallback runs); `None` = only the generator's own timeout applies.
+        :param llm_on_first_question: Whether a first question also goes to the LLM, whose keyword queries are
+            added after the deterministic ones (off: with the models measured, they ranked the governing article
+            lower; see above).
         :raises ValueError: `max_queries` < 1, `timeout` <= 0, or an unreadable equivalences file.
         """
         if max_queries < 1:
@@ -260,6 +274,7 @@ class DecomposeQuery:
         self.max_queries = max_queries
         self.equivalences_file = equivalences_file
         self.timeout = timeout
+        self.llm_on_first_question = llm_on_first_question
         self.equivalences = load_equivalences(equivalences_file)
 
     def to_dict(self) -> dict[str, Any]:
@@ -274,6 +289,7 @@ class DecomposeQuery:
             max_queries=self.max_queries,
             equivalences_file=self.equivalences_file,
             timeout=self.timeout,
+            llm_on_first_question=self.llm_on_first_question,
         )
 
     @classmethod
@@ -311,13 +327,14 @@ class DecomposeQuery:
         :param carryover: Ids of the chunks used by the previous answer; non-empty = follow-up mode.
         :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
         :returns: A dictionary with:
-            - `queries`: 1 to `max_queries` keyword queries; in follow-up mode 0 to 3, where `[]` means "skip
+            - `queries`: 1 to `max_queries` search queries; in follow-up mode 0 to 3, where `[]` means "skip
               retrieval and use the carryover".
-            - `fallback`: `True` when the deterministic path produced the queries.
-            - `trace`: `mode` (`first_question` / `follow_up`), `path` (`llm`, `llm_text` for a plain-text
-              reply used as one query, or `fallback`), `fallback_reason` (`no_llm`, `llm_error`, `empty_reply`,
-              `malformed_json`), `llm_reply`, `equivalences` (expressions found), `queries`, `skip_retrieval`,
-              `elapsed_ms`.
+            - `fallback`: `True` when the LLM was to be asked (a follow-up, or `llm_on_first_question`) but the
+              deterministic path produced the queries.
+            - `trace`: `mode` (`first_question` / `follow_up`), `path` (`deterministic` for a first question
+              the LLM is not asked about, `llm`, `llm_text` for a plain-text reply used as one query, or
+              `fallback`), `fallback_reason` (`no_llm`, `llm_error`, `empty_reply`, `malformed_json`),
+              `llm_reply`, `equivalences` (expressions found), `queries`, `skip_retrieval`, `elapsed_ms`.
         :raises ValueError: `query` is empty.
         """
         if not isinstance(query, str) or not query.strip():
@@ -337,8 +354,9 @@ class DecomposeQuery:
             "llm_reply": None,
         }
         queries: list[str] | None = None
+        asks_llm = follow_up or self.llm_on_first_question
         path = "no_llm"
-        if self.chat_generator is not None:
+        if self.chat_generator is not None and asks_llm:
             messages = self._messages(query, history, follow_up=follow_up, matches=matches, limit=limit)
             parsed, raw = chat_json(
                 self.chat_generator, messages, schema=_schema(limit, follow_up=follow_up), timeout=self.timeout
@@ -346,9 +364,14 @@ class DecomposeQuery:
             trace["llm_reply"] = raw
             queries, path = _queries_from_reply(parsed, raw, follow_up=follow_up, limit=limit)
         if queries is None:
-            queries = self._fallback(query, follow_up=follow_up, limit=limit)
-            trace.update(path="fallback", fallback_reason=path)
+            queries = self._deterministic(query, follow_up=follow_up, limit=limit)
+            if asks_llm:
+                trace.update(path="fallback", fallback_reason=path)
+            else:
+                trace.update(path="deterministic", fallback_reason=None)
         else:
+            if not follow_up:  # the question as written stays the first query
+                queries = dedup([*self._deterministic(query, follow_up=False, limit=limit), *queries])[:limit]
             trace.update(path=path, fallback_reason=None)
         trace.update(
             queries=queries,
@@ -373,17 +396,27 @@ class DecomposeQuery:
         system = ChatMessage.from_system(FOLLOWUP_SYSTEM_PROMPT.format(max_queries=limit))
         return [system, *_recent_history(history), user]
 
-    def _fallback(self, query: str, *, follow_up: bool, limit: int) -> list[str]:
-        """Deterministic queries: one per concept, its keywords plus the statutory terms of its equivalences."""
-        extra = FOLLOWUP_FILLER if follow_up else frozenset()
+    def _deterministic(self, query: str, *, follow_up: bool, limit: int) -> list[str]:
+        """
+        Deterministic queries. A first question: the question as written plus the statutory terms of its
+        equivalences, then, when it compares concepts, one query per concept (its words plus its terms). A
+        follow-up: one query per concept, its keywords plus their terms.
+        """
         language = detect_query_language(query, default="es")  # the whole question tells it better than a part
-        queries = []
-        for concept in split_concepts(query):
-            keywords = extract_keywords(concept, extra_stopwords=extra, language=language)
-            if keywords:
-                terms = dedup([*keywords, *self.equivalences.terms(concept, language)])
-                queries.append(" ".join(terms[:MAX_FALLBACK_TERMS]))
-        queries = dedup(queries)[:limit]
-        if not queries and not follow_up:
-            queries = [clean_query(query) or query.strip()]
-        return queries
+        concepts = split_concepts(query)
+        if follow_up:
+            queries = []
+            for concept in concepts:
+                keywords = extract_keywords(concept, extra_stopwords=FOLLOWUP_FILLER, language=language)
+                if keywords:
+                    terms = self.equivalences.terms(concept, language)
+                    queries.append(" ".join(dedup([*keywords, *terms])[:MAX_FALLBACK_TERMS]))
+            return dedup(queries)[:limit]
+        texts = [" ".join(query.split()), *(concepts if len(concepts) > 1 else [])]
+        return dedup(self._with_terms(text, language) for text in texts)[:limit]
+
+    def _with_terms(self, text: str, language: str) -> str:
+        """`text` followed by the statutory terms of the equivalences found in it that it does not already say."""
+        written = set(re.findall(r"\w+", fold_accents(text.lower())))
+        terms = self.equivalences.terms(text, language)[:MAX_FALLBACK_TERMS]
+        return " ".join([text, *(term for term in terms if fold_accents(term.lower()) not in written)])

@@ -23,7 +23,7 @@ class MultiQueryRetriever:
     For every query the `RetrievalChain` runs (dense + sparse query embedding -> `HybridRetriever` ->
     `ParentResolver` -> optional `LegalReranker`), the queries in parallel threads. The parent blocks of all queries
     are merged by id, each keeping its best score; the queries that found a block are listed in its
-    `meta["matched_queries"]`. This is the retrieval step after `DecomposeQuery` (1-4 keyword queries) and HyDE: a
+    `meta["matched_queries"]`. This is the retrieval step after `DecomposeQuery` (1-4 search queries) and HyDE: a
     `hypothetical_document` replaces the text embedded on the dense side for every query, while the BM25 side keeps
     each query's words.
 
@@ -108,7 +108,7 @@ class MultiQueryRetriever:
         """
         Retrieve parent blocks for each query and merge them.
 
-        :param queries: The queries (e.g. `DecomposeQuery`'s keyword queries). Empty or blank ones and repeats are
+        :param queries: The queries (e.g. `DecomposeQuery`'s search queries). Empty or blank ones and repeats are
             skipped; no query left returns no documents.
         :param filters: Haystack filters applied to every query's retrieval.
         :param hypothetical_document: HyDE text: when given, it is embedded on the dense side instead of each

@@ -423,7 +423,9 @@ def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
         assert result["route"] == "ACCEPT"
         assert list(result) == list(QueryResult.__annotations__)  # the declared shape, in its order
         assert {tuple(c) for c in result["citations"]} == {tuple(Citation.__annotations__)}
-        assert result["fallbacks"] == {"decompose": True, "hyde": None, "topic": None, "answer": True}
+        # a first question is searched as written (+ statutory terms) by design: no LLM was missed there
+        assert result["fallbacks"] == {"decompose": False, "hyde": None, "topic": None, "answer": True}
+        assert result["trace"]["queries"] == ["¿Cuándo se puede hacer un contrato de interinidad?"]
         assert ("BOE-A-1999-346", "4") in {(c["law_id"], c["article"]) for c in result["citations"]}
         assert "(RD 2720/1998, art. 4)" in result["answer"]
         assert result["context_chunk_ids"] and set(result["trace"]) >= {"queries", "crag", "retrieval", "citations"}
@@ -431,6 +433,7 @@ def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
                          history=[ChatMessage.from_user("¿contrato de interinidad?"),
                                   ChatMessage.from_assistant(result["answer"])])
         assert follow["route"] == "ACCEPT" and follow["citations"]
+        assert follow["fallbacks"]["decompose"] is True  # a follow-up wants the LLM; without one, its keywords
         # carried-over ids are graded on their own similarity to the new question (issue 12): a question that
         # says nothing ("¿Y eso?") is not vouched for by the ids a caller sends, whatever they are
         vague = lex.ask("¿Y eso?", previous_chunk_ids=result["context_chunk_ids"])

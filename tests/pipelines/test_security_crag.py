@@ -10,7 +10,7 @@ from tests.corpus_helpers import CORPUS, RD_2720
 # than the ones it carries over
 LAWS = [RD_2720, CORPUS / "BOE-A-1985-16660.md", CORPUS / "BOE-A-2011-17975.md", CORPUS / "BOE-A-1995-21346.md"]
 
-FIRST = "¿Cuándo se puede celebrar un contrato para obra o servicio determinado?"
+FIRST = "¿Qué contratos de duración determinada se pueden celebrar y en qué casos?"
 PAELLA = "¿Cuál es la receta de la paella valenciana?"
 
 

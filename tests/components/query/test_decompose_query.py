@@ -46,8 +46,8 @@ def _history():
 
 def test_init_defaults_and_validation(tmp_path):
     decomposer = DecomposeQuery()
-    assert (decomposer.chat_generator, decomposer.max_queries, decomposer.equivalences_file, decomposer.timeout) == (
-        None, 4, None, None)
+    assert (decomposer.chat_generator, decomposer.max_queries, decomposer.equivalences_file, decomposer.timeout,
+            decomposer.llm_on_first_question) == (None, 4, None, None, False)
     with pytest.raises(ValueError, match="max_queries"):
         DecomposeQuery(max_queries=0)
     with pytest.raises(ValueError, match="timeout"):
@@ -63,14 +63,17 @@ def test_init_defaults_and_validation(tmp_path):
 def test_to_dict_without_generator():
     assert DecomposeQuery(max_queries=3).to_dict() == {
         "type": "components.query.decompose_query.DecomposeQuery",
-        "init_parameters": {"enabled": True, "chat_generator": None, "max_queries": 3, "equivalences_file": None, "timeout": None},
+        "init_parameters": {"enabled": True, "chat_generator": None, "max_queries": 3, "equivalences_file": None,
+                            "timeout": None, "llm_on_first_question": False},
     }
     assert DecomposeQuery.from_dict(DecomposeQuery(max_queries=3).to_dict()).chat_generator is None
 
 
 def test_to_dict_from_dict_with_nested_generators(monkeypatch):
-    scripted = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["paro"]']), timeout=5.0)
+    scripted = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["paro"]']), timeout=5.0,
+                              llm_on_first_question=True)
     data = scripted.to_dict()
+    assert data["init_parameters"]["llm_on_first_question"] is True
     assert data["init_parameters"]["chat_generator"] == {
         "type": "tests.scripted_llm.ScriptedChatGenerator",
         "init_parameters": {"replies": ['["paro"]'], "error": None, "delay": 0.0},
@@ -78,7 +81,8 @@ def test_to_dict_from_dict_with_nested_generators(monkeypatch):
     restored = DecomposeQuery.from_dict(data)
     assert isinstance(restored.chat_generator, ScriptedChatGenerator)
     assert restored.to_dict() == data
-    assert restored.run(query="¿Cobro el paro?")["queries"] == ["paro"]
+    assert restored.llm_on_first_question is True
+    assert restored.run(query="¿Y el paro?", carryover=["c1"])["queries"] == ["paro"]
 
     local = DecomposeQuery(chat_generator=LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b", timeout=30.0))
     restored_local = DecomposeQuery.from_dict(local.to_dict())
@@ -94,7 +98,7 @@ def test_pipeline_yaml_round_trip():
     pipeline = Pipeline()
     pipeline.add_component("decompose", DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["paro"]'])))
     loaded = Pipeline.loads(pipeline.dumps())
-    result = loaded.run({"decompose": {"query": "¿Me toca paro?"}})
+    result = loaded.run({"decompose": {"query": "¿Y el paro?", "carryover": ["c1"]}})
     assert result["decompose"]["queries"] == ["paro"]
 
 
@@ -107,10 +111,21 @@ def test_warm_up_warms_the_nested_generator():
     DecomposeQuery().warm_up()
 
 
-def test_run_first_question_sends_system_and_user():
+def test_first_question_is_not_sent_to_the_llm_by_default():
     llm = ScriptedChatGenerator(replies=['["vacaciones anuales retribuidas días disfrute"]'])
     result = DecomposeQuery(chat_generator=llm).run(query=VACATIONS)
-    assert result["queries"] == ["vacaciones anuales retribuidas días disfrute"]
+    assert llm.calls == []
+    assert result["queries"] == [f"{VACATIONS} anuales retribuidas disfrute"]
+    assert result["fallback"] is False
+    assert result["trace"]["path"] == "deterministic" and result["trace"]["fallback_reason"] is None
+
+
+def test_run_first_question_sends_system_and_user():
+    llm = ScriptedChatGenerator(replies=['["vacaciones anuales retribuidas días disfrute"]'])
+    result = DecomposeQuery(chat_generator=llm, llm_on_first_question=True).run(query=VACATIONS)
+    # the question as written first, then the LLM's keyword queries
+    assert result["queries"] == [f"{VACATIONS} anuales retribuidas disfrute",
+                                 "vacaciones anuales retribuidas días disfrute"]
     assert result["fallback"] is False
     assert result["trace"]["path"] == "llm" and result["trace"]["mode"] == "first_question"
     (messages,) = llm.calls
@@ -156,16 +171,21 @@ def test_run_follow_up_returns_at_most_three():
 def test_run_parses_fenced_json_and_cleans_queries():
     queries = ["vacaciones anuales artículo 38 disfrute", "Vacaciones anuales disfrute", "calendario vacaciones", "x"]
     reply = f"```json\n{json.dumps(queries, ensure_ascii=False)}\n```"
-    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply]), max_queries=2).run(query=VACATIONS)
+    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply]), max_queries=2).run(
+        query="¿Y cuándo se disfrutan?", carryover=["c1"])
     # article numbers removed, duplicates (case-insensitive) dropped, capped at max_queries
     assert result["queries"] == ["vacaciones anuales disfrute", "calendario vacaciones"]
     wrapped = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['{"queries": ["prestación desempleo"]}']))
-    assert wrapped.run(query="¿Me toca paro?")["queries"] == ["prestación desempleo"]
+    assert wrapped.run(query="¿Y el paro?", carryover=["c1"])["queries"] == ["prestación desempleo"]
+    # a first question (llm_on_first_question): the deterministic query stays first, within max_queries
+    first = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply]), max_queries=2,
+                           llm_on_first_question=True).run(query=VACATIONS)
+    assert first["queries"] == [f"{VACATIONS} anuales retribuidas disfrute", "vacaciones anuales disfrute"]
 
 
 def test_run_invalid_json_uses_the_reply_text_as_one_query():
     llm = ScriptedChatGenerator(replies=["vacaciones anuales retribuidas días"])
-    result = DecomposeQuery(chat_generator=llm).run(query=VACATIONS)
+    result = DecomposeQuery(chat_generator=llm).run(query="¿Y cuántas me quedan?", carryover=["c1"])
     assert result["queries"] == ["vacaciones anuales retribuidas días"]
     assert result["fallback"] is False and result["trace"]["path"] == "llm_text"
 
@@ -175,7 +195,8 @@ def test_run_invalid_json_uses_the_reply_text_as_one_query():
     [('["vacaciones anuales', "malformed_json"), ("[]", "empty_reply"), ("[1, 2]", "empty_reply")],
 )
 def test_run_unusable_reply_falls_back(reply, reason):
-    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply])).run(query=VACATIONS)
+    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply]), llm_on_first_question=True).run(
+        query=VACATIONS)
     assert result["fallback"] is True
     assert result["trace"]["fallback_reason"] == reason and result["trace"]["llm_reply"] == reply
     assert any("vacaciones" in q for q in result["queries"])
@@ -184,28 +205,42 @@ def test_run_unusable_reply_falls_back(reply, reason):
 def test_fallback_without_llm_on_real_questions():
     decomposer = DecomposeQuery()
     vacations = decomposer.run(query=VACATIONS)
-    assert vacations["fallback"] is True and vacations["trace"]["fallback_reason"] == "no_llm"
-    assert len(vacations["queries"]) == 1 and "vacaciones" in vacations["queries"][0]
-    assert "cuántos" not in vacations["queries"][0] and "tengo" not in vacations["queries"][0]
+    assert vacations["fallback"] is False and vacations["trace"]["path"] == "deterministic"
+    # one concept: the question as written (the dense side embeds it), then the statutory terms not already in it
+    assert vacations["queries"] == ["¿Cuántos días de vacaciones tengo? anuales retribuidas disfrute"]
 
+    # a comparison: the question first, then one query per compared concept
     dismissals = decomposer.run(query=DISMISSALS)["queries"]
-    assert len(dismissals) == 2
-    assert dismissals[0].startswith("despido objetivo") and dismissals[1].startswith("despido disciplinario")
+    assert dismissals == [f"{DISMISSALS} causas indemnización", "despido objetivo causas indemnización",
+                          "despido disciplinario causas procedimiento"]
+    assert DecomposeQuery(max_queries=2).run(query=DISMISSALS)["queries"] == dismissals[:2]
 
     (sick_leave,) = decomposer.run(query=SICK_LEAVE)["queries"]
-    assert "incapacidad temporal" in sick_leave and "baja médica" in sick_leave  # accents kept
+    assert sick_leave.startswith(SICK_LEAVE + " ") and "incapacidad temporal" in sick_leave  # accents kept
+
+    # no colloquial expression: the question alone, exactly as a plain retrieval would search it
+    assert decomposer.run(query="  ¿Qué dice el  art. 14 de la Constitución?")["queries"] == [
+        "¿Qué dice el art. 14 de la Constitución?"
+    ]
 
 
 def test_fallback_when_the_generator_raises_or_is_too_slow():
-    down = DecomposeQuery(chat_generator=ScriptedChatGenerator(error="connection refused")).run(query=SICK_LEAVE)
+    down = DecomposeQuery(chat_generator=ScriptedChatGenerator(error="connection refused"),
+                          llm_on_first_question=True).run(query=SICK_LEAVE)
     assert down["fallback"] is True and down["trace"]["fallback_reason"] == "llm_error"
-    assert "incapacidad temporal" in down["queries"][0]
+    assert down["queries"][0].startswith(SICK_LEAVE) and "incapacidad temporal" in down["queries"][0]
 
-    slow = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["tarde"]'], delay=2.0), timeout=0.2)
+    follow_up = DecomposeQuery(chat_generator=ScriptedChatGenerator(error="connection refused")).run(
+        query="¿Y con la baja médica?", carryover=["c1"])
+    assert follow_up["fallback"] is True and follow_up["trace"]["fallback_reason"] == "llm_error"
+    assert follow_up["queries"] == ["baja médica incapacidad temporal prestación"]
+
+    slow = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["tarde"]'], delay=2.0), timeout=0.2,
+                          llm_on_first_question=True)
     started = time.perf_counter()
     result = slow.run(query=DISMISSALS)
     assert time.perf_counter() - started < 1.5
-    assert result["fallback"] is True and len(result["queries"]) == 2
+    assert result["fallback"] is True and len(result["queries"]) == 3  # the question + its two concepts
 
 
 def test_fallback_follow_up():
@@ -281,7 +316,7 @@ def test_run_with_openai_chat_generator_against_a_local_http_server(monkeypatch)
         monkeypatch.setenv("LEXHAY_LLM_MODEL", "test-model")
         llm = default_chat_generator(timeout=10)
         assert isinstance(llm, OpenAIChatGenerator)
-        result = DecomposeQuery(chat_generator=llm).run(query=VACATIONS)
+        result = DecomposeQuery(chat_generator=llm).run(query="¿Y si no me las dan?", carryover=["c1"])
     finally:
         server.shutdown()
         server.server_close()
@@ -298,7 +333,8 @@ def test_run_with_openai_chat_generator_against_a_local_http_server(monkeypatch)
 def test_run_with_the_real_local_llm():
     if not is_installed("qwen2.5-coder-0.5b"):
         pytest.skip("local LLM qwen2.5-coder-0.5b is not installed: run `make models-llm`")
-    decomposer = DecomposeQuery(chat_generator=LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b", timeout=240))
+    decomposer = DecomposeQuery(chat_generator=LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b", timeout=240),
+                                llm_on_first_question=True)
     decomposer.warm_up()
     decomposer.warm_up()
     result = decomposer.run(query=DISMISSALS)

@@ -3,12 +3,22 @@
 from components.query.decompose_query import DECOMPOSE_SYSTEM_PROMPT, DecomposeQuery, clean_query
 
 
-def test_portuguese_fallback_adds_clt_terms_and_drops_portuguese_stopwords():
-    queries = DecomposeQuery(chat_generator=None).run(query="fui mandado embora, tenho direito a alguma coisa?")
-    assert queries["fallback"] is True
-    words = queries["queries"][0].split()
-    assert {"dispensa", "rescisão"} <= set(words)
-    assert not {"tenho", "alguma", "coisa", "a"} & set(words)
+def test_portuguese_fallback_keeps_the_question_and_adds_clt_terms():
+    question = "fui mandado embora, tenho direito a alguma coisa?"
+    queries = DecomposeQuery(chat_generator=None).run(query=question)
+    assert queries["trace"]["path"] == "deterministic"
+    (query,) = queries["queries"]
+    assert query.startswith(question + " ")
+    assert {"dispensa", "rescisão"} <= set(query[len(question):].split())
+
+
+def test_portuguese_follow_up_fallback_drops_portuguese_stopwords():
+    (query,) = DecomposeQuery(chat_generator=None).run(
+        query="e se eu for mandado embora, tenho direito a alguma coisa?", carryover=["c1"]
+    )["queries"]
+    words = set(query.split())
+    assert {"dispensa", "rescisão"} <= words
+    assert not {"tenho", "alguma", "coisa", "a", "eu"} & words
 
 
 def test_spanish_fallback_never_gets_portuguese_terms():
