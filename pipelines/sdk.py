@@ -460,10 +460,11 @@ class LexHay:
         flags: dict[str, bool],
     ) -> list[Document]:
         pipe = self.pipeline("retrieval")
-        # `full` = hybrid + legal re-ranking with the cited articles first; the other modes are the plain
-        # retrievers (for ablations), which neither re-rank nor fetch cited articles
+        # `full` = hybrid (BM25 on the question + its statutory terms) + legal re-ranking with the cited articles
+        # first; the other modes are the plain retrievers (for ablations): the question as it is, neither
+        # re-ranked nor with cited articles fetched
         reranked = mode == "full" and flags["rerank"]
-        skipped = () if reranked else (*CITATION_STAGES, "reranker")
+        skipped = {*(() if reranked else (*CITATION_STAGES, "reranker")), *(() if mode == "full" else ("term_expander",))}
         # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
         # every value along an edge (the query vector, element by element); traced stage by stage all the same
         stages, connections = pipeline_stages(pipe)
@@ -472,6 +473,7 @@ class LexHay:
             {
                 "citation_detector": {"query": question},
                 "citation_fetcher": {"filters": filters},
+                "term_expander": {"query": question},  # when it runs, its output replaces the two BM25 inputs below
                 "text_embedder": {"text": question},
                 "sparse_text_embedder": {"text": question},
                 "retriever": {

@@ -113,6 +113,24 @@ class Equivalences:
         """The statutory terms of every entry found in `text`, without duplicates (first occurrence kept)."""
         return dedup(term for _, terms in self.matches(text, language) for term in terms.split())
 
+    def expand(self, text: str, language: str | None = None, matches: list[tuple[str, str]] | None = None) -> str:
+        """
+        `text` (whitespace normalised) followed by the statutory terms of each entry found in it, an entry's terms
+        left out when `text` already holds every one of them: "me han dado la baja médica" -> "me han dado la
+        baja médica incapacidad temporal prestación".
+
+        :param text: A question or a query.
+        :param language: The text's language (ISO 639-1); None detects it.
+        :param matches: The entries found in `text` when the caller has them already (`matches`).
+        """
+        words = _folded_words(text)
+        found = self.matches(text, language) if matches is None else matches
+        return " ".join([" ".join(text.split()), *(terms for _, terms in found if not _folded_words(terms) <= words)])
+
+
+def _folded_words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", fold_accents(text.lower())))
+
 
 @cache
 def load_equivalences(path: str | None = None) -> Equivalences:

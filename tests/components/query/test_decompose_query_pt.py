@@ -3,13 +3,11 @@
 from components.query.decompose_query import DECOMPOSE_SYSTEM_PROMPT, DecomposeQuery, clean_query
 
 
-def test_portuguese_fallback_keeps_the_question_and_adds_clt_terms():
+def test_portuguese_first_question_is_searched_as_written():
     question = "fui mandado embora, tenho direito a alguma coisa?"
     queries = DecomposeQuery(chat_generator=None).run(query=question)
-    assert queries["trace"]["path"] == "deterministic"
-    (query,) = queries["queries"]
-    assert query.startswith(question + " ")
-    assert {"dispensa", "rescisão"} <= set(query[len(question):].split())
+    assert queries["trace"]["path"] == "deterministic" and queries["trace"]["equivalences"] == ["mandado embora"]
+    assert queries["queries"] == [question]
 
 
 def test_portuguese_follow_up_fallback_drops_portuguese_stopwords():
@@ -21,8 +19,9 @@ def test_portuguese_follow_up_fallback_drops_portuguese_stopwords():
     assert not {"tenho", "alguma", "coisa", "a", "eu"} & words
 
 
-def test_spanish_fallback_never_gets_portuguese_terms():
-    query = DecomposeQuery(chat_generator=None).run(query="¿Me pagan la hora extra del domingo?")["queries"][0]
+def test_spanish_follow_up_fallback_never_gets_portuguese_terms():
+    (query,) = DecomposeQuery(chat_generator=None).run(query="¿Y las horas extra del domingo?", carryover=["c1"])["queries"]
+    assert "extraordinarias" in query
     assert "sobrejornada" not in query and "suplementares" not in query
 
 

@@ -150,3 +150,31 @@ def test_runs_as_a_component_of_a_pipeline(tmp_path):
     loaded = Pipeline.from_dict(pipe.to_dict())
     assert loaded.to_dict() == pipe.to_dict()
     assert loaded.run({"chain": {"text": "contrato"}})["joiner"]["documents"] == []  # empty store, no error
+
+
+def test_term_expander_feeds_the_bm25_side_only(indexed, tmp_path):
+    from haystack.core.super_component import SuperComponent
+
+    from components.query.term_expander import TermExpander
+
+    table = tmp_path / "equivalences.yaml"
+    table.write_text("suplente del titular: interinidad sustitución\n", encoding="utf-8")
+    stages = {**_stages(indexed.retriever.document_store), "term_expander": TermExpander(equivalences_file=str(table))}
+    chain = RetrievalChain(**stages)
+    chain.warm_up()
+    assert set(chain.__haystack_input__._sockets_dict) == {"text", "dense_text", "filters", "top_k", "mode",
+                                                           "collections"}
+    edges = {(s, r) for s, r, _ in chain.pipeline.graph.edges(data=True)}
+    assert {("term_expander", "sparse_text_embedder"), ("term_expander", "retriever")} <= edges
+    question = "soy suplente del titular"
+    plain = indexed.run(text=question, mode="sparse", top_k=3)["candidates"]
+    expanded = chain.run(text=question, mode="sparse", top_k=3)["candidates"]
+    assert expanded[0].meta["article"] == "4" and [d.id for d in expanded] != [d.id for d in plain]
+    # the dense side still embeds the question as written
+    dense = [d.id for d in chain.run(text=question, mode="dense", top_k=3)["candidates"]]
+    assert dense == [d.id for d in indexed.run(text=question, mode="dense", top_k=3)["candidates"]]
+    piped = SuperComponent.run(chain, text=question, mode="sparse", top_k=3)["candidates"]  # Pipeline.run
+    assert [(d.id, d.score) for d in piped] == [(d.id, d.score) for d in expanded]
+    data = chain.to_dict()
+    assert data["init_parameters"]["term_expander"]["init_parameters"]["equivalences_file"] == str(table)
+    assert RetrievalChain.from_dict(data).to_dict() == data

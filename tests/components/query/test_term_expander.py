@@ -1,0 +1,72 @@
+"""TermExpander: the statutory terms of a question's colloquial expressions, for BM25."""
+
+import pytest
+from haystack import Pipeline
+
+from components.embedders.sparse_embedder import SparseTextEmbedder
+from components.query.term_expander import TermExpander
+
+DISMISSED_PT = "fui mandado embora grávida, tenho direito a quê?"
+
+
+def test_init_defaults_and_validation(tmp_path):
+    expander = TermExpander()
+    assert (expander.enabled, expander.equivalences_file) == (True, None)
+    with pytest.raises(ValueError, match="not found"):
+        TermExpander(equivalences_file=str(tmp_path / "missing.yaml"))
+
+
+def test_to_dict_from_dict(tmp_path):
+    table = tmp_path / "equivalences.yaml"
+    table.write_text("curro: trabajo empleo\n", encoding="utf-8")
+    expander = TermExpander(enabled=False, equivalences_file=str(table))
+    data = expander.to_dict()
+    assert data == {
+        "type": "components.query.term_expander.TermExpander",
+        "init_parameters": {"enabled": False, "equivalences_file": str(table)},
+    }
+    restored = TermExpander.from_dict(data)
+    assert (restored.enabled, restored.equivalences_file) == (False, str(table))
+    assert TermExpander(equivalences_file=str(table)).run(query="mi curro")["query"] == "mi curro trabajo empleo"
+
+
+def test_portuguese_question_gets_the_clt_terms_in_order():
+    result = TermExpander().run(query=DISMISSED_PT)
+    assert result["expressions"] == ["mandado embora", "grávida"]
+    assert result["query"] == (
+        f"{DISMISSED_PT} dispensa sem justa causa rescisão contrato "
+        "empregada gestante estabilidade provisória licença-maternidade"
+    )
+
+
+def test_spanish_question_gets_spanish_terms_only():
+    result = TermExpander().run(query="¿Me pagan las horas extra del domingo?")
+    assert result["query"].startswith("¿Me pagan las horas extra del domingo? horas extraordinarias")
+    assert "sobrejornada" not in result["query"] and "suplementares" not in result["query"]
+    # the caller's language wins over detection
+    forced = TermExpander().run(query="me pagan la hora extra", language="pt")
+    assert forced["query"] == "me pagan la hora extra horas suplementares sobrejornada adicional hora extraordinária"
+
+
+def test_nothing_to_add_leaves_the_query_as_it_is():
+    expander = TermExpander()
+    assert expander.run(query="¿Qué dice el  art. 38 ET?") == {"query": "¿Qué dice el art. 38 ET?", "expressions": []}
+    # an entry whose terms the query already says adds nothing
+    already = "¿Cuánto es la prestación por desempleo si cobro el paro?"
+    assert expander.run(query=already) == {"query": already, "expressions": ["paro"]}
+    assert TermExpander(enabled=False).run(query=DISMISSED_PT) == {"query": DISMISSED_PT, "expressions": []}
+    with pytest.raises(TypeError, match="string"):
+        expander.run(query=["paro"])
+
+
+def test_in_a_pipeline_the_bm25_query_holds_the_statute_words():
+    pipeline = Pipeline()
+    pipeline.add_component("term_expander", TermExpander())
+    pipeline.add_component("sparse_text_embedder", SparseTextEmbedder())
+    pipeline.connect("term_expander.query", "sparse_text_embedder.text")
+    loaded = Pipeline.loads(pipeline.dumps())
+    expanded = loaded.run({"term_expander": {"query": DISMISSED_PT}})["sparse_text_embedder"]["sparse_embedding"]
+    plain = SparseTextEmbedder().run(text=DISMISSED_PT)["sparse_embedding"]
+    statute = SparseTextEmbedder().run(text="dispensa rescisão gestante", language="pt")["sparse_embedding"]
+    assert set(plain.indices) < set(expanded.indices)
+    assert set(statute.indices) <= set(expanded.indices) and not set(statute.indices) & set(plain.indices)
