@@ -69,6 +69,7 @@ def run_grid(lex: LexHay, datasets: dict[str, list[dict]]) -> tuple[dict, dict, 
     text_emb, sparse_emb = pipe.get_component("text_embedder"), pipe.get_component("sparse_text_embedder")
     retriever, resolver = pipe.get_component("retriever"), pipe.get_component("parent_resolver")
     reranker = pipe.get_component("reranker")
+    expander = pipe.get_component("term_expander")  # what `full` gives the BM25 side: the question + its terms
     defaults = {k: getattr(retriever, k) for k in ("fusion", "dense_weight", "dense_share")}
     filters = lex._restricted(None, None)  # an anonymous caller: the global corpus
     equivalences = load_equivalences()
@@ -81,11 +82,12 @@ def run_grid(lex: LexHay, datasets: dict[str, list[dict]]) -> tuple[dict, dict, 
             started = time.perf_counter()
             question = item["question"]
             dense = text_emb.run(text=question)["embedding"]
-            sparse = sparse_emb.run(text=question)["sparse_embedding"]
+            lexical = expander.run(query=question)["query"]
+            sparse = sparse_emb.run(text=lexical)["sparse_embedding"]
             for fusion_name, fusion in FUSIONS:
                 for key in ("fusion", "dense_weight", "dense_share"):
                     setattr(retriever, key, fusion.get(key, defaults[key]))
-                hits = retriever.run(query=question, query_embedding=dense, query_sparse_embedding=sparse,
+                hits = retriever.run(query=lexical, query_embedding=dense, query_sparse_embedding=sparse,
                                      filters=filters, top_k=4 * 2 * TOP_K, mode=fusion["mode"])["documents"]
                 parents = resolver.run(documents=hits, top_k=2 * TOP_K, filters=filters)["documents"]
                 for blend in BLENDS:

@@ -71,3 +71,16 @@ def test_extract_keywords_uses_the_question_language():
     assert extract_keywords("meu chefe não quer me dar as férias") == ["chefe", "férias"]
     assert extract_keywords("¿Cuántos días de vacaciones tengo?") == ["días", "vacaciones"]
     assert extract_keywords("o que é isso", language="es") == ["isso"]
+
+
+def test_expand_appends_the_terms_the_text_does_not_already_hold(table):
+    assert table.expand("  me han dado  la baja médica ") == "me han dado la baja médica incapacidad temporal prestación"
+    # every term of the entry already in the text: nothing added
+    assert table.expand("¿cobro la prestación por desempleo si estoy en el paro?") == (
+        "¿cobro la prestación por desempleo si estoy en el paro?"
+    )
+    assert table.expand("fui mandado embora") == "fui mandado embora dispensa sem justa causa rescisão contrato"
+    assert table.expand("me pagan la hora extra") == "me pagan la hora extra"  # no Spanish entry "hora extra"
+    assert table.expand("me pagan la hora extra", "pt").endswith("horas suplementares sobrejornada adicional hora extraordinária")
+    matches = [("curro", "trabajo empleo")]
+    assert table.expand("mi curro", matches=matches) == "mi curro trabajo empleo"  # the caller's matches
