@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """
-Query decomposition: a user's question in colloquial Spanish or Portuguese -> 1-4 search queries in statutory terms.
+Query decomposition: a user's question in colloquial Spanish or Portuguese -> 1-4 search queries.
 
-`DecomposeQuery` searches a first question as the user wrote it, and asks a chat generator for the keyword queries
-of a follow-up (the chunks of the previous answer carried over), falling back to deterministic queries when no
-LLM is configured or the call fails. Both paths apply the colloquial -> legal equivalence table
-(`components/legal/data/equivalences.yaml`, read through the shared `components.legal.terms`).
+`DecomposeQuery` searches a first question as the user wrote it (one more query per concept it compares), and asks
+a chat generator for the keyword queries of a follow-up (the chunks of the previous answer carried over), falling
+back to deterministic queries when no LLM is configured or the call fails. The colloquial -> legal equivalence
+table (`components/legal/data/equivalences.yaml`, read through the shared `components.legal.terms`) gives the LLM
+its hints and the follow-up fallback its statutory terms.
 """
 
 import re
