@@ -21,14 +21,30 @@ logger = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------------------------------
 
 
+class _CombiningMarks(dict):
+    """A `str.translate` table that drops combining marks: code point -> None for a mark, else itself. Filled as
+    characters are met (below U+3000, so a caller cannot grow it without bound), one `unicodedata` call each."""
+
+    def __missing__(self, code: int) -> int | None:
+        kept = None if unicodedata.combining(chr(code)) else code
+        if code < 0x3000:
+            self[code] = kept
+        return kept
+
+
+_DROP_COMBINING_MARKS = _CombiningMarks()
+
+
 def fold_accents(text: str) -> str:
     """
     Remove diacritics: "Disposición" -> "Disposicion", "ñ" -> "n", "ção" -> "cao".
 
     Canonical decomposition (NFD) is used, so "º" and "ª" are kept as they are (NFKD would turn them into "o"/"a").
+    ASCII text has nothing to fold and is returned as it is.
     """
-    decomposed = unicodedata.normalize("NFD", text)
-    return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if not unicodedata.combining(ch)))
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).translate(_DROP_COMBINING_MARKS))
 
 
 _UNIT_ORDINALS: Final[dict[str, int]] = {

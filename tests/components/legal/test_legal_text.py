@@ -307,3 +307,21 @@ def test_detect_query_language_weighs_words_both_languages_write_at_half():
     assert detect_query_language("ha algum prazo?") == "pt"
     assert detect_query_language("me ha despedido mi jefe") == "es"
     assert detect_query_language("CLT 59-A") is None
+
+
+def test_fold_accents_matches_nfd_without_combining_marks_and_bounds_its_table():
+    import random
+    import unicodedata
+
+    from components.legal import legal_text
+
+    def reference(text):
+        decomposed = unicodedata.normalize("NFD", text)
+        return unicodedata.normalize("NFC", "".join(ch for ch in decomposed if not unicodedata.combining(ch)))
+
+    rng = random.Random(7)
+    samples = ["Disposición adicional", "ção", "ñandú", "1.º y 2.ª", "§ 4º", "e\u0301", "a\u20dd", "\u3099か", "Ǆ", "ﬁ"]
+    samples += ["".join(chr(rng.randrange(0x20, 0x30000)) for _ in range(40)) for _ in range(500)]
+    assert [fold_accents(text) for text in samples] == [reference(text) for text in samples]
+    assert fold_accents("Articulo 38") == "Articulo 38"
+    assert all(code < 0x3000 for code in legal_text._DROP_COMBINING_MARKS)  # a caller cannot grow it without bound
