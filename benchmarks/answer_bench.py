@@ -5,8 +5,8 @@ Query-understanding and answer-loop benchmark (not a test), on the labelled dev 
 1. Retrieval quality per configuration, driving the query pipeline's own components (`yaml/query.yaml` loaded by
    `LexHay.pipeline("query")`): the plain question (full mode: multi-query hybrid retrieval + legal re-ranking, one
    query) vs +DecomposeQuery (its queries) vs +HyDE (its passage on the dense side) vs +both, per LLM backend:
-   `none` (the deterministic paths: the question as written + the equivalence table's statutory terms, which is
-   also what a first question gets by default with any LLM) and the local GGUF models (DecomposeQuery with
+   `none` (the deterministic paths: the question as written, which is also what a first question gets by default
+   with any LLM; the retrieval chain's `TermExpander` gives BM25 its statutory terms) and the local GGUF models (DecomposeQuery with
    `llm_on_first_question`: the LLM's keyword queries after the deterministic one). The stage outputs of
    each question are computed once per backend and shared by the configurations; a configuration's latency is
    the sum of the stages it runs (LLM stage(s) + retrieval), as the pipeline runs them one after the other.

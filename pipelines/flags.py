@@ -5,7 +5,7 @@ from typing import Any
 # flag -> default. Defaults follow the measurements in the README (a stage that did not help is off).
 DEFAULT_FLAGS: dict[str, bool] = {
     "lexical_first_gating": True,  # a strongly cited article is fetched directly, expansion skipped
-    "multiquery": True,  # DecomposeQuery: the question + statutory terms per concept; LLM queries for follow-ups
+    "multiquery": True,  # DecomposeQuery: the question as written (+ one per compared concept); LLM for follow-ups
     "hyde": False,  # a hypothetical passage embedded on the dense side
     "topic_filter": False,  # restrict retrieval to the resolved topic
     "crag": True,  # CRAG grading: RETRY loop / REJECT

@@ -464,7 +464,9 @@ class LexHay:
         # first; the other modes are the plain retrievers (for ablations): the question as it is, neither
         # re-ranked nor with cited articles fetched
         reranked = mode == "full" and flags["rerank"]
-        skipped = {*(() if reranked else (*CITATION_STAGES, "reranker")), *(() if mode == "full" else ("term_expander",))}
+        skipped = set() if reranked else {*CITATION_STAGES, "reranker"}
+        if mode != "full":
+            skipped.add("term_expander")
         # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
         # every value along an edge (the query vector, element by element); traced stage by stage all the same
         stages, connections = pipeline_stages(pipe)

@@ -78,8 +78,8 @@ class TermExpander:
         :param query: The query (a question, or a search query).
         :param language: Its language (ISO 639-1: `es`, `pt`); None detects it.
         :returns: A dictionary with:
-            - `query`: the query followed by the statutory terms of the expressions found in it (the query itself,
-              whitespace normalised, when none is found or expansion is disabled).
+            - `query`: the query, whitespace normalised, followed by the statutory terms of the expressions found in
+              it; the query exactly as given when expansion is disabled.
             - `expressions`: the colloquial expressions found, in the order they occur.
         :raises TypeError: `query` is not a string.
         """
