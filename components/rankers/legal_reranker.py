@@ -21,7 +21,8 @@ RELEVANCE_BACKENDS = ("retrieval", "embedding", "cross_encoder", "llm")
 DEFAULT_RETRIEVAL_BLEND = {"embedding": 0.5, "retrieval": 0.5}  # measured on the dev sets (benchmarks/)
 DENSE_SCORE = "dense_score"  # meta key: the block's stored dense cosine to the query, recorded by HybridRetriever
 HIERARCHY_BY_RANK = {1: 1.0, 2: 0.8, 3: 0.6, 4: 0.4, 5: 0.2}
-VIGENCIA_BY_STATUS = {"in_force": 1.0, "partially_repealed": 0.5, "repealed": 0.0}
+REPEALED = "repealed"  # meta["status"] of a norm repealed as a whole (its repealing norm in meta["derogated_by"])
+VIGENCIA_BY_STATUS = {"in_force": 1.0, "partially_repealed": 0.5, REPEALED: 0.0}
 
 
 def hierarchy_score(meta: dict[str, Any]) -> float:
@@ -82,6 +83,14 @@ class LegalReranker:
     other jurisdictions' norms follow in their order, their scores rescaled below, never removed. A caller who
     wants one jurisdiction only filters on `meta.country`.
 
+    Superseded norms (`superseded_last`, on by default): the corpus may hold a repealed norm beside the norm that
+    repealed it (the Estatuto de los Trabajadores of 1995 and its 2015 recast), whose articles say nearly the same
+    in nearly the same words, so the vigencia weight alone cannot tell them apart. A block of a repealed norm
+    (`meta["status"] == "repealed"`) whose repealing norm (`meta["derogated_by"]`) has a block among the candidates
+    goes after all the others (the later norm governs; the repealed text is history), unless the question names
+    the repealed norm ("el Estatuto de los Trabajadores de 1995"). Never removed; a repealed norm whose successor
+    is not among the candidates stays where relevance puts it.
+
     Cited articles (`cited`): the blocks of the articles the question cites, as `LexicalFirstGate` scores them
     (`meta["lexical_match"]`). Its exact hits ("art. 477 da CLT" -> CLT art. 477) come first, in the order the
     question cites them, whether or not the search found them: a reader who names an article asks about that
@@ -130,6 +139,7 @@ class LegalReranker:
         cache_size: int = 10_000,
         vector_cache_ttl: float = 3600.0,
         jurisdiction_first: bool = True,
+        superseded_last: bool = True,
     ) -> None:
         """
         Create a LegalReranker.
@@ -161,6 +171,8 @@ class LegalReranker:
         :param vector_cache_ttl: `embedding`: seconds a block's vector stays cached (it depends on the block only).
         :param jurisdiction_first: Put the norms of the question's jurisdiction before the others' (see above); needs
             the `query` input, and does nothing without it or when the question's jurisdiction cannot be told.
+        :param superseded_last: Put the blocks of a repealed norm after the others when a block of the norm that
+            repealed it is among the candidates, unless the question names the repealed norm (see above).
         :raises ValueError: An unknown backend, a backend without its `model` / `chat_generator`, negative weights,
             an invalid date, `retrieval_blend` outside [0, 1] or a non-positive size.
         """
@@ -204,6 +216,7 @@ class LegalReranker:
         self.cache_size = cache_size
         self.vector_cache_ttl = vector_cache_ttl
         self.jurisdiction_first = jurisdiction_first
+        self.superseded_last = superseded_last
         self._grammar: CitationGrammar | None = None
         self._scorer = self._make_scorer()
         self._scores = TTLCache(max_entries=cache_size, ttl=cache_ttl)
@@ -248,6 +261,7 @@ class LegalReranker:
             cache_size=self.cache_size,
             vector_cache_ttl=self.vector_cache_ttl,
             jurisdiction_first=self.jurisdiction_first,
+            superseded_last=self.superseded_last,
         )
 
     @classmethod
@@ -259,7 +273,7 @@ class LegalReranker:
         """Load the relevance backend's model and the citation grammar (once)."""
         if self._scorer is not None:
             self._scorer.warm_up()
-        if self.jurisdiction_first and self._grammar is None:
+        if (self.jurisdiction_first or self.superseded_last) and self._grammar is None:
             self._grammar = CitationGrammar()
 
     @component.output_types(documents=list[Document], stats=dict[str, Any])
@@ -284,8 +298,8 @@ class LegalReranker:
         :returns: `documents`: the re-ranked head followed by the unchanged tail; `stats`: `backend`, `path`
             (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
             `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`,
-            `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None) and `cited` (the
-            ids of the cited blocks put first).
+            `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
+            ids of the repealed norms' blocks put last) and `cited` (the ids of the cited blocks put first).
         :raises ValueError: A backend other than `retrieval` without `query`.
         """
         started = time.perf_counter()
@@ -293,7 +307,7 @@ class LegalReranker:
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
                                  "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
-                                 "cited": []}
+                                 "superseded": [], "cited": []}
         exact = [d for d in cited or [] if d.meta.get("lexical_match") == "exact"]
         if not head:
             stats["cited"] = [d.id for d in exact]
@@ -334,36 +348,53 @@ class LegalReranker:
         top_tail = max(((d.score or 0.0) for d in tail), default=0.0)
         tail = _scaled(tail, 0.999 * floor / top_tail if top_tail > 0 else 0.0)
         ranked = rescored + tail
-        if self.jurisdiction_first and isinstance(query, str) and query.strip():
-            ranked, stats["jurisdiction"] = self._jurisdiction_first(query, ranked)
+        asked = isinstance(query, str) and bool(query.strip())
+        named = self._named_laws(query) if asked and (self.superseded_last or self.jurisdiction_first) else []
+        if self.superseded_last:
+            ranked, stats["superseded"] = self._superseded_last(named, ranked)
+        if self.jurisdiction_first and asked:
+            ranked, stats["jurisdiction"] = self._jurisdiction_first(query, named, ranked)
         if exact:
             ranked = _first(exact, ranked)
             stats["cited"] = [d.id for d in exact]
         return {"documents": ranked, "stats": self._finish(stats, started)}
 
+    def _named_laws(self, query: str) -> list[str]:
+        """The law ids of the norms the question names, in its order (the citation grammar's)."""
+        if self._grammar is None:
+            self._grammar = CitationGrammar()
+        return [c["law_id"] for c in self._grammar.extract(query) if c.get("law_id")]
+
     def _jurisdiction_first(
-        self, query: str, documents: list[Document]
+        self, query: str, named: list[str], documents: list[Document]
     ) -> tuple[list[Document], dict[str, Any] | None]:
         """
         The documents of the question's jurisdiction first, then the others in their order, their scores rescaled
         below the last of the first group's (scores stay monotone along the list). A document whose meta does not
-        say (no `country` / `lang`) stays where it is.
+        say (no `country` / `lang`) stays where it is. `named`: the law ids the question names.
         """
-        if self._grammar is None:
-            self._grammar = CitationGrammar()
         law_country = {d.meta.get("law_id"): d.meta.get("country") for d in documents if d.meta.get("country")}
-        cited = [c["law_id"] for c in self._grammar.extract(query) if c.get("law_id")]
-        found = question_jurisdiction(query, cited_law_ids=cited, law_country=law_country.get)
+        found = question_jurisdiction(query, cited_law_ids=named, law_country=law_country.get)
         if found is None:
             return documents, None
         foreign = [d for d in documents if in_jurisdiction(d.meta, found) is False]
-        if not foreign or len(foreign) == len(documents):
-            return documents, found
-        foreign_ids = {id(d) for d in foreign}
-        own = [d for d in documents if id(d) not in foreign_ids]
-        floor = min((d.score or 0.0) for d in own)
-        top = max((d.score or 0.0) for d in foreign)
-        return own + _scaled(foreign, 0.999 * floor / top if top > 0 else 0.0), found
+        return _last(documents, foreign), found
+
+    @staticmethod
+    def _superseded_last(named: list[str], documents: list[Document]) -> tuple[list[Document], list[str]]:
+        """
+        The blocks of a repealed norm whose repealing norm (`meta["derogated_by"]`) has a block among `documents`
+        after all the others, unless the question names the repealed norm (`named`: the law ids it names);
+        returns the list and the moved ids. (Before the jurisdiction step: another country's norms follow them.)
+        """
+        present = {d.meta.get("law_id") for d in documents} - {None}
+        superseded = [
+            d for d in documents
+            if d.meta.get("status") == REPEALED and d.meta.get("derogated_by") in present
+            and d.meta.get("law_id") not in named
+        ]
+        ranked = _last(documents, superseded)
+        return ranked, [d.id for d in superseded] if ranked is not documents else []
 
     def _finish(self, stats: dict[str, Any], started: float) -> dict[str, Any]:
         stats["ms"] = round((time.perf_counter() - started) * 1000, 1)
@@ -445,6 +476,22 @@ def _first(leading: list[Document], ranked: list[Document]) -> list[Document]:
     top = max(((d.score or 0.0) for d in rest), default=0.0)
     rest = _scaled(rest, min(1.0, 0.999 * floor / top) if top > 0 else 1.0)
     return (leading + rest)[: max(len(ranked), len(leading))]
+
+
+def _last(documents: list[Document], moved: list[Document]) -> list[Document]:
+    """
+    `documents` with `moved` (some of them) after all the others, both in their order, the moved ones' scores
+    rescaled below the last kept one's so scores stay monotone along the list. Nothing moves when `moved` is empty
+    or is every document.
+    """
+    moved_ids = {id(d) for d in moved}
+    kept = [d for d in documents if id(d) not in moved_ids]
+    if not kept or len(kept) == len(documents):
+        return documents
+    moved = [d for d in documents if id(d) in moved_ids]
+    floor = min((d.score or 0.0) for d in kept)
+    top = max((d.score or 0.0) for d in moved)
+    return kept + _scaled(moved, 0.999 * floor / top if top > 0 else 0.0)
 
 
 def _scaled(documents: list[Document], factor: float) -> list[Document]:

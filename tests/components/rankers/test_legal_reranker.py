@@ -299,6 +299,55 @@ def test_jurisdiction_first_off_or_without_a_query_keeps_the_relevance_order():
     assert LegalReranker.from_dict(data).jurisdiction_first is False
 
 
+ET1995_BY_2015 = {**ET1995, "derogated_by": ET2015["law_id"], "article": "56", "country": "es", "lang": "es"}
+
+
+def _dismissal_candidates() -> list[Document]:
+    # the repealed ET 1995 twin scores best: its words are the 2015 recast's, the vigencia weight too small to matter
+    return [
+        Document(id="et95-56", content="Artículo 56. Despido improcedente (1995).", meta=ET1995_BY_2015, score=0.99),
+        Document(id="et15-53", content="Artículo 53. Forma y efectos.", meta={**ET2015, "article": "53"}, score=0.60),
+        Document(id="ce-35", content="Artículo 35. Derecho al trabajo.", meta=CE, score=0.40),
+    ]
+
+
+def test_superseded_last_puts_a_repealed_norm_after_the_others_when_its_successor_is_a_candidate():
+    reranker = LegalReranker(today="2026-01-01")
+    out = reranker.run(documents=_dismissal_candidates(), query="¿Qué indemnización me corresponde si me despiden?")
+    assert [d.id for d in out["documents"]] == ["et15-53", "ce-35", "et95-56"]
+    assert out["stats"]["superseded"] == ["et95-56"]
+    scores = [d.score for d in out["documents"]]
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0  # rescaled below, never removed
+    # without a query too (the rule needs no question)
+    assert [d.id for d in reranker.run(documents=_dismissal_candidates())["documents"]][-1] == "et95-56"
+
+
+def test_superseded_last_keeps_a_repealed_norm_named_by_the_question_or_without_its_successor():
+    reranker = LegalReranker(today="2026-01-01")
+    named = "¿Qué decía el artículo 56 del Estatuto de los Trabajadores de 1995 sobre el despido?"
+    out = reranker.run(documents=_dismissal_candidates(), query=named)
+    assert out["documents"][0].id == "et95-56" and out["stats"]["superseded"] == []
+    # the repealing norm is not among the candidates: the repealed text is the best there is
+    alone = [d for d in _dismissal_candidates() if d.id != "et15-53"]
+    out = reranker.run(documents=alone, query="¿Qué indemnización me corresponde si me despiden?")
+    assert [d.id for d in out["documents"]] == ["et95-56", "ce-35"] and out["stats"]["superseded"] == []
+
+
+def test_superseded_last_comes_before_the_jurisdiction_step_and_can_be_switched_off():
+    clt = Document(id="clt-477", content="Art. 477. Rescisão do contrato.", meta=CLT_130, score=0.95)
+    candidates = [*_dismissal_candidates(), clt]
+    out = LegalReranker(today="2026-01-01").run(documents=candidates, query="¿Me pueden despedir sin indemnización?")
+    # history of the question's own law, then another country's law
+    assert [d.id for d in out["documents"]] == ["et15-53", "ce-35", "et95-56", "clt-477"]
+    off = LegalReranker(today="2026-01-01", superseded_last=False, jurisdiction_first=False)
+    out = off.run(documents=_dismissal_candidates(), query="¿Qué indemnización me corresponde si me despiden?")
+    assert [d.id for d in out["documents"]] == ["et95-56", "et15-53", "ce-35"]
+    assert out["stats"]["superseded"] == []
+    data = off.to_dict()
+    assert data["init_parameters"]["superseded_last"] is False
+    assert LegalReranker.from_dict(data).to_dict() == data
+
+
 def _cited(doc_id: str, meta: dict, match: str = "exact") -> Document:
     # as LexicalFirstGate hands them on: fixed score, `lexical_match`
     return Document(id=doc_id, content="...", meta={**meta, "lexical_match": match, "score_type": "unit"}, score=1.0)
