@@ -139,7 +139,7 @@ def test_hybrid_fuses_dense_parents_and_opensearch_children_per_parent_with_rrf_
     sparse = lexical._bm25_retrieval(query, filters={"field": "meta.collection", "operator": "==",
                                                      "value": "normativa"}, top_k=50,
                                      custom_query=LEXICAL_BM25_QUERY)
-    assert server.searches()[-1]["size"] == 50  # prefetch_k = max(2 * top_k, 50)
+    assert server.searches()[-1]["size"] == 50  # prefetch_k = max(top_k, 50)
 
     def ranks(hits):
         order = []

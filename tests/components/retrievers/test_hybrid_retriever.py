@@ -236,3 +236,21 @@ def test_rrf_fusion_reads_the_stored_cosine_of_bm25_only_parents(store):
     fused = {d.id: d for d in r._fuse_by_parent(dense, sparse, [0.6, 0, 0.8, 0])}
     assert fused["h-norm"].meta["dense_score"] == pytest.approx(0.8)  # from its stored vector [0, 0, 1, 0]
     assert fused["v-norm"].meta["dense_score"] == 0.99  # the dense search's own similarity is kept
+
+
+@pytest.mark.parametrize(("top_k", "prefetch_k", "searched"), [(10, None, 50), (80, None, 80), (80, 120, 120)])
+def test_each_fused_list_is_searched_to_max_top_k_50_unless_set(store, top_k, prefetch_k, searched):
+    # a hit beyond both lists' top_k only reorders the fused tail: the searches go as deep as `top_k` (at least 50)
+    requests = []
+    original = store.query_batch
+
+    def recording(batch):
+        requests.extend(batch)
+        return original(batch)
+
+    store.query_batch = recording
+    r = HybridRetriever(document_store=store, top_k=top_k, prefetch_k=prefetch_k, collections={"normativa": 1.0})
+    docs = r.run(query_embedding=[1, 0, 0, 0], query_sparse_embedding=_sparse("vacaciones anuales"))["documents"]
+    assert docs[0].id == "v-norm"
+    assert sorted(q["mode"] for q in requests) == ["dense", "sparse"]
+    assert {q["top_k"] for q in requests} == {searched}
