@@ -343,11 +343,7 @@ class LegalReranker:
                 meta["relevance_score"] = backend_score
             rescored.append(Document(id=doc.id, content=doc.content, meta=meta, score=score, embedding=doc.embedding))
         rescored.sort(key=lambda d: d.score or 0.0, reverse=True)
-        # the tail keeps its order, rescaled below the head so scores stay monotone along the list
-        floor = rescored[-1].score or 0.0
-        top_tail = max(((d.score or 0.0) for d in tail), default=0.0)
-        tail = _scaled(tail, 0.999 * floor / top_tail if top_tail > 0 else 0.0)
-        ranked = rescored + tail
+        ranked = _below(rescored, tail)  # the tail keeps its order, rescaled below the head
         asked = isinstance(query, str) and bool(query.strip())
         named = self._named_laws(query) if asked and (self.superseded_last or self.jurisdiction_first) else []
         if self.superseded_last:
@@ -488,7 +484,14 @@ def _last(documents: list[Document], moved: list[Document]) -> list[Document]:
     kept = [d for d in documents if id(d) not in moved_ids]
     if not kept or len(kept) == len(documents):
         return documents
-    moved = [d for d in documents if id(d) in moved_ids]
+    return _below(kept, [d for d in documents if id(d) in moved_ids])
+
+
+def _below(kept: list[Document], moved: list[Document]) -> list[Document]:
+    """`kept` (not empty) then `moved`, each in its order, the moved ones' scores rescaled below the lowest kept
+    score so scores stay monotone along the list."""
+    if not moved:
+        return list(kept)
     floor = min((d.score or 0.0) for d in kept)
     top = max((d.score or 0.0) for d in moved)
     return kept + _scaled(moved, 0.999 * floor / top if top > 0 else 0.0)
