@@ -470,6 +470,7 @@ class LexHay:
         # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
         # every value along an edge (the query vector, element by element); traced stage by stage all the same
         stages, connections = pipeline_stages(pipe)
+        search_mode = "hybrid" if mode == "full" else mode
         result = run_stages(
             {name: stage for name, stage in stages.items() if name not in skipped},
             {
@@ -481,8 +482,8 @@ class LexHay:
                 "retriever": {
                     "query": question,
                     "filters": filters,
-                    "top_k": max(4 * top_k, 40),
-                    "mode": "hybrid" if mode == "full" else mode,
+                    "top_k": stages["retriever"].chunks_for_blocks(top_k, search_mode),
+                    "mode": search_mode,
                     "collections": collections,
                 },
                 "parent_resolver": {"top_k": top_k, "filters": filters},

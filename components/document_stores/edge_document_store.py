@@ -543,7 +543,9 @@ class EdgeDocumentStore:
         by_id = {record.payload["id"]: self._to_document(record.payload, record.vector) for record in records}
         return [by_id[doc_id] for doc_id in unique_ids if doc_id in by_id]
 
-    def dense_vectors_by_id(self, ids: list[str]) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
+    def dense_vectors_by_id(
+        self, ids: list[str], *, with_meta: bool = True
+    ) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
         """
         The meta and the stored dense vector of each of `ids` the store holds (whatever `return_embedding` says).
 
@@ -551,19 +553,22 @@ class EdgeDocumentStore:
         query without re-embedding them. An empty store (no dense vector configured yet) returns `{}`.
 
         :param ids: Document ids.
+        :param with_meta: Read each point's payload for its meta; `False` reads the vectors alone (the meta is then
+            `{}`): a query-time lookup needs no payload, whose conversion costs more than the read itself.
         :returns: id -> (meta, dense vector or `None` for a point without one).
         """
-        unique_ids = list(dict.fromkeys(ids))
+        by_point = {_point_id(i): i for i in ids}
         entry = self._open()
         # an approximate count is enough to tell an empty store (the exact one scans the whole index per call)
-        if not unique_ids or entry.shard.count(CountRequest(exact=False)) == 0:
+        if not by_point or entry.shard.count(CountRequest(exact=False)) == 0:
             return {}
         with_vector: list[str] | bool = [DENSE_VECTOR_NAME] if entry.settings.get("embedding_dim") else False
-        records = entry.shard.retrieve([_point_id(i) for i in unique_ids], with_payload=True, with_vector=with_vector)
+        records = entry.shard.retrieve(list(by_point), with_payload=with_meta, with_vector=with_vector)
         out = {}
         for record in records:
             vector = (record.vector or {}).get(DENSE_VECTOR_NAME) if with_vector else None
-            out[record.payload["id"]] = (record.payload.get("meta") or {}, list(vector) if vector is not None else None)
+            meta = (record.payload.get("meta") or {}) if with_meta else {}
+            out[by_point[str(record.id)]] = (meta, list(vector) if vector is not None else None)
         return out
 
     def query_dense(

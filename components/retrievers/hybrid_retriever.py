@@ -179,6 +179,23 @@ class HybridRetriever:
         """Deserialize this component from a dictionary (a copy: OpenSearchDocumentStore.from_dict edits its input)."""
         return default_from_dict(cls, copy.deepcopy(data))
 
+    def chunks_for_blocks(self, blocks: int, mode: str | None = None) -> int:
+        """
+        How many chunks to ask `run` for so that `blocks` distinct parent blocks are among them (at least 40).
+
+        Parent-level fusion (`hybrid` with `fuse_by_parent`) returns each block with at most one chunk from each
+        list, the dense and the BM25 one, so twice `blocks` chunks hold at least `blocks` blocks; a single list or a
+        chunk-level fusion can return several children of one block, so four times as many are asked for. Asking
+        for more than needed costs the payload conversion of every extra hit (the searches go `top_k` deep).
+
+        :param blocks: Parent blocks wanted.
+        :param mode: The run's mode (default the init `mode`).
+        """
+        if blocks <= 0:
+            raise ValueError(f"blocks must be > 0, got {blocks}")
+        per_block = 2 if (mode or self.mode) == "hybrid" and self.fuse_by_parent else 4
+        return max(per_block * blocks, 40)
+
     @component.output_types(documents=list[Document])
     def run(
         self,
@@ -344,7 +361,7 @@ class HybridRetriever:
             return {}
         import numpy as np  # noqa: PLC0415
 
-        found = {pid: vec for pid, (_, vec) in lookup(parent_ids).items() if vec is not None}
+        found = {pid: vec for pid, (_, vec) in lookup(parent_ids, with_meta=False).items() if vec is not None}
         if not found:
             return {}
         query = np.asarray(query_embedding, dtype=np.float32)

@@ -221,6 +221,11 @@ def test_store_returns_stored_dense_vectors_by_id(store):
     meta, vector = found["h-norm"]
     assert meta["collection"] == "normativa" and vector == pytest.approx([0, 0, 1, 0])
     assert store.dense_vectors_by_id([]) == {}
+    # the vectors alone (what a query-time lookup reads): same vectors, no payload read
+    bare = store.dense_vectors_by_id(["v-norm", "missing", "h-norm", "h-norm"], with_meta=False)
+    assert set(bare) == {"v-norm", "h-norm"}
+    assert bare["h-norm"] == ({}, pytest.approx([0, 0, 1, 0]))
+    assert bare["v-norm"][1] == pytest.approx([1, 0, 0, 0])
 
 
 def test_an_empty_store_has_no_stored_vectors(tmp_path):
@@ -254,3 +259,36 @@ def test_each_fused_list_is_searched_to_max_top_k_50_unless_set(store, top_k, pr
     assert docs[0].id == "v-norm"
     assert sorted(q["mode"] for q in requests) == ["dense", "sparse"]
     assert {q["top_k"] for q in requests} == {searched}
+
+
+def test_chunks_for_blocks_covers_the_blocks_asked_for(tmp_path):
+    # 6 parents, each with 3 children that match the query (the earlier parents' better): parent-level fusion returns at most one chunk per
+    # list and block, so 2 x blocks chunks hold the blocks; a single list returns several children of one block
+    docs = []
+    for p in range(6):
+        vec = [1.0, 0.1 * p, 0, 0]
+        docs.append(Document(id=f"P{p}", content=f"Artículo {p}.", embedding=vec,
+                             meta={"collection": "normativa", "level": "parent", "law_id": "L", "article": str(p)}))
+        for c in range(3):
+            docs.append(Document(id=f"P{p}-c{c}", content="vacaciones " * (6 - p) + f"parte {c}",
+                                 meta={"collection": "normativa", "level": "child", "parent_id": f"P{p}",
+                                       "law_id": "L", "article": str(p)}))
+    s = EdgeDocumentStore(path=str(tmp_path / "store"))
+    s.write_documents(SparseDocumentEmbedder().run(documents=docs)["documents"])
+    r = HybridRetriever(document_store=s, collections={"normativa": 1.0})
+    assert r.chunks_for_blocks(5) == 40 and r.chunks_for_blocks(30) == 60
+    assert r.chunks_for_blocks(30, "sparse") == 120 and r.chunks_for_blocks(30, "dense") == 120
+    assert HybridRetriever(document_store=s, fuse_by_parent=False).chunks_for_blocks(30) == 120
+    with pytest.raises(ValueError, match="blocks"):
+        r.chunks_for_blocks(0)
+
+    def parents(hits):
+        return {d.meta.get("parent_id", d.id) for d in hits}
+
+    dense, sparse = [1.0, 0.2, 0, 0], _sparse("vacaciones")
+    fused = r.run(query_embedding=dense, query_sparse_embedding=sparse, top_k=2 * 3)["documents"]
+    assert len(parents(fused)) >= 3 and all(len([d for d in fused if d.meta.get("parent_id", d.id) == p]) <= 2
+                                            for p in parents(fused))
+    bm25 = r.run(query_sparse_embedding=sparse, top_k=2 * 3, mode="sparse")["documents"]
+    assert len(parents(bm25)) < 3 <= len(parents(r.run(query_sparse_embedding=sparse, top_k=4 * 3, mode="sparse")["documents"]))
+    s.close()
