@@ -8,6 +8,8 @@ RRF) over the same chunks and the same embedder.
 
 Every `dev-*.jsonl` of `--eval-dir` is reported side by side (Spanish labour, Constitution, Brazilian labour),
 with `country@5`: the share of the top-5 articles from the jurisdiction of the question's labelled law.
+`--sets` picks other files: the project's own held-out questions, written after the defaults were chosen and never
+used to choose one, are `--eval-dir benchmarks/questions --sets 'holdout-*.jsonl'`.
 
 Every system also gets its nDCG@5 with a 95% bootstrap interval (questions resampled) and a paired bootstrap of the
 difference to `lexhay full` (the default): a difference is real only when its interval excludes 0. `--reindex`
@@ -57,6 +59,7 @@ def main() -> int:
     parser.add_argument("--store", default=str(ROOT / ".bench" / "store"))
     parser.add_argument("--corpus", default=str(ROOT / "data" / "corpus"))
     parser.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
+    parser.add_argument("--sets", default="dev-*.jsonl", help="labelled files of --eval-dir (a glob)")
     parser.add_argument("--embedder", default=None)
     parser.add_argument("--reindex", action="store_true", help="index the corpus even if the store has it")
     parser.add_argument("--skip-peer", action="store_true")
@@ -64,9 +67,9 @@ def main() -> int:
     parser.add_argument("--backends", default="", help="e.g. openvino,torch: the dense mode per query backend")
     args = parser.parse_args()
 
-    datasets = {p.stem.replace("dev-", ""): load_labelled(p) for p in sorted(Path(args.eval_dir).glob("dev-*.jsonl"))}
+    datasets = {p.stem.replace("dev-", ""): load_labelled(p) for p in sorted(Path(args.eval_dir).glob(args.sets))}
     if not datasets:
-        console.print(f"[red]No dev-*.jsonl in {args.eval_dir}[/red]")
+        console.print(f"[red]No {args.sets} in {args.eval_dir}[/red]")
         return 2
     lex = LexHay(store_path=args.store, embedder=args.embedder)
     store = lex.document_store

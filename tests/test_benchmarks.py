@@ -37,3 +37,25 @@ def test_contextual_bench_switches_the_canonical_contextualizer_on():
     child = Document(id="c", content="i) abandono de emprego;", meta={**parent.meta, "level": "child", "parent_id": "p"})
     out = contextualizer.run(documents=[parent, child])["documents"]
     assert all("CAPÍTULO V: DA RESCISÃO" in doc.meta["context"] for doc in out)
+
+
+def test_the_held_out_questions_label_articles_of_the_bundled_corpus():
+    """Every label of the project's own held-out question sets names an article the corpus holds (no dead label)."""
+    from components.converters.statute_converter import StatuteConverter
+    from components.preprocessors.article_parser import ArticleParser
+    from pipelines.evaluation import article_key, load_labelled
+
+    sets = sorted((ROOT / "benchmarks" / "questions").glob("holdout-*.jsonl"))
+    assert [p.stem for p in sets] == ["holdout-labor-br", "holdout-labor-es"]
+    items = [item for path in sets for item in load_labelled(path)]
+    assert len(items) == 48 and len({item["id"] for item in items}) == 48
+    laws = {law for item in items for law, _ in item["relevant"]}
+    files = [path for path in sorted((ROOT / "data" / "corpus").glob("*.md"))
+             if path.stem in laws or path.stem == "CLT"]
+    converted = StatuteConverter().run(sources=files)
+    assert not converted["errors"]
+    articles = ArticleParser().run(documents=converted["documents"])["documents"]
+    held = {article_key(doc.meta["law_id"], doc.meta["article"]) for doc in articles}
+    assert laws <= {law for law, _ in held}
+    missing = sorted({key for item in items for key in item["relevant"]} - held)
+    assert not missing, f"labels without an article in data/corpus: {missing}"
