@@ -107,9 +107,11 @@ class ExtractiveAnswer:
 
     Sentences (`split_sentences`) are scored by the accent-folded stems they share with the question, each stem
     weighted by its rarity among all the candidate sentences (a term found in one sentence counts more than one
-    found in all of them). The best-scoring article is quoted, then up to `max_articles - 1` more whose best
-    sentence scores at least half as much; from each, its `max_sentences` best sentences in text order. When no
-    sentence shares a term with the question, the beginning of the first block is quoted.
+    found in all of them). An article the question cites is quoted first, then the retrieval's best in-force block
+    (its rank is the engine's relevance judgement; word overlap alone misreads colloquial questions), then up to
+    `max_articles` in all of the blocks whose best sentence scores at least half as much as the best-scoring one;
+    from each, its `max_sentences` best sentences in text order (a quoted block sharing no term: its opening
+    sentences). When no sentence shares a term with the question, the beginning of the first block is quoted.
 
     The reply ends with the `===META===` block `AnswerMetaParser` reads: `USED|<the quoted blocks>` and `DROP|ninguno`
     (with no documents: `USED|` and `DROP|ninguno`, which parses as valid metadata with nothing used).
@@ -210,7 +212,11 @@ class ExtractiveAnswer:
         matching = [i for i in sorted(best) if top > 0 and best[i] >= ARTICLE_MIN_RATIO * top]
         in_force = [i for i in matching if documents[i].meta.get("status") != "repealed"]
         first = [i for i in sorted(sentences) if (documents[i].meta.get("law_id"), documents[i].meta.get("article")) in cited]
-        chosen = list(dict.fromkeys(first + (in_force or matching)))[: self.max_articles]
+        # the retrieval's best block is quoted whatever its word overlap: its rank weighs meaning, BM25 and the legal
+        # rules, while shared words say little about a colloquial question ("se ha muerto mi abuela" shares
+        # "muerte" with the survivors' pensions, nothing with the leave article); the overlap picks the others
+        lead = [i for i in sorted(pool) if documents[i].meta.get("status") != "repealed"][:1] or [min(pool)]
+        chosen = list(dict.fromkeys(first + (lead if top > 0 else []) + (in_force or matching)))[: self.max_articles]
         for i in first:
             if i not in scores:  # a cited block beyond the candidate pool
                 scores[i] = self._scores(question, {i: sentences[i]}, language)[i]

@@ -5,7 +5,7 @@ from haystack.dataclasses import ChatMessage
 from components.generators.extractive_answer import ExtractiveAnswer, citation
 from components.legal.terms import stems
 from components.validators.answer_meta_parser import AnswerMetaParser
-from tests.corpus_helpers import ET_2015, markdown_article
+from tests.corpus_helpers import CORPUS, ET_2015, markdown_article
 
 ALLOWED_MODULES = ["components.*", "pipelines.*", "tests.*"]
 VACATIONS = "¿Cuántos días de vacaciones tengo?"
@@ -73,9 +73,35 @@ def test_run_vacations_quotes_thirty_days_of_article_38(docs):
 
 def test_run_picks_the_relevant_article_whatever_its_position(docs):
     answer = ExtractiveAnswer().run(question="¿Cuánto puede durar el periodo de prueba?", documents=docs)["answer"]
-    assert "«Podrá concertarse por escrito un periodo de prueba" in answer
-    assert "(ET, art. 14)" in answer and "art. 38" not in answer
-    assert AnswerMetaParser().run(text=answer, context_documents=docs)["used"] == [2]
+    assert "«Podrá concertarse por escrito un periodo de prueba" in answer and "(ET, art. 14)" in answer
+    # the retrieval's best block comes first all the same (its opening sentences: it shares no term)
+    assert answer.index("(ET, art. 38)") < answer.index("(ET, art. 14)")
+    assert AnswerMetaParser().run(text=answer, context_documents=docs)["used"] == [1, 2]
+    # only blocks sharing at least half the best overlap join it: the in-force one ranked first is never dropped
+    alone = ExtractiveAnswer().run(question="¿Cuánto puede durar el periodo de prueba?", documents=docs[::-1])
+    assert alone["answer"].endswith("USED|1\nDROP|ninguno") and "art. 38" not in alone["answer"]
+
+
+def test_run_quotes_the_retrievals_best_block_even_when_other_blocks_share_more_words():
+    # a colloquial question: "muerto" / "abuela" are the words of the survivors' pensions, not of the leave article
+    # the retrieval ranked first (ET 37: "Dos días por el fallecimiento ... de parientes hasta el segundo grado")
+    def article(path, law, short, number):
+        return Document(content=markdown_article(path, number),
+                        meta={"law_id": law, "law_short": short, "article": number,
+                              "article_label": f"Artículo {number}", "status": "in_force"})
+
+    lgss = CORPUS / "BOE-A-2015-11724.md"
+    docs = [article(ET_2015, "BOE-A-2015-11430", "ET", "37"), article(lgss, "BOE-A-2015-11724", "LGSS", "229"),
+            article(lgss, "BOE-A-2015-11724", "LGSS", "219")]
+    question = "se ha muerto mi abuela, ¿cuántos días libres me corresponden?"
+    answer = ExtractiveAnswer().run(question=question, documents=docs)["answer"]
+    quotes = [line for line in answer.splitlines() if line.startswith("- «")]
+    assert quotes[0].endswith("(ET, art. 37)") and len(quotes) == 3
+    assert AnswerMetaParser().run(text=answer, context_documents=docs)["used"] == [1, 2, 3]
+    # a repealed block ranked first yields to the first in-force one
+    repealed = Document(content=docs[0].content, meta={**docs[0].meta, "law_short": "ET1995", "status": "repealed"})
+    answer = ExtractiveAnswer(max_articles=1).run(question=question, documents=[repealed, docs[1]])["answer"]
+    assert "(LGSS, art. 229)" in answer and "ET1995" not in answer
 
 
 def test_run_quotes_several_articles_and_respects_limits(docs):
