@@ -45,8 +45,9 @@ test: models
 test-fast: setup                                 ## without the tests that need the real models
 	$(BIN)/pytest -q -m "not model"
 
-bench: models
+bench: models                                    ## the dev sets (../shared/eval), then the project's held-out questions
 	$(BIN)/python benchmarks/retrieval_bench.py
+	$(BIN)/python benchmarks/retrieval_bench.py --eval-dir benchmarks/questions --sets 'holdout-*.jsonl'
 
 SERVE_HOST ?= 127.0.0.1
 SERVE_PORT ?= 1416
