@@ -83,7 +83,7 @@ PRESENCE_ONLY = frozenset({"filters", "applied_filters", "retry_filters", "user_
 DECISION_KEYS = (
     "reason", "skip_expansion", "has_citations", "route", "confidence", "retries", "topic", "fallback",
     "fallback_reason", "path", "mode", "skip_retrieval", "need", "need_retries", "requests", "new_ids",
-    "meta_valid", "backend", "cache_hits", "cache_misses", "jurisdiction", "superseded", "cited",
+    "meta_valid", "backend", "cache_hits", "cache_misses", "jurisdiction", "superseded", "named", "cited",
     "expressions",
 )
 NESTED_DECISIONS = ("trace", "stats")

@@ -39,16 +39,16 @@ def test_contextual_bench_switches_the_canonical_contextualizer_on():
     assert all("CAPÍTULO V: DA RESCISÃO" in doc.meta["context"] for doc in out)
 
 
-def test_the_held_out_questions_label_articles_of_the_bundled_corpus():
-    """Every label of the project's own held-out question sets names an article the corpus holds (no dead label)."""
+def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
+    """Every label of the project's own question sets (held-out, named norms) names an article the corpus holds."""
     from components.converters.statute_converter import StatuteConverter
     from components.preprocessors.article_parser import ArticleParser
     from pipelines.evaluation import article_key, load_labelled
 
-    sets = sorted((ROOT / "benchmarks" / "questions").glob("holdout-*.jsonl"))
-    assert [p.stem for p in sets] == ["holdout-labor-br", "holdout-labor-es"]
+    sets = sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl"))
+    assert [p.stem for p in sets] == ["holdout-labor-br", "holdout-labor-es", "named-norms"]
     items = [item for path in sets for item in load_labelled(path)]
-    assert len(items) == 48 and len({item["id"] for item in items}) == 48
+    assert len(items) == 72 and len({item["id"] for item in items}) == 72
     laws = {law for item in items for law, _ in item["relevant"]}
     files = [path for path in sorted((ROOT / "data" / "corpus").glob("*.md"))
              if path.stem in laws or path.stem == "CLT"]
@@ -59,3 +59,14 @@ def test_the_held_out_questions_label_articles_of_the_bundled_corpus():
     assert laws <= {law for law, _ in held}
     missing = sorted({key for item in items for key in item["relevant"]} - held)
     assert not missing, f"labels without an article in data/corpus: {missing}"
+
+
+def test_the_named_norm_questions_name_the_norm_of_their_labels():
+    """Each named-norm question names, in the citation grammar's reading, exactly the norms its labels belong to."""
+    from components.legal.citations import CitationGrammar
+    from pipelines.evaluation import load_labelled
+
+    grammar = CitationGrammar()
+    for item in load_labelled(ROOT / "benchmarks" / "questions" / "named-norms.jsonl"):
+        named = {c["law_id"] for c in grammar.extract(item["question"]) if c.get("law_id")}
+        assert named == {law for law, _ in item["relevant"]}, item["question"]

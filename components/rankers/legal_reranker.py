@@ -91,6 +91,12 @@ class LegalReranker:
     the repealed norm ("el Estatuto de los Trabajadores de 1995"). Never removed; a repealed norm whose successor
     is not among the candidates stays where relevance puts it.
 
+    Named norms (`named_first`, on by default): a question that names a norm ("¿qué dice la Constitución sobre las
+    vacaciones?", "o que a CLT diz sobre férias?", "según el ET ...") asks what that norm says, so the blocks of
+    the norms it names come before the others (after the jurisdiction step, which they decide): the labour
+    statutes say more about holidays in more words than the Constitution's one clause, so relevance alone puts
+    them first. Never removed; nothing moves when no block of a named norm is among the candidates.
+
     Cited articles (`cited`): the blocks of the articles the question cites, as `LexicalFirstGate` scores them
     (`meta["lexical_match"]`). Its exact hits ("art. 477 da CLT" -> CLT art. 477) come first, in the order the
     question cites them, whether or not the search found them: a reader who names an article asks about that
@@ -140,6 +146,7 @@ class LegalReranker:
         vector_cache_ttl: float = 3600.0,
         jurisdiction_first: bool = True,
         superseded_last: bool = True,
+        named_first: bool = True,
     ) -> None:
         """
         Create a LegalReranker.
@@ -173,6 +180,8 @@ class LegalReranker:
             the `query` input, and does nothing without it or when the question's jurisdiction cannot be told.
         :param superseded_last: Put the blocks of a repealed norm after the others when a block of the norm that
             repealed it is among the candidates, unless the question names the repealed norm (see above).
+        :param named_first: Put the blocks of the norms the question names before the others (see above); needs
+            the `query` input.
         :raises ValueError: An unknown backend, a backend without its `model` / `chat_generator`, negative weights,
             an invalid date, `retrieval_blend` outside [0, 1] or a non-positive size.
         """
@@ -217,6 +226,7 @@ class LegalReranker:
         self.vector_cache_ttl = vector_cache_ttl
         self.jurisdiction_first = jurisdiction_first
         self.superseded_last = superseded_last
+        self.named_first = named_first
         self._grammar: CitationGrammar | None = None
         self._scorer = self._make_scorer()
         self._scores = TTLCache(max_entries=cache_size, ttl=cache_ttl)
@@ -262,6 +272,7 @@ class LegalReranker:
             vector_cache_ttl=self.vector_cache_ttl,
             jurisdiction_first=self.jurisdiction_first,
             superseded_last=self.superseded_last,
+            named_first=self.named_first,
         )
 
     @classmethod
@@ -299,7 +310,8 @@ class LegalReranker:
             (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
             `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`,
             `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
-            ids of the repealed norms' blocks put last) and `cited` (the ids of the cited blocks put first).
+            ids of the repealed norms' blocks put last), `named` (the law ids of the named norms whose blocks were
+            put first) and `cited` (the ids of the cited blocks put first).
         :raises ValueError: A backend other than `retrieval` without `query`.
         """
         started = time.perf_counter()
@@ -307,7 +319,7 @@ class LegalReranker:
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
                                  "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
-                                 "superseded": [], "cited": []}
+                                 "superseded": [], "named": [], "cited": []}
         exact = [d for d in cited or [] if d.meta.get("lexical_match") == "exact"]
         if not head:
             stats["cited"] = [d.id for d in exact]
@@ -345,11 +357,14 @@ class LegalReranker:
         rescored.sort(key=lambda d: d.score or 0.0, reverse=True)
         ranked = _below(rescored, tail)  # the tail keeps its order, rescaled below the head
         asked = isinstance(query, str) and bool(query.strip())
-        named = self._named_laws(query) if asked and (self.superseded_last or self.jurisdiction_first) else []
+        grammar_needed = self.superseded_last or self.jurisdiction_first or self.named_first
+        named = self._named_laws(query) if asked and grammar_needed else []
         if self.superseded_last:
             ranked, stats["superseded"] = self._superseded_last(named, ranked)
         if self.jurisdiction_first and asked:
             ranked, stats["jurisdiction"] = self._jurisdiction_first(query, named, ranked)
+        if self.named_first and named:
+            ranked, stats["named"] = self._named_first(named, ranked)
         if exact:
             ranked = _first(exact, ranked)
             stats["cited"] = [d.id for d in exact]
@@ -391,6 +406,19 @@ class LegalReranker:
         ]
         ranked = _last(documents, superseded)
         return ranked, [d.id for d in superseded] if ranked is not documents else []
+
+    @staticmethod
+    def _named_first(named: list[str], documents: list[Document]) -> tuple[list[Document], list[str]]:
+        """
+        The blocks of the norms the question names (`named`: law ids) before the others, each group in its order;
+        returns the list and the named law ids whose blocks moved ahead (`[]` when nothing moved).
+        """
+        others = [d for d in documents if d.meta.get("law_id") not in named]
+        ranked = _last(documents, others)
+        if ranked is documents:
+            return documents, []
+        present = {d.meta.get("law_id") for d in documents}
+        return ranked, [law_id for law_id in dict.fromkeys(named) if law_id in present]
 
     def _finish(self, stats: dict[str, Any], started: float) -> dict[str, Any]:
         stats["ms"] = round((time.perf_counter() - started) * 1000, 1)

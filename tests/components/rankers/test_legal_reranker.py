@@ -387,3 +387,47 @@ def test_cited_articles_without_candidates_or_exact_hits():
         d.id for d in reranker.run(documents=_holiday_candidates(), query="¿vacaciones según el artículo 38?")[
             "documents"]
     ]
+
+
+# --- named norms first --------------------------------------------------------------------------------------------
+
+CE_40 = {**CE, "country": "es", "lang": "es", "law_short": "CE"}
+
+
+def _constitution_candidates() -> list[Document]:
+    # the labour statutes say more about holidays, in more words, than the Constitution's one clause
+    return [
+        Document(id="et-38", content="Artículo 38. Vacaciones anuales.", meta=ET_38, score=0.95),
+        Document(id="clt-130", content="Art. 130. ... férias.", meta=CLT_130, score=0.90),
+        Document(id="ce-40", content="Artículo 40. ... vacaciones periódicas retribuidas.", meta=CE_40, score=0.70),
+        Document(id="ce-35", content="Artículo 35. Derecho al trabajo.", meta={**CE_40, "article": "35"}, score=0.50),
+    ]
+
+
+def test_named_first_puts_the_blocks_of_the_norms_the_question_names_first():
+    reranker = LegalReranker(today="2026-01-01")
+    out = reranker.run(documents=_constitution_candidates(), query="¿Qué dice la Constitución sobre las vacaciones?")
+    # the named norm's blocks in their order, then the question's country, then the other country's
+    assert [d.id for d in out["documents"]] == ["ce-40", "ce-35", "et-38", "clt-130"]
+    assert out["stats"]["named"] == [CE["law_id"]]
+    scores = [d.score for d in out["documents"]]
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0  # rescaled below, never removed
+    # an article the question cites still comes before its norm's other blocks
+    cited = reranker.run(documents=_constitution_candidates(), query="¿Qué dice el artículo 35 de la Constitución?",
+                         cited=[_cited("ce-35", {**CE_40, "article": "35"})])
+    assert [d.id for d in cited["documents"]][:2] == ["ce-35", "ce-40"]
+
+
+def test_named_first_moves_nothing_without_a_named_norm_or_when_switched_off():
+    reranker = LegalReranker(today="2026-01-01")
+    unnamed = reranker.run(documents=_constitution_candidates(), query="¿Cuántos días de vacaciones tengo?")
+    assert [d.id for d in unnamed["documents"]][0] == "et-38" and unnamed["stats"]["named"] == []
+    # the named norm has no block among the candidates: the order stands
+    no_block = reranker.run(documents=_constitution_candidates(), query="¿Qué dice la LPRL sobre las vacaciones?")
+    assert [d.id for d in no_block["documents"]][0] == "et-38" and no_block["stats"]["named"] == []
+    off = LegalReranker(today="2026-01-01", named_first=False)
+    out = off.run(documents=_constitution_candidates(), query="¿Qué dice la Constitución sobre las vacaciones?")
+    assert [d.id for d in out["documents"]][0] == "et-38" and out["stats"]["named"] == []
+    data = off.to_dict()
+    assert data["init_parameters"]["named_first"] is False
+    assert LegalReranker.from_dict(data).to_dict() == data
