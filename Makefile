@@ -45,9 +45,9 @@ test: models
 test-fast: setup                                 ## without the tests that need the real models
 	$(BIN)/pytest -q -m "not model"
 
-bench: models                                    ## the dev sets (../shared/eval), then the project's held-out questions
+bench: models                                    ## the dev sets (../shared/eval), then the project's own sets
 	$(BIN)/python benchmarks/retrieval_bench.py
-	$(BIN)/python benchmarks/retrieval_bench.py --eval-dir benchmarks/questions --sets 'holdout-*.jsonl'
+	$(BIN)/python benchmarks/retrieval_bench.py --eval-dir benchmarks/questions --sets '*.jsonl'
 
 SERVE_HOST ?= 127.0.0.1
 SERVE_PORT ?= 1416

@@ -8,8 +8,8 @@ RRF) over the same chunks and the same embedder.
 
 Every `dev-*.jsonl` of `--eval-dir` is reported side by side (Spanish labour, Constitution, Brazilian labour),
 with `country@5`: the share of the top-5 articles from the jurisdiction of the question's labelled law.
-`--sets` picks other files: the project's own held-out questions, written after the defaults were chosen and never
-used to choose one, are `--eval-dir benchmarks/questions --sets 'holdout-*.jsonl'`.
+`--sets` picks other files: `--eval-dir benchmarks/questions --sets '*.jsonl'` runs the project's own sets (held-out
+labour questions, written after the defaults were chosen and never used to choose one; questions naming a norm).
 
 Every system also gets its nDCG@5 with a 95% bootstrap interval (questions resampled) and a paired bootstrap of the
 difference to `lexhay full` (the default): a difference is real only when its interval excludes 0. `--reindex`
