@@ -16,6 +16,7 @@ from haystack.dataclasses import ChatMessage
 
 from components.legal.answer_format import GAP_MARK, META_DELIMITER, article_body, law_name, neutralize
 from components.legal.citations import CitationGrammar
+from components.legal.ids import REPEALED
 from components.legal.legal_text import detect_query_language, fold_accents, split_sentences
 from components.legal.terms import stems
 
@@ -83,7 +84,7 @@ def citation(document: Document, language: str = "es") -> str:
         article = f"art. {meta['article']}" if meta.get("article") else ""
     cited = f"{law_name(document)}, {article}" if article else law_name(document)
     note = EXTRACTIVE_TEXTS.get(language, EXTRACTIVE_TEXTS["es"])["repealed"]
-    return f"{cited}; {note}" if meta.get("status") == "repealed" else cited
+    return f"{cited}; {note}" if meta.get("status") == REPEALED else cited
 
 
 def _clean(sentence: str) -> str:
@@ -210,12 +211,12 @@ class ExtractiveAnswer:
         best = {i: max(doc_scores) for i, doc_scores in scores.items()}
         top = max(best.values())
         matching = [i for i in sorted(best) if top > 0 and best[i] >= ARTICLE_MIN_RATIO * top]
-        in_force = [i for i in matching if documents[i].meta.get("status") != "repealed"]
+        in_force = [i for i in matching if documents[i].meta.get("status") != REPEALED]
         first = [i for i in sorted(sentences) if (documents[i].meta.get("law_id"), documents[i].meta.get("article")) in cited]
         # the retrieval's best block is quoted whatever its word overlap: its rank weighs meaning, BM25 and the legal
         # rules, while shared words say little about a colloquial question ("se ha muerto mi abuela" shares
         # "muerte" with the survivors' pensions, nothing with the leave article); the overlap picks the others
-        lead = [i for i in sorted(pool) if documents[i].meta.get("status") != "repealed"][:1] or [min(pool)]
+        lead = [i for i in sorted(pool) if documents[i].meta.get("status") != REPEALED][:1] or [min(pool)]
         chosen = list(dict.fromkeys(first + (lead if top > 0 else []) + (in_force or matching)))[: self.max_articles]
         for i in first:
             if i not in scores:  # a cited block beyond the candidate pool

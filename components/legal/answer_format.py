@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from haystack import Document
 
+from components.legal.ids import REPEALED
 from components.legal.legal_text import fold_accents
 
 META_DELIMITER: Final[str] = "===META==="
@@ -122,7 +123,7 @@ def article_body(document: Document) -> str:
 
 def _note(meta: dict[str, Any]) -> str:
     status = meta.get("status")
-    if status == "repealed":
+    if status == REPEALED:
         derogated_by = meta.get("derogated_by")
         return REPEALED_BY_NOTE.format(derogated_by=derogated_by) if derogated_by else REPEALED_NOTE
     return PARTIALLY_REPEALED_NOTE if status == "partially_repealed" else ""

@@ -11,6 +11,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.generators.llm_backends import generator_to_dict, with_deserialized_generator
 from components.legal.citations import CitationGrammar
+from components.legal.ids import DENSE_SCORE, REPEALED
 from components.legal.jurisdiction import in_jurisdiction, question_jurisdiction
 from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer, LLMPointwiseScorer
 from components.utils.ttl_cache import TTLCache, cache_partition
@@ -19,9 +20,7 @@ logger = logging.getLogger(__name__)
 
 RELEVANCE_BACKENDS = ("retrieval", "embedding", "cross_encoder", "llm")
 DEFAULT_RETRIEVAL_BLEND = {"embedding": 0.5, "retrieval": 0.5}  # measured on the dev sets (benchmarks/)
-DENSE_SCORE = "dense_score"  # meta key: the block's stored dense cosine to the query, recorded by HybridRetriever
 HIERARCHY_BY_RANK = {1: 1.0, 2: 0.8, 3: 0.6, 4: 0.4, 5: 0.2}
-REPEALED = "repealed"  # meta["status"] of a norm repealed as a whole (its repealing norm in meta["derogated_by"])
 VIGENCIA_BY_STATUS = {"in_force": 1.0, "partially_repealed": 0.5, REPEALED: 0.0}
 
 
