@@ -48,7 +48,7 @@ def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
     sets = sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl"))
     assert [p.stem for p in sets] == ["holdout-labor-br", "holdout-labor-es", "named-norms"]
     items = [item for path in sets for item in load_labelled(path)]
-    assert len(items) == 72 and len({item["id"] for item in items}) == 72
+    assert len(items) == 81 and len({item["id"] for item in items}) == 81
     laws = {law for item in items for law, _ in item["relevant"]}
     files = [path for path in sorted((ROOT / "data" / "corpus").glob("*.md"))
              if path.stem in laws or path.stem == "CLT"]
@@ -62,11 +62,14 @@ def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
 
 
 def test_the_named_norm_questions_name_the_norm_of_their_labels():
-    """Each named-norm question names, in the citation grammar's reading, exactly the norms its labels belong to."""
+    """
+    Each named-norm question names, in the citation grammar's reading of a question, exactly the norms its labels
+    belong to; some name them as people type ("la constitucion dice", "o que a clt fala").
+    """
     from components.legal.citations import CitationGrammar
     from pipelines.evaluation import load_labelled
 
     grammar = CitationGrammar()
     for item in load_labelled(ROOT / "benchmarks" / "questions" / "named-norms.jsonl"):
-        named = {c["law_id"] for c in grammar.extract(item["question"]) if c.get("law_id")}
+        named = {c["law_id"] for c in grammar.extract(item["question"], colloquial=True) if c.get("law_id")}
         assert named == {law for law, _ in item["relevant"]}, item["question"]

@@ -19,7 +19,8 @@ class CitationDetector:
     `components.legal.citations.CitationGrammar`; this stage deduplicates the citations of one question and builds
     the direct-fetch filter (OR of `meta.law_id == X AND meta.article == N`; `meta.article == N` alone when the law
     is unknown) used by lexical-first gating. Brazilian forms are read too: "art. 477 da CLT", "§ 8º do art. 477",
-    "CLT 59-A", "artigo 7º, inciso XVII, da CF", "art. 10, II, b, do ADCT". Case law ("Súmula 331 do TST", CNJ
+    "CLT 59-A", "artigo 7º, inciso XVII, da CF", "art. 10, II, b, do ADCT". A norm named as people type it ("es
+    verdad que la constitucion dice...") counts too (the grammar's `colloquial` reading). Case law ("Súmula 331 do TST", CNJ
     process numbers "0001234-56.2023.5.02.0001") is reported apart in `case_law`: statutes hold none of it, so it
     fetches nothing.
 
@@ -60,7 +61,11 @@ class CitationDetector:
         return default_from_dict(cls, data)
 
     @component.output_types(
-        citations=list[dict[str, Any]], filters=dict[str, Any] | None, has_citations=bool, case_law=list[dict[str, Any]]
+        citations=list[dict[str, Any]],
+        filters=dict[str, Any] | None,
+        has_citations=bool,
+        case_law=list[dict[str, Any]],
+        named_laws=list[str],
     )
     def run(self, query: str) -> dict[str, Any]:
         """
@@ -70,9 +75,11 @@ class CitationDetector:
         :returns: `citations`: unique citations in order of appearance (a law-only citation is dropped when the
             same law is also cited with an article); `filters`: the direct-fetch filter, None when no article is
             cited; `has_citations`: whether any citation was found; `case_law`: the case-law citations
-            (`CitationGrammar.extract_case_law`: `kind`, `number`, `court`, `text`, `span`).
+            (`CitationGrammar.extract_case_law`: `kind`, `number`, `court`, `text`, `span`); `named_laws`: the law
+            ids of the known norms the question names or cites, in order (`HybridRetriever` also searches within
+            them).
         """
-        found = self.grammar.extract(query)
+        found = self.grammar.extract(query, colloquial=True)
         cited_laws = {c["law_id"] or c["law"] for c in found if c["article"]}
         citations: list[dict[str, Any]] = []
         seen: set[tuple[Any, ...]] = set()
@@ -89,4 +96,5 @@ class CitationDetector:
             "filters": citation_filters(citations),
             "has_citations": bool(citations),
             "case_law": self.grammar.extract_case_law(query),
+            "named_laws": list(dict.fromkeys(c["law_id"] for c in citations if c["law_id"])),
         }

@@ -178,6 +178,19 @@ _LAW_FIRST_GAP_RE: Final[re.Pattern[str]] = re.compile(r"[^\S\n]*[,:]?[^\S\n]*")
 _LAW_FIRST_HEAD_RE: Final[re.Pattern[str]] = re.compile(
     r"[^\S\n]*[,:]?[^\S\n]*(?:(?:articulos?|artigos?|arts?(?![a-z]))\.?[^\S\n]*)?", re.IGNORECASE
 )
+# A question's colloquial way of naming a norm (`extract(..., colloquial=True)`), after a definite article and in any
+# case: an abbreviation of three letters or more ("a clt", "la lgss"), or a one-word name heading a clause ("es
+# verdad que la constitucion dice...", "o que a constituição garante?") rather than a noun phrase with its complement
+# ("la constitución de una sociedad", "o estatuto da empresa", "la constitución y funcionamiento del comité", "el
+# estatuto jurídico"): followed by the end of the sentence, a punctuation mark, or a word that starts a predicate,
+# a relative clause or a topic ("dice", "que", "sobre").
+_COLLOQUIAL_ARTICLE: Final[str] = r"(?:la|el|a|o|na|no|da|do|pela|pelo|segun\s+la|segundo\s+a)"
+_COLLOQUIAL_FOLLOW: Final[str] = (
+    r"(?=[^\S\n]*(?:[?.!;:)]|$)|[^\S\n]*,|[^\S\n]+(?:que|dice|dicen|decia|dira|diz|dizem|dizia|establece|estabelece"
+    r"|reconoce|reconhece|garantiza|garante|protege|prohibe|proibe|permite|obliga|obriga|preve|regula|recoge|ampara"
+    r"|fala|falam|habla|trata|determina|define|manda|asegura|assegura|exige|contempla|senala|menciona|estipula"
+    r"|sobre|acerca|respecto|en|em|para|me|te|nos|le|les|lhe|lhes|se|si|sim|no|nao|tambem|tambien|ya|ja)(?!\w))"
+)
 # Brazilian case law: "Súmula 331 do TST", "Súmula Vinculante 13 do STF", "OJ 394 da SDI-1"; CNJ process numbers
 # (Resolução CNJ 65/2008): NNNNNNN-DD.AAAA.J.TR.OOOO
 _CASE_LAW_RE: Final[re.Pattern[str]] = re.compile(
@@ -346,6 +359,15 @@ class CitationGrammar:
         self._law_ref_re = re.compile(_law_ref_pattern(names, originals, free_text=True), re.IGNORECASE)
         self._tail_re = re.compile(_CONNECTOR + any_case, re.IGNORECASE)
         self._law_name_re = re.compile(any_case, re.IGNORECASE)
+        # one-word names heading a clause; abbreviations of three letters or more anywhere ("a clt e a constituição";
+        # not "et", "ce", "cf"): they are no common nouns
+        one_word = [key for key in names if " " not in key and any(c.islower() for n in originals[key] for c in n)]
+        abbreviations = [key for key in names if key.isalpha() and len(key) > 2 and key not in one_word]
+        self._colloquial_re = re.compile(
+            rf"(?<!\w){_COLLOQUIAL_ARTICLE}\s+(?:(?P<alias>{'|'.join(map(re.escape, one_word)) or '(?!)'})(?!\w)"
+            rf"{_COLLOQUIAL_FOLLOW}|(?P<abbreviation>{'|'.join(map(re.escape, abbreviations)) or '(?!)'})(?!\w))",
+            re.IGNORECASE,
+        )
 
     def _register(self, name: str, law_id: str | None, originals: dict[str, list[str]]) -> None:
         key = law_key(name)
@@ -355,14 +377,23 @@ class CitationGrammar:
 
     # -- reading ---------------------------------------------------------------------------------------------
 
-    def extract(self, text: str) -> list[dict[str, Any]]:
+    def extract(self, text: str, *, colloquial: bool = False) -> list[dict[str, Any]]:
         """
         Every citation in `text`, in order, repeats included (one dict per cited article, sharing the `text` and
         `span` of their group for lists like "arts. 40 y 41 ET").
-        """
-        return [{k: v for k, v in ref.items() if k != "scope"} for ref in self.extract_references(text)]
 
-    def extract_references(self, text: str) -> list[dict[str, Any]]:
+        :param colloquial: Also read how people write a norm's one-word name or abbreviation (three letters or
+            more) in a question: in any case after a definite article, when it heads a clause ("es verdad que la
+            constitucion dice...", "o que a constituição garante?", "o que a clt diz?") rather than a noun phrase with its complement ("la constitución de una
+            sociedad", "la constitución y funcionamiento del comité", "el estatuto jurídico"). For questions only:
+            statute text uses those words as common nouns.
+        """
+        return [
+            {k: v for k, v in ref.items() if k != "scope"}
+            for ref in self.extract_references(text, colloquial=colloquial)
+        ]
+
+    def extract_references(self, text: str, *, colloquial: bool = False) -> list[dict[str, Any]]:
         """
         `extract`, for statute text: each citation also says how it names its law, in `scope`:
 
@@ -376,6 +407,7 @@ class CitationGrammar:
 
         A named law followed by its approving norm ("texto refundido de la Ley General de la Seguridad Social,
         aprobado por el Real Decreto Legislativo 1/1994") resolves to the approving norm's law when it is known.
+        `colloquial`: as in `extract`.
         """
         original = unicodedata.normalize("NFC", text or "")
         folded = _fold(original)
@@ -399,6 +431,13 @@ class CitationGrammar:
                 law, end = self._approved_by(folded, match.end(), law)
                 found.append((match.start(), end, None, law, "law"))
                 consumed.append((match.start(), end))
+        for match in self._colloquial_re.finditer(folded) if colloquial else ():
+            group = "alias" if match.group("alias") else "abbreviation"
+            start, end = match.span(group)
+            law_id = self._lookup.get(law_key(match.group(group)))
+            if law_id and not any(s < end and start < e for s, e in consumed):
+                found.append((start, end, None, _LawRef(law_id, self._short_by_id.get(law_id, law_id)), "law"))
+                consumed.append((start, end))
         found.sort(key=lambda item: item[0])
         found = self._law_first(folded, found)
         # "las disposiciones adicionales primera y segunda y la disposición final quinta de la Ley 27/2011", "el

@@ -91,7 +91,7 @@ class LegalReranker:
     is not among the candidates stays where relevance puts it.
 
     Named norms (`named_first`, on by default): a question that names a norm ("¿qué dice la Constitución sobre las
-    vacaciones?", "o que a CLT diz sobre férias?", "según el ET ...") asks what that norm says, so the blocks of
+    vacaciones?", "o que a CLT diz sobre férias?", "según el ET ...", "donde dice la constitucion que...") asks what that norm says, so the blocks of
     the norms it names come before the others (after the jurisdiction step, which they decide): the labour
     statutes say more about holidays in more words than the Constitution's one clause, so relevance alone puts
     them first. Never removed; nothing moves when no block of a named norm is among the candidates.
@@ -373,7 +373,7 @@ class LegalReranker:
         """The law ids of the norms the question names, in its order (the citation grammar's)."""
         if self._grammar is None:
             self._grammar = CitationGrammar()
-        return [c["law_id"] for c in self._grammar.extract(query) if c.get("law_id")]
+        return [c["law_id"] for c in self._grammar.extract(query, colloquial=True) if c.get("law_id")]
 
     def _jurisdiction_first(
         self, query: str, named: list[str], documents: list[Document]

@@ -1,6 +1,7 @@
 """Dense + BM25 hybrid retrieval across logical collections, on Qdrant Edge or a Qdrant server (+ OpenSearch BM25)."""
 
 import copy
+import functools
 from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
@@ -46,6 +47,13 @@ class HybridRetriever:
     Each logical collection (`normativa`, `sentencias`, `criterios`: a payload field, not a separate index) is
     searched with the caller's filters in one batched call per query; each collection's scores are multiplied by
     its weight, the lists are merged, and a chunk found twice keeps its highest score.
+
+    Named norms (`named_laws`): a question that names a norm ("¿dónde dice la Constitución que tenemos derecho a
+    vacaciones?") asks what that norm says, but the norms with more and longer text on the topic (the labour
+    statutes) can fill every place of an unrestricted search. When none of the hits is from a named norm, each
+    collection is searched again within the missing ones and those lists are merged like a collection's: their
+    best chunks rank beside the overall best ones, so the re-ranker (which puts a named norm's blocks first) has
+    them to rank. A named norm already among the hits changes nothing.
 
     Works with the embedded `EdgeDocumentStore` (one `query_batch` call for all collections) and with
     qdrant-haystack's `QdrantDocumentStore` for a Qdrant server (through qdrant-haystack's own hybrid /
@@ -206,6 +214,7 @@ class HybridRetriever:
         mode: str | None = None,
         collections: list[str] | None = None,
         query: str | None = None,
+        named_laws: list[str] | None = None,
     ) -> dict[str, list[Document]]:
         """
         Retrieve chunks for one query.
@@ -218,6 +227,8 @@ class HybridRetriever:
         :param mode: Overrides the init `mode`.
         :param collections: Restricts the search to these collections (names must be configured).
         :param query: The query text: the BM25 query on the `lexical_store` (needed by `sparse` and `hybrid` there).
+        :param named_laws: Law ids of the norms the question names (`CitationDetector.named_laws`): each collection
+            is also searched within them (see the class docstring).
         :returns: `documents`: chunks sorted by weighted score, unique by id.
         """
         mode = mode or self.mode
@@ -236,44 +247,77 @@ class HybridRetriever:
         if unknown:
             raise ValueError(f"Unknown collection(s) {unknown}; configured: {sorted(self.collections)}")
 
+        if named_laws is not None and not (
+            isinstance(named_laws, list) and all(isinstance(law, str) and law for law in named_laws)
+        ):
+            raise ValueError(f"named_laws must be a list of law ids, got {named_laws!r}")
+
         base = and_filters(self.filters, filters)
         per_collection = [and_filters(base, {"field": "meta.collection", "operator": "==", "value": c}) for c in names]
+        search = functools.partial(
+            self._search_collections,
+            mode=mode,
+            lexical=lexical,
+            embedding=query_embedding,
+            sparse=query_sparse_embedding,
+            query=query,
+            top_k=top_k,
+        )
+        best = self._merged(names, search(per_collection))
+        ranked = sorted(best.values(), key=lambda pair: pair[0], reverse=True)[:top_k]
+        # the norms the question names that none of the hits is from: every collection searched again within them
+        absent = [law for law in dict.fromkeys(named_laws or ()) if all(d.meta.get("law_id") != law for _, d in ranked)]
+        if absent:
+            within = {"field": "meta.law_id", "operator": "in", "value": absent}
+            best = self._merged(names, search([and_filters(f, within) for f in per_collection]), best)
+            ranked = sorted(best.values(), key=lambda pair: pair[0], reverse=True)[:top_k]
+        documents = [
+            Document(id=doc.id, content=doc.content, meta=doc.meta, score=score, embedding=doc.embedding)
+            for score, doc in ranked
+        ]
+        return {"documents": documents}
+
+    def _search_collections(
+        self,
+        per_collection: list[dict[str, Any] | None],
+        *,
+        mode: str,
+        lexical: bool,
+        embedding: list[float] | None,
+        sparse: SparseEmbedding | None,
+        query: str | None,
+        top_k: int,
+    ) -> list[list[Document]]:
+        """The hits of each collection's filters, fused as `mode` says: one ranked list per collection."""
         prefetch_k = self.prefetch_k or max(top_k, 50)
         if mode == "hybrid" and self.fuse_by_parent:
             # dense and sparse lists of every collection (one batch on the embedded store), fused per parent block
-            dense, sparse = self._ranked_lists(
-                per_collection, query_embedding, query_sparse_embedding, query, prefetch_k
-            )
-            if self.fusion == "score":
-                results = [self._fuse_scores(d, s, query_embedding, top_k) for d, s in zip(dense, sparse)]
-            else:
-                results = [self._fuse_by_parent(d, s, query_embedding, top_k) for d, s in zip(dense, sparse)]
-        elif mode == "hybrid" and lexical:
+            dense, sparse_lists = self._ranked_lists(per_collection, embedding, sparse, query, prefetch_k)
+            fuse = self._fuse_scores if self.fusion == "score" else self._fuse_by_parent
+            return [fuse(d, s, embedding, top_k) for d, s in zip(dense, sparse_lists)]
+        if mode == "hybrid" and lexical:
             # chunk-level fusion across two stores: Haystack's reciprocal rank fusion (k=60)
-            dense, sparse = self._ranked_lists(
-                per_collection, query_embedding, query_sparse_embedding, query, prefetch_k
-            )
-            results = [self._joiner().run(documents=[d, s])["documents"][:top_k] for d, s in zip(dense, sparse)]
-        elif lexical:
-            results = [self._lexical_search(query or "", f, top_k) for f in per_collection]
-        else:
-            searches = [(mode, f) for f in per_collection]
-            results = self._search(searches, query_embedding, query_sparse_embedding, top_k, prefetch_k)
+            dense, sparse_lists = self._ranked_lists(per_collection, embedding, sparse, query, prefetch_k)
+            return [self._joiner().run(documents=[d, s])["documents"][:top_k] for d, s in zip(dense, sparse_lists)]
+        if lexical:
+            return [self._lexical_search(query or "", f, top_k) for f in per_collection]
+        return self._search([(mode, f) for f in per_collection], embedding, sparse, top_k, prefetch_k)
 
-        # each chunk at its best collection-weighted score; Documents are built for the returned ones only
-        best: dict[str, tuple[float, Document]] = {}
+    def _merged(
+        self,
+        names: list[str],
+        results: list[list[Document]],
+        best: dict[str, tuple[float, Document]] | None = None,
+    ) -> dict[str, tuple[float, Document]]:
+        """Each chunk at its best collection-weighted score (added to `best`); Documents are built later."""
+        best = {} if best is None else best
         for name, hits in zip(names, results):
             weight = self.collections[name]
             for doc in hits:
                 score = (doc.score or 0.0) * weight
                 if doc.id not in best or score > best[doc.id][0]:
                     best[doc.id] = (score, doc)
-        ranked = sorted(best.values(), key=lambda pair: pair[0], reverse=True)[:top_k]
-        documents = [
-            Document(id=doc.id, content=doc.content, meta=doc.meta, score=score, embedding=doc.embedding)
-            for score, doc in ranked
-        ]
-        return {"documents": documents}
+        return best
 
     def _fuse_by_parent(
         self,

@@ -104,6 +104,7 @@ class MultiQueryRetriever:
         hypothetical_document: str | None = None,
         top_k: int | None = None,
         rerank: bool | None = None,
+        named_laws: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Retrieve parent blocks for each query and merge them.
@@ -117,6 +118,8 @@ class MultiQueryRetriever:
         :param top_k: Overrides the init `top_k`.
         :param rerank: Feature flag `rerank` for this run: `False` returns the chain's blocks before re-ranking
             (plain hybrid scores).
+        :param named_laws: Law ids of the norms the question names (`CitationDetector.named_laws`), passed on to
+            every query's chain (its retriever also searches within them).
         :returns: `documents`: merged parent blocks sorted by their best score, at most `top_k`, each with
             `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query run, for the trace;
             `applied_filters`: the `filters` used (a loop passes them on to the next run, see `CRAGRouter`).
@@ -138,7 +141,8 @@ class MultiQueryRetriever:
 
         def retrieve(query: str) -> tuple[list[Document], float]:
             start = time.perf_counter()
-            out = self.chain.run(text=query, dense_text=dense_text, filters=filters)
+            named = {"named_laws": named_laws} if named_laws else {}
+            out = self.chain.run(text=query, dense_text=dense_text, filters=filters, **named)
             # feature flag `rerank` off: the chain's parent blocks before re-ranking
             documents = out["documents"] if rerank is not False else out.get("candidates", out["documents"])
             return documents, (time.perf_counter() - start) * 1000

@@ -22,6 +22,7 @@ CITATION_STAGES = ("citation_detector", "citation_fetcher", "gate")
 CONNECTIONS = (
     ("citation_detector.filters", "citation_fetcher.select"),
     ("citation_detector.citations", "gate.citations"),
+    ("citation_detector.named_laws", "retriever.named_laws"),
     ("citation_fetcher.documents", "gate.documents"),
     ("term_expander.query", "sparse_text_embedder.text"),
     ("term_expander.query", "retriever.query"),
@@ -43,6 +44,8 @@ INPUT_MAPPING = {
     "top_k": ["parent_resolver.top_k", "reranker.top_n"],
     "mode": ["retriever.mode"],
     "collections": ["retriever.collections"],
+    # the norms the question names, when the chain has no citation stages of its own (the query pipeline's)
+    "named_laws": ["retriever.named_laws"],
 }
 
 
@@ -61,7 +64,8 @@ class RetrievalChain(SuperComponent):
     Inputs: `text` (embedded on both sides, the query of the retriever and the re-ranker; with a `term_expander`,
     the BM25 side gets it followed by the statutory terms of its colloquial expressions), `dense_text` (optional:
     embedded on the dense side instead of `text`, e.g. a HyDE passage), `filters`, `top_k` (parent blocks kept),
-    `mode` (`hybrid`, `dense`, `sparse`), `collections`. Outputs: `documents` (re-ranked parent blocks) and, with
+    `mode` (`hybrid`, `dense`, `sparse`), `collections`, `named_laws` (the norms the question names, searched within
+    as well: a chain without citation stages of its own gets them from its caller). Outputs: `documents` (re-ranked parent blocks) and, with
     a re-ranker, `candidates` (the parent blocks before re-ranking).
 
     ### Usage example
@@ -158,6 +162,7 @@ class RetrievalChain(SuperComponent):
             name: [path for path in paths if path.split(".", 1)[0] in present and path not in fed]
             for name, paths in INPUT_MAPPING.items()
         }
+        input_mapping = {name: paths for name, paths in input_mapping.items() if paths}
         output_mapping = (
             {"reranker.documents": "documents", "parent_resolver.documents": "candidates"}
             if reranker is not None
@@ -176,7 +181,7 @@ class RetrievalChain(SuperComponent):
         value passed along an edge: for the query vector that copy (element by element) costs more than the search
         itself, and the chain runs once per query of every request.
 
-        :param kwargs: `text` (required), `dense_text`, `filters`, `top_k`, `mode`, `collections`.
+        :param kwargs: `text` (required), `dense_text`, `filters`, `top_k`, `mode`, `collections`, `named_laws`.
         :returns: `documents`: parent blocks, best first (re-ranked when there is a re-ranker); `candidates`: the
             parent blocks before re-ranking (only with a re-ranker).
         :raises ValueError: `text` is missing or not a string.

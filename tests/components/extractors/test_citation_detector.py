@@ -149,6 +149,10 @@ def test_run_law_only_citations(detector):
     law_only = detector.run(query="¿Qué dice el Estatuto de los Trabajadores sobre las vacaciones?")
     assert _pairs(law_only) == [(ET, None)]
     assert _pairs(detector.run(query="Real Decreto 1561/1995")) == [("BOE-A-1995-21346", None)]
+    # a norm named as people type it, lowercase and without its accent
+    assert _pairs(detector.run(query="es verdad que la constitucion dice que el sueldo tiene que dar para vivir?")) == [
+        (CE, None)
+    ]
     # a law cited with an article is not repeated as a law-only citation
     assert _pairs(detector.run(query="El ET regula en su art. 38 ET las vacaciones")) == [(ET, "38")]
 
@@ -159,6 +163,7 @@ def test_run_law_only_citations(detector):
         "¿Qué regulará el estatuto e incompatibilidades de los miembros del Gobierno?",  # lowercase common noun
         "el Estatuto de Autonomía de Cataluña",  # recognised but ambiguous -> no law
         "la constitución de una sociedad limitada",
+        "la constitucion y funcionamiento del comite intercentros",
         "el 10 de mayo de 2020 me despidieron",  # a bare number needs a law after it
         "Cf. la doctrina del Supremo",
         "según la ley 30 días de vacaciones",  # "ley 30" has no year: not a Spanish norm number
@@ -167,7 +172,7 @@ def test_run_law_only_citations(detector):
 )
 def test_run_no_false_positives(detector, query):
     result = detector.run(query=query)
-    assert result == {"citations": [], "filters": None, "has_citations": False, "case_law": []}
+    assert result == {"citations": [], "filters": None, "has_citations": False, "case_law": [], "named_laws": []}
 
 
 def test_run_citation_fields_and_filters(detector):

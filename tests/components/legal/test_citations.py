@@ -79,3 +79,41 @@ def test_citation_condition_and_filters():
         "operator": "OR", "conditions": [citation_condition(law_article)]
     }
     assert citation_filters([]) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("es verdad que la constitucion dice que el sueldo tiene que dar para vivir?", [(CE, "constitucion")]),
+        ("donde dice la constitucion que tenemos derecho a vacaciones", [(CE, "constitucion")]),
+        ("segun la constitucion, tengo derecho a la huelga", [(CE, "constitucion")]),
+        ("o que a constituição garante sobre licença?", [("CF88", "constituição")]),
+        ("que diz a constituicao", [("CF88", "constituicao")]),
+        ("el estatuto dice 30 días", [(ET, "estatuto")]),
+        ("o que a clt fala sobre aviso prévio?", [("DEL-5452-1943", "clt")]),
+        ("a clt e a constituição", [("DEL-5452-1943", "clt"), ("CF88", "constituição")]),
+        ("según la lgss, cobro el paro", [("BOE-A-2015-11724", "lgss")]),
+        ("la ce dice", []),  # two-letter abbreviations only as written
+        # a common noun with its complement, a coordinated noun, an adjective: not a norm
+        ("la constitución de una sociedad limitada", []),
+        ("cómo es la constitucion del comite de empresa", []),
+        ("la constitucion y funcionamiento del comite", []),
+        ("el estatuto juridico del trabajador", []),
+        ("o estatuto da empresa diz outra coisa", []),
+        ("¿Qué regulará el estatuto e incompatibilidades de los miembros del Gobierno?", []),
+    ],
+)
+def test_colloquial_names_in_questions(grammar, text, expected):
+    found = grammar.extract(text, colloquial=True)
+    assert [(c["law_id"], c["text"]) for c in found] == expected
+    assert all(c["article"] is None for c in found)
+    # statute text uses these words as common nouns: without `colloquial` a lowercase one-word name is no citation
+    assert grammar.extract(text) == []
+
+
+def test_colloquial_reading_keeps_the_written_citations(grammar):
+    text = "según la Constitución, art. 40 de la constitucion, y el Estatuto"
+    assert [(c["law_id"], c["article"]) for c in grammar.extract(text, colloquial=True)] == [
+        (CE, None), (CE, "40"), (ET, None)
+    ]
+    assert grammar.extract(text, colloquial=True) == grammar.extract(text)

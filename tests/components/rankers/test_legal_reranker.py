@@ -412,6 +412,9 @@ def test_named_first_puts_the_blocks_of_the_norms_the_question_names_first():
     assert out["stats"]["named"] == [CE["law_id"]]
     scores = [d.score for d in out["documents"]]
     assert scores == sorted(scores, reverse=True) and scores[-1] > 0  # rescaled below, never removed
+    # named as people type it: lowercase, no accent
+    typed = reranker.run(documents=_constitution_candidates(), query="donde dice la constitucion que tengo vacaciones")
+    assert [d.id for d in typed["documents"]][:2] == ["ce-40", "ce-35"] and typed["stats"]["named"] == [CE["law_id"]]
     # an article the question cites still comes before its norm's other blocks
     cited = reranker.run(documents=_constitution_candidates(), query="¿Qué dice el artículo 35 de la Constitución?",
                          cited=[_cited("ce-35", {**CE_40, "article": "35"})])

@@ -292,3 +292,22 @@ def test_chunks_for_blocks_covers_the_blocks_asked_for(tmp_path):
     bm25 = r.run(query_sparse_embedding=sparse, top_k=2 * 3, mode="sparse")["documents"]
     assert len(parents(bm25)) < 3 <= len(parents(r.run(query_sparse_embedding=sparse, top_k=4 * 3, mode="sparse")["documents"]))
     s.close()
+
+
+def test_named_laws_are_searched_within_when_no_hit_is_from_them(store):
+    # the strike passage is the last of the statutes for this query: top_k=2 leaves it out
+    r = HybridRetriever(document_store=store, top_k=2, collections={"normativa": 1.0})
+    query = {"query_embedding": [1, 0.2, 0.02, 0.1], "query_sparse_embedding": _sparse("vacaciones")}
+    plain = r.run(**query)["documents"]
+    assert [d.id for d in plain] == ["v-norm", "d-norm"]
+    named = r.run(**query, named_laws=["L-h-norm"])["documents"]
+    # its lists are fused and merged like a collection's: its best chunk is first of its own list
+    assert [d.id for d in named] == ["v-norm", "h-norm"]
+    assert named[1].score > plain[1].score
+    # a named norm already among the hits changes nothing
+    assert [d.id for d in r.run(**query, named_laws=["L-v-norm"])["documents"]] == [d.id for d in plain]
+    # the caller's filters still apply to the named search
+    outside = {"field": "meta.law_id", "operator": "!=", "value": "L-h-norm"}
+    assert "h-norm" not in {d.id for d in r.run(**query, named_laws=["L-h-norm"], filters=outside)["documents"]}
+    with pytest.raises(ValueError, match="named_laws"):
+        r.run(**query, named_laws="L-h-norm")

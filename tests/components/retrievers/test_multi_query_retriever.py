@@ -142,8 +142,8 @@ class _StubChain:
     def __init__(self, hits):
         self.hits, self.calls = hits, []
 
-    def run(self, text, dense_text=None, filters=None):
-        self.calls.append((text, dense_text, filters))
+    def run(self, text, dense_text=None, filters=None, named_laws=None):
+        self.calls.append((text, dense_text, filters) + ((named_laws,) if named_laws else ()))
         return {"documents": self.hits.get(text, [])}
 
 
@@ -166,6 +166,12 @@ def test_run_hyde_text_goes_to_the_dense_side_of_every_query():
     chain.calls.clear()
     MultiQueryRetriever(chain=chain, max_workers=1).run(queries=["q1"], hypothetical_document="  ", filters={"x": 1})
     assert chain.calls == [("q1", None, {"x": 1})]  # a blank HyDE text is ignored
+
+
+def test_run_passes_the_named_norms_to_every_query():
+    chain = _StubChain({})
+    MultiQueryRetriever(chain=chain, max_workers=1).run(queries=["q1", "q2"], named_laws=["CF88"])
+    assert chain.calls == [("q1", None, None, ["CF88"]), ("q2", None, None, ["CF88"])]
 
 
 def test_run_applied_filters_and_require_filters(mqr, tmp_path):

@@ -55,7 +55,7 @@ def test_init_sockets_and_validation(tmp_path):
     store = EdgeDocumentStore(path=str(tmp_path / "store"))
     chain = RetrievalChain(**_stages(store))
     inputs = chain.__haystack_input__._sockets_dict
-    assert set(inputs) == {"text", "dense_text", "filters", "top_k", "mode", "collections"}
+    assert set(inputs) == {"text", "dense_text", "filters", "top_k", "mode", "collections", "named_laws"}
     assert inputs["text"].is_mandatory and not inputs["dense_text"].is_mandatory
     assert set(chain.__haystack_output__._sockets_dict) == {"documents", "candidates"}
     plain = RetrievalChain(**_stages(store, reranker=False))
@@ -66,9 +66,10 @@ def test_init_sockets_and_validation(tmp_path):
     with pytest.raises(TypeError):
         RetrievalChain(DenseTextEmbedder())  # keyword-only
     cited = RetrievalChain(**_stages(store, citations=True))
-    assert set(cited.__haystack_input__._sockets_dict) == set(inputs)  # the question feeds the detector too
+    # the question feeds the detector too, and the detector names the norms to the retriever
+    assert set(cited.__haystack_input__._sockets_dict) == set(inputs) - {"named_laws"}
     edges = {(s, r) for s, r, _ in cited.pipeline.graph.edges(data=True)}
-    assert {("citation_detector", "citation_fetcher"), ("gate", "reranker")} <= edges
+    assert {("citation_detector", "citation_fetcher"), ("gate", "reranker"), ("citation_detector", "retriever")} <= edges
     with pytest.raises(ValueError, match="go together"):
         RetrievalChain(**{**_stages(store, citations=True), "gate": None})
     with pytest.raises(ValueError, match="without a re-ranker"):
@@ -163,7 +164,7 @@ def test_term_expander_feeds_the_bm25_side_only(indexed, tmp_path):
     chain = RetrievalChain(**stages)
     chain.warm_up()
     assert set(chain.__haystack_input__._sockets_dict) == {"text", "dense_text", "filters", "top_k", "mode",
-                                                           "collections"}
+                                                           "collections", "named_laws"}
     edges = {(s, r) for s, r, _ in chain.pipeline.graph.edges(data=True)}
     assert {("term_expander", "sparse_text_embedder"), ("term_expander", "retriever")} <= edges
     question = "soy suplente del titular"
