@@ -11,6 +11,7 @@ from haystack.components.converters.utils import normalize_metadata
 from pypdf import PdfReader
 from pypdf.errors import PyPdfError
 
+from components.legal.ids import IN_FORCE, PARTIALLY_REPEALED, REPEALED
 from components.legal.jurisdiction import COUNTRY_LANGUAGE, LANGUAGE_COUNTRY
 from components.legal.laws import load_laws_table
 from components.legal.legal_text import detect_language, fold_accents
@@ -62,10 +63,10 @@ _SHORT_PT: Final[dict[str, str]] = {
     "lei complementar": "LC", "lei": "Lei", "decreto-lei": "DL", "decreto": "Decreto", "medida provisória": "MP",
 }
 _STATUS_ALIASES: Final[dict[str, str]] = {
-    "in_force": "in_force", "vigente": "in_force", "en_vigor": "in_force", "vigor": "in_force",
-    "repealed": "repealed", "derogada": "repealed", "derogado": "repealed", "revogada": "repealed",
-    "partially_repealed": "partially_repealed", "derogada_parcialmente": "partially_repealed",
-    "parcialmente_derogada": "partially_repealed",
+    "in_force": IN_FORCE, "vigente": IN_FORCE, "en_vigor": IN_FORCE, "vigor": IN_FORCE,
+    "repealed": REPEALED, "derogada": REPEALED, "derogado": REPEALED, "revogada": REPEALED,
+    "partially_repealed": PARTIALLY_REPEALED, "derogada_parcialmente": PARTIALLY_REPEALED,
+    "parcialmente_derogada": PARTIALLY_REPEALED,
 }
 _DATE_LAYOUTS: Final[tuple[tuple[str, str], ...]] = (
     (r"\d{4}-\d{2}-\d{2}", "%Y-%m-%d"), (r"\d{8}", "%Y%m%d"), (r"\d{1,2}/\d{1,2}/\d{4}", "%d/%m/%Y")
@@ -415,8 +416,8 @@ class StatuteConverter:
         detected_ref = _BOE_REF_RE.search(derogation.group("rest")) if derogation else None
         status = _STATUS_ALIASES.get(re.sub(r"[\s\-]+", "_", fold_accents(str(front.get("status") or "")).lower()))
         if status is None and derogation:
-            status = "partially_repealed" if derogation.group("partial") else "repealed"
-        status = status or known.get("status") or "in_force"
+            status = PARTIALLY_REPEALED if derogation.group("partial") else REPEALED
+        status = status or known.get("status") or IN_FORCE
 
         meta: dict[str, Any] = {
             "law_id": law_id,
@@ -429,7 +430,7 @@ class StatuteConverter:
             "format": fmt,
         }
         derogated_by = front.get("derogated_by") or (detected_ref.group(1) if detected_ref else None)
-        if not derogated_by and status != "in_force":
+        if not derogated_by and status != IN_FORCE:
             derogated_by = known.get("derogated_by")
         if derogated_by:
             meta["derogated_by"] = str(derogated_by)

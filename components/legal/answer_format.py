@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from haystack import Document
 
-from components.legal.ids import REPEALED
+from components.legal.ids import PARTIALLY_REPEALED, REPEALED
 from components.legal.legal_text import fold_accents
 
 META_DELIMITER: Final[str] = "===META==="
@@ -126,7 +126,7 @@ def _note(meta: dict[str, Any]) -> str:
     if status == REPEALED:
         derogated_by = meta.get("derogated_by")
         return REPEALED_BY_NOTE.format(derogated_by=derogated_by) if derogated_by else REPEALED_NOTE
-    return PARTIALLY_REPEALED_NOTE if status == "partially_repealed" else ""
+    return PARTIALLY_REPEALED_NOTE if status == PARTIALLY_REPEALED else ""
 
 
 def context_block(document: Document) -> dict[str, str]:

@@ -21,8 +21,11 @@ APPROVAL_PREFIX: Final[str] = "rd-"
 # search unit. `meta.level` is "parent" or "child"; a child's `meta.parent_id` names its block.
 PARENT_FILTER = {"field": "meta.level", "operator": "==", "value": "parent"}
 DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the query (absolute relevance signal)
-# `meta.status` of a norm (or article) repealed as a whole; a repealed norm's successor is in `meta.derogated_by`
+# `meta.status` of a norm (or article): in force, repealed as a whole (its successor in `meta.derogated_by`), or
+# partly repealed
+IN_FORCE: Final[str] = "in_force"
 REPEALED: Final[str] = "repealed"
+PARTIALLY_REPEALED: Final[str] = "partially_repealed"
 # meta key: sha256 of the source file (name + bytes) under the indexing pipeline and owner it was indexed with
 SOURCE_DIGEST = "source_sha256"
 

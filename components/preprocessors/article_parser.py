@@ -8,7 +8,7 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.legal.access import owner_key
-from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX
+from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, IN_FORCE, REPEALED
 from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key
 
 logger = logging.getLogger(__name__)
@@ -288,7 +288,7 @@ class ArticleParser:
             seen.setdefault(key, 1)
             extra: dict[str, Any] = {}
             if law_meta.get("lang") == "pt":
-                extra = _strip_br_notes(unit, str(law_meta.get("status") or "in_force"))
+                extra = _strip_br_notes(unit, str(law_meta.get("status") or IN_FORCE))
             body = _body(unit.lines)
             content = body if unit.key == "texto" else f"{unit.heading}\n\n{body}".strip()
             meta = {
@@ -324,8 +324,8 @@ def _strip_br_notes(unit: _Unit, law_status: str) -> dict[str, Any]:
     unit.heading_path = [split_br_notes(heading)[0] for heading in unit.heading_path]
     extra: dict[str, Any] = {"amendments": list(dict.fromkeys(notes))} if notes else {}
     kinds = [match.group("kind").lower()[:3] for match in map(_BR_REPEALED_LINE_RE.match, lines) if match]
-    if law_status == "in_force" and kinds and len(kinds) == sum(1 for line in lines if line.strip()):
-        extra["status"] = "vetoed" if set(kinds) == {"vet"} else "repealed"
+    if law_status == IN_FORCE and kinds and len(kinds) == sum(1 for line in lines if line.strip()):
+        extra["status"] = "vetoed" if set(kinds) == {"vet"} else REPEALED
     return extra
 
 

@@ -11,7 +11,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.generators.llm_backends import generator_to_dict, with_deserialized_generator
 from components.legal.citations import CitationGrammar
-from components.legal.ids import DENSE_SCORE, REPEALED
+from components.legal.ids import DENSE_SCORE, IN_FORCE, PARTIALLY_REPEALED, REPEALED
 from components.legal.jurisdiction import in_jurisdiction, question_jurisdiction
 from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer, LLMPointwiseScorer
 from components.utils.ttl_cache import TTLCache, cache_partition
@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 RELEVANCE_BACKENDS = ("retrieval", "embedding", "cross_encoder", "llm")
 DEFAULT_RETRIEVAL_BLEND = {"embedding": 0.5, "retrieval": 0.5}  # measured on the dev sets (benchmarks/)
 HIERARCHY_BY_RANK = {1: 1.0, 2: 0.8, 3: 0.6, 4: 0.4, 5: 0.2}
-VIGENCIA_BY_STATUS = {"in_force": 1.0, "partially_repealed": 0.5, REPEALED: 0.0}
+VIGENCIA_BY_STATUS = {IN_FORCE: 1.0, PARTIALLY_REPEALED: 0.5, REPEALED: 0.0}
 
 
 def hierarchy_score(meta: dict[str, Any]) -> float:
@@ -45,7 +45,7 @@ def recency_score(meta: dict[str, Any], today: dt.date) -> float:
 
 def vigencia_score(meta: dict[str, Any]) -> float:
     """In force 1.0, partially repealed 0.5, repealed 0.0 (penalized, never removed)."""
-    return VIGENCIA_BY_STATUS.get(str(meta.get("status", "in_force")), 1.0)
+    return VIGENCIA_BY_STATUS.get(str(meta.get("status", IN_FORCE)), 1.0)
 
 
 @component
@@ -492,13 +492,8 @@ def _first(leading: list[Document], ranked: list[Document]) -> list[Document]:
     unique: dict[str, Document] = {}
     for doc in leading:
         unique.setdefault(doc.id, doc)
-    leading = list(unique.values())
-    ids = set(unique)
-    rest = [d for d in ranked if d.id not in ids]
-    floor = min((d.score or 0.0) for d in leading)
-    top = max(((d.score or 0.0) for d in rest), default=0.0)
-    rest = _scaled(rest, min(1.0, 0.999 * floor / top) if top > 0 else 1.0)
-    return (leading + rest)[: max(len(ranked), len(leading))]
+    rest = [d for d in ranked if d.id not in unique]
+    return _below(list(unique.values()), rest)[: max(len(ranked), len(unique))]
 
 
 def _last(documents: list[Document], moved: list[Document]) -> list[Document]:
@@ -516,12 +511,12 @@ def _last(documents: list[Document], moved: list[Document]) -> list[Document]:
 
 def _below(kept: list[Document], moved: list[Document]) -> list[Document]:
     """`kept` (not empty) then `moved`, each in its order, the moved ones' scores rescaled below the lowest kept
-    score so scores stay monotone along the list."""
+    score so scores stay monotone along the list (never raised: moved scores already below it stay as they are)."""
     if not moved:
         return list(kept)
     floor = min((d.score or 0.0) for d in kept)
     top = max((d.score or 0.0) for d in moved)
-    return kept + _scaled(moved, 0.999 * floor / top if top > 0 else 0.0)
+    return kept + _scaled(moved, min(1.0, 0.999 * floor / top) if top > 0 else 1.0)
 
 
 def _scaled(documents: list[Document], factor: float) -> list[Document]:
