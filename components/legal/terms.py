@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from components.legal.legal_text import cardinal_to_int, detect_query_language, fold_accents
+from components.utils.bm25 import word_token
 
 DEFAULT_EQUIVALENCES_FILE = Path(__file__).resolve().parent / "data" / "equivalences.yaml"
 HINTS_HEADER = "\n\nEquivalencias aplicables (término coloquial -> términos jurídicos):"
@@ -60,7 +61,11 @@ class Equivalences:
     """
     The colloquial -> statutory equivalence table: finds its expressions in a text, longest match first.
 
-    Keys match whole words, ignoring case and accents; a matched span is not matched again by a shorter key.
+    Keys match whole words, ignoring case and accents; a matched span is not matched again by a shorter key. A key
+    of two content words or more also matches them inflected and with other function words around them, as the
+    BM25 analyser of its language reads words (Snowball stems, stopwords skipped: `components.utils.bm25.word_token`):
+    "assinar a carteira" matches "não assinaram minha carteira", "atrasando o salário" matches "atrasou meu
+    salário". One-word keys match only as written ("acordo" is not "acordei").
     With tables for several languages, a text is matched against the table of its language (given, or detected
     with `detect_query_language`; `default_language` when the text gives no evidence).
 
@@ -83,6 +88,7 @@ class Equivalences:
             ]
             for language, entries in self.by_language.items()
         }
+        self._stemmed_keys: dict[str, list[tuple[str, str, tuple[int, ...]]]] = {}
 
     def language_of(self, text: str) -> str:
         """The table language `text` is matched in: detected, else the default; one without a table -> default."""
@@ -99,15 +105,37 @@ class Equivalences:
         """
         language = language if language in self.by_language else self.language_of(text)
         folded = fold_accents(text.lower())
-        taken: list[tuple[int, int]] = []
-        found: list[tuple[int, str, str]] = []
+        # (longest span first, as written before inflected, longest key, leftmost): start, end, key, terms
+        candidates: list[tuple[tuple[int, int, int, int], int, int, str, str]] = []
         for key, terms, pattern in self._patterns_by_language[language]:
             for hit in pattern.finditer(folded):
-                if any(hit.start() < end and start < hit.end() for start, end in taken):
-                    continue
-                taken.append(hit.span())
-                found.append((hit.start(), key, terms))
+                candidates.append(((hit.start() - hit.end(), 0, -len(key), hit.start()), *hit.span(), key, terms))
+        tokens = _word_tokens(folded, language)
+        sequence = tuple(token for token, _, _ in tokens)
+        for key, terms, key_tokens in self._stemmed(language):
+            size = len(key_tokens)
+            for first in range(len(sequence) - size + 1):
+                if sequence[first : first + size] == key_tokens:
+                    start, end = tokens[first][1], tokens[first + size - 1][2]
+                    candidates.append(((start - end, 1, -len(key), start), start, end, key, terms))
+        taken: list[tuple[int, int]] = []
+        found: list[tuple[int, str, str]] = []
+        for _, start, end, key, terms in sorted(candidates, key=lambda candidate: candidate[0]):
+            if not any(start < stop and begin < end for begin, stop in taken):
+                taken.append((start, end))
+                found.append((start, key, terms))
         return [(key, terms) for _, key, terms in sorted(found)]
+
+    def _stemmed(self, language: str) -> list[tuple[str, str, tuple[int, ...]]]:
+        """The keys of `language` with two content words or more, as their BM25 tokens (longest key first)."""
+        if language not in self._stemmed_keys:
+            keys = []
+            for key, terms, _ in self._patterns_by_language[language]:
+                key_tokens = tuple(token for token, _, _ in _word_tokens(fold_accents(key.lower()), language))
+                if len(key_tokens) >= 2:
+                    keys.append((key, terms, key_tokens))
+            self._stemmed_keys[language] = keys
+        return self._stemmed_keys[language]
 
     def terms(self, text: str, language: str | None = None) -> list[str]:
         """The statutory terms of every entry found in `text`, without duplicates (first occurrence kept)."""
@@ -126,6 +154,16 @@ class Equivalences:
         words = _folded_words(text)
         found = self.matches(text, language) if matches is None else matches
         return " ".join([" ".join(text.split()), *(terms for _, terms in found if not _folded_words(terms) <= words)])
+
+
+def _word_tokens(folded: str, language: str) -> list[tuple[int, int, int]]:
+    """The content words of a folded text as `(BM25 token, start, end)`; stopwords are left out."""
+    out = []
+    for match in re.finditer(r"\w+", folded):
+        token = word_token(match.group(), language)
+        if token is not None:
+            out.append((token, match.start(), match.end()))
+    return out
 
 
 def _folded_words(text: str) -> set[str]:

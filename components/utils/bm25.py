@@ -1,7 +1,10 @@
 """
 Qdrant Edge's `Bm25` models, one per language, with the settings shared by the sparse embedders and the lexical
-breakpoints of the semantic parent splitter (stopwords, Snowball stemmer, ASCII folding).
+breakpoints of the semantic parent splitter (stopwords, Snowball stemmer, ASCII folding); `word_token` reads one
+word as those models do (the equivalence table's inflection-tolerant matching).
 """
+
+import functools
 
 from haystack import logging
 from qdrant_edge import Bm25, Bm25Config, Language, StopwordsSet
@@ -93,3 +96,20 @@ class Bm25Models:
                 )
                 self._models[name] = self.get(fallback)
         return self._models[name]
+
+
+_STEMMING = Bm25Models(k=1.2, b=0.75, avg_len=None, ascii_folding=True)  # k and b do not change the token ids
+
+
+@functools.lru_cache(maxsize=65536)
+def word_token(word: str, language: str) -> int | None:
+    """
+    The BM25 token of one word as `language`'s analyser reads it (ASCII folding, stopwords, Snowball stem), None
+    for a stopword: "atrasando" and "atrasou" share one token, "meu" has none. Words compare by meaning-bearing
+    stem this way without a stemmer of our own.
+
+    :param word: One word (no spaces).
+    :param language: ISO 639-1 code or language name with a Qdrant tokenizer (`es`, `pt`, ...).
+    """
+    indices = _STEMMING.get(language).embed_query(word).indices
+    return int(indices[0]) if len(indices) == 1 else None

@@ -51,7 +51,31 @@ def test_spanish_table_unchanged_and_explicit_language(table):
     assert table.matches("estoy de BAJA MEDICA") == [("baja médica", table.table["baja médica"])]
     assert "pt" not in table.table  # the Portuguese section is not a Spanish entry
     assert table.matches("hora extra", language="pt")[0][0] == "hora extra"
-    assert table.matches("hora extra", language="es") == []
+    assert table.matches("carteira assinada", language="es") == []
+    # read in Spanish, "hora extra" is the Spanish entry "horas extra" in the singular (below)
+    assert table.matches("hora extra", language="es")[0][0] == "horas extra"
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "key"),
+    [
+        ("a empresa ta atrasando meu salario ja faz 3 meses", "pt", "atrasando o salário"),
+        ("até agora não assinaram minha carteira", "pt", "assinar a carteira"),
+        ("me han pillado cobrando el paro", "es", "cobrar el paro"),  # longer than the one-word key "paro"
+        ("me pagan la hora extra", "es", "horas extra"),
+    ],
+)
+def test_keys_of_several_words_match_inflected_and_with_other_function_words(table, text, language, key):
+    assert key in [k for k, _ in table.matches(text, language=language)]
+    assert key not in text  # not as written: the match is the inflection-tolerant one
+
+
+def test_inflection_tolerance_keeps_exact_keys_first_and_one_word_keys_as_written(table):
+    # the exact key wins over another key that matches the same words inflected
+    assert table.matches("fui mandada embora grávida", language="pt")[0][0] == "mandada embora"
+    # one-word keys are not stemmed ("acordo" is not "acordei"); a key's words must be consecutive content words
+    assert table.matches("acordei cedo hoje", language="pt") == []
+    assert table.matches("assinaram o contrato e a carteira", language="pt") == []
 
 
 def test_sectioned_file_validation(tmp_path):
@@ -80,7 +104,7 @@ def test_expand_appends_the_terms_the_text_does_not_already_hold(table):
         "¿cobro la prestación por desempleo si estoy en el paro?"
     )
     assert table.expand("fui mandado embora") == "fui mandado embora dispensa sem justa causa rescisão contrato"
-    assert table.expand("me pagan la hora extra") == "me pagan la hora extra"  # no Spanish entry "hora extra"
+    assert table.expand("me pagan la carteira assinada", "es") == "me pagan la carteira assinada"  # no Spanish entry
     assert table.expand("me pagan la hora extra", "pt").endswith("horas suplementares sobrejornada adicional hora extraordinária")
     matches = [("curro", "trabajo empleo")]
     assert table.expand("mi curro", matches=matches) == "mi curro trabajo empleo"  # the caller's matches

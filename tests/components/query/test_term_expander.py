@@ -52,7 +52,7 @@ def test_nothing_to_add_leaves_the_query_as_it_is():
     expander = TermExpander()
     assert expander.run(query="¿Qué dice el  art. 38 ET?") == {"query": "¿Qué dice el art. 38 ET?", "expressions": []}
     # an entry whose terms the query already says adds nothing
-    already = "¿Cuánto es la prestación por desempleo si cobro el paro?"
+    already = "¿Cuánto es la prestación por desempleo del paro?"
     assert expander.run(query=already) == {"query": already, "expressions": ["paro"]}
     assert TermExpander(enabled=False).run(query=DISMISSED_PT) == {"query": DISMISSED_PT, "expressions": []}
     with pytest.raises(TypeError, match="string"):
