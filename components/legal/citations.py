@@ -383,10 +383,11 @@ class CitationGrammar:
         `span` of their group for lists like "arts. 40 y 41 ET").
 
         :param colloquial: Also read how people write a norm's one-word name or abbreviation (three letters or
-            more) in a question: in any case after a definite article, when it heads a clause ("es verdad que la
-            constitucion dice...", "o que a constituição garante?", "o que a clt diz?") rather than a noun phrase with its complement ("la constitución de una
-            sociedad", "la constitución y funcionamiento del comité", "el estatuto jurídico"). For questions only:
-            statute text uses those words as common nouns.
+            more) in a question: in any case after a definite article, an abbreviation anywhere ("o que a clt
+            diz?"), a name when it heads a clause ("es verdad que la constitucion dice...", "o que a constituição
+            garante?") rather than a noun phrase with its complement ("la constitución de una sociedad", "la
+            constitución y funcionamiento del comité", "el estatuto jurídico"). For questions only: statute text
+            uses those words as common nouns.
         """
         return [
             {k: v for k, v in ref.items() if k != "scope"}

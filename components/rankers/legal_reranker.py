@@ -91,10 +91,11 @@ class LegalReranker:
     is not among the candidates stays where relevance puts it.
 
     Named norms (`named_first`, on by default): a question that names a norm ("¿qué dice la Constitución sobre las
-    vacaciones?", "o que a CLT diz sobre férias?", "según el ET ...", "donde dice la constitucion que...") asks what that norm says, so the blocks of
-    the norms it names come before the others (after the jurisdiction step, which they decide): the labour
-    statutes say more about holidays in more words than the Constitution's one clause, so relevance alone puts
-    them first. Never removed; nothing moves when no block of a named norm is among the candidates.
+    vacaciones?", "o que a CLT diz sobre férias?", "según el ET ...", "donde dice la constitucion que...") asks
+    what that norm says, so the blocks of the norms it names come before the others (after the jurisdiction step,
+    which they decide): the labour statutes say more about holidays in more words than the Constitution's one
+    clause, so relevance alone puts them first. Never removed; nothing moves when no block of a named norm is among
+    the candidates.
 
     Cited articles (`cited`): the blocks of the articles the question cites, as `LexicalFirstGate` scores them
     (`meta["lexical_match"]`). Its exact hits ("art. 477 da CLT" -> CLT art. 477) come first, in the order the

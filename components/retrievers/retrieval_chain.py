@@ -65,8 +65,8 @@ class RetrievalChain(SuperComponent):
     the BM25 side gets it followed by the statutory terms of its colloquial expressions), `dense_text` (optional:
     embedded on the dense side instead of `text`, e.g. a HyDE passage), `filters`, `top_k` (parent blocks kept),
     `mode` (`hybrid`, `dense`, `sparse`), `collections`, `named_laws` (the norms the question names, searched within
-    as well: a chain without citation stages of its own gets them from its caller). Outputs: `documents` (re-ranked parent blocks) and, with
-    a re-ranker, `candidates` (the parent blocks before re-ranking).
+    as well: a chain without citation stages of its own gets them from its caller). Outputs: `documents`
+    (re-ranked parent blocks) and, with a re-ranker, `candidates` (the parent blocks before re-ranking).
 
     ### Usage example
 
