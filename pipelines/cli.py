@@ -168,7 +168,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         return 0
     out.print(result["answer"])
     if result["citations"]:
-        table = Table(title="Citas")
+        table = Table(title="citations")
         for col in ("law", "article", "title", "chunk_id"):
             table.add_column(col)
         for c in result["citations"]:

