@@ -8,17 +8,25 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS
-from components.legal.legal_text import fold_accents
+from components.legal.legal_text import detect_query_language, fold_accents
 from components.legal.terms import DEFAULT_EQUIVALENCES_FILE, Equivalences, extract_keywords, load_equivalences
 
 logger = logging.getLogger(__name__)
 
 SCORE_TYPES: Final[tuple[str, ...]] = ("rrf", "cosine", "bm25", "unit")
 SCORE_MODES: Final[tuple[str, ...]] = ("auto", *SCORE_TYPES)
-REJECTED_MESSAGE: Final[str] = (
-    "El corpus indexado no cubre esta pregunta: no he encontrado normas lo bastante relevantes para responder con "
-    "fundamento. Prueba a reformularla con otros términos o indica la ley o el artículo que te interesa."
-)
+# the REJECT message in the question's language (`detect_query_language`; Spanish without evidence)
+REJECTED_MESSAGES: Final[dict[str, str]] = {
+    "es": (
+        "El corpus indexado no cubre esta pregunta: no he encontrado normas lo bastante relevantes para responder "
+        "con fundamento. Prueba a reformularla con otros términos o indica la ley o el artículo que te interesa."
+    ),
+    "pt": (
+        "O corpus indexado não cobre esta pergunta: não encontrei normas suficientemente relevantes para responder "
+        "com fundamento. Tente reformulá-la com outros termos ou indique a lei ou o artigo que lhe interessa."
+    ),
+}
+REJECTED_MESSAGE: Final[str] = REJECTED_MESSAGES["es"]
 RRF_LISTS: Final[int] = 2  # dense + sparse
 MIN_KEPT_TERMS: Final[int] = 3
 _RRF_TOLERANCE: Final[float] = 2e-6  # Qdrant fuses in float32
@@ -76,7 +84,7 @@ class CRAGRouter:
 
     Each route has its own output socket, so a pipeline branches without a `ConditionalRouter`: `accepted`
     (documents), `retry_query` (back to the retrieval branch, through a `BranchJoiner` that also takes the
-    question) or `rejected` (the message). `route`, `retries` and `confidence` are always emitted; Haystack does
+    question) or `rejected` (the message, in the question's language: Spanish or Portuguese). `route`, `retries` and `confidence` are always emitted; Haystack does
     not connect a component to itself, so `retries` returns to the `retries` input through a pass-through such as
     `OutputAdapter(template="{{ retries }}", output_type=int)`.
 
@@ -109,7 +117,7 @@ class CRAGRouter:
         cosine_ceiling: float = 0.6,
         bm25_midpoint: float = 10.0,
         equivalences_file: str | None = None,
-        rejected_message: str = REJECTED_MESSAGE,
+        rejected_message: str | dict[str, str] | None = None,
         absolute_field: str | None = "dense_score",
     ) -> None:
         """
@@ -133,7 +141,9 @@ class CRAGRouter:
         :param bm25_midpoint: BM25 score calibrated to 0.5.
         :param equivalences_file: Colloquial -> statutory terms table used to broaden retry queries; `None` = the
             bundled `components/legal/data/equivalences.yaml` when it exists (no table otherwise).
-        :param rejected_message: Message sent on the `rejected` output.
+        :param rejected_message: Message sent on the `rejected` output: one text, or texts by the question's
+            language (ISO 639-1 code -> text; a language without one gets Spanish, else the first); `None` = the
+            bundled Spanish and Portuguese `REJECTED_MESSAGES`.
         :param absolute_field: Meta field holding an absolute relevance score (the dense similarity
             `HybridRetriever` records as `dense_score`). In `auto` mode, when any document has it, the set is graded
             on it (calibrated as `cosine`): fused and re-ranked scores are relative to the best candidate and would
@@ -164,8 +174,12 @@ class CRAGRouter:
             raise ValueError(f"cosine_floor ({cosine_floor}) must be below cosine_ceiling ({cosine_ceiling})")
         if bm25_midpoint <= 0:
             raise ValueError(f"bm25_midpoint must be > 0, got {bm25_midpoint}")
-        if not rejected_message.strip():
-            raise ValueError("rejected_message must not be empty")
+        if rejected_message is not None:
+            texts = {"": rejected_message} if isinstance(rejected_message, str) else rejected_message
+            if not isinstance(texts, dict) or not texts or not all(
+                isinstance(key, str) and isinstance(text, str) and text.strip() for key, text in texts.items()
+            ):
+                raise ValueError("rejected_message must be a non-empty text or a language -> non-empty text mapping")
         self.enabled = enabled
         self.accept_best = accept_best
         self.accept_mean_top_n = accept_mean_top_n
@@ -245,7 +259,7 @@ class CRAGRouter:
             `documents` by id, the higher score winning, so the cited and carried-over blocks fetched before the
             loop stay in the set.
         :returns: One of `accepted` (the documents, unchanged), `retry_query` (with `retry_documents`: the graded
-            set, to merge with the retry's results) or `rejected` (the message), plus
+            set, to merge with the retry's results) or `rejected` (the message, in the question's language), plus
             `route`, `retries` (incremented on RETRY) and `confidence` (in [0, 1]).
         :raises ValueError: If `retries` is negative.
         """
@@ -278,12 +292,20 @@ class CRAGRouter:
         if route == "ACCEPT":
             result["accepted"] = documents
         elif route == "REJECT":
-            result["rejected"] = self.rejected_message
+            result["rejected"] = self._rejected(query)
         logger.info(
             "CRAG {route}: best={best} mean_top_n={mean} confidence={confidence} retries={retries}",
             route=route, best=round(best, 3), mean=round(mean_top, 3), confidence=confidence, retries=result["retries"],
         )
         return {**result, "route": route}
+
+    def _rejected(self, query: str) -> str:
+        """The REJECT message, in the question's language when there are several."""
+        if isinstance(self.rejected_message, str):
+            return self.rejected_message
+        messages = self.rejected_message or REJECTED_MESSAGES
+        language = detect_query_language(query, default="es")
+        return messages.get(language) or messages.get("es") or next(iter(messages.values()))
 
     def calibrate(self, documents: list[Document]) -> list[float]:
         """

@@ -575,6 +575,9 @@ def test_ask_rejects_an_off_topic_question_and_accepts_an_in_domain_one(indexed,
         off = lex.ask("¿Cuál es la receta de la paella valenciana?")
         assert off["route"] == "REJECT" and off["citations"] == [] and "no cubre" in off["answer"]
         assert off["trace"]["crag"]["retries"] == 2  # both broader retries were tried first
+        # the refusal speaks the question's language
+        fora = lex.ask("Qual é a melhor receita de bolo de cenoura com cobertura de chocolate?")
+        assert fora["route"] == "REJECT" and fora["answer"].startswith("O corpus indexado não cobre esta pergunta")
         assert lex.ask("¿Cuánto puede durar un contrato eventual?")["route"] == "ACCEPT"
 
 

@@ -4,7 +4,7 @@ from haystack.components.converters import OutputAdapter
 from haystack.components.joiners import BranchJoiner
 
 import components.routers.crag_router as crag_module
-from components.routers.crag_router import REJECTED_MESSAGE, CRAGRouter
+from components.routers.crag_router import REJECTED_MESSAGE, REJECTED_MESSAGES, CRAGRouter
 
 # Scores as Qdrant's RRF (k=2, ranks from 0) returns them: 1/2 + 1/8, 1/2 + 1/29, 1/3 + 1/7, ...
 RRF_SCORES = [0.625, 0.53448278, 0.47619051, 0.375, 0.29545456, 0.29166669]
@@ -21,7 +21,7 @@ def _docs(scores, **meta):
 def test_init_defaults_and_validation():
     router = CRAGRouter()
     assert (router.accept_best, router.accept_mean_top_n, router.top_n, router.max_retries) == (0.5, 0.35, 5, 2)
-    assert router.score_mode == "auto" and router.rejected_message == REJECTED_MESSAGE
+    assert router.score_mode == "auto" and router.rejected_message is None
     for kwargs, message in [
         ({"accept_best": 1.5}, "accept_best"),
         ({"min_best": 0.6}, "min_best"),
@@ -101,6 +101,29 @@ def test_broaden_query_trims_more_on_later_attempts_and_works_without_equivalenc
     monkeypatch.setattr(crag_module, "DEFAULT_EQUIVALENCES_FILE", tmp_path / "missing.yaml")
     bare = CRAGRouter()
     assert bare.broaden_query("Me han despedido estando de baja médica", 1) == "despedido estando baja médica"
+
+
+@pytest.mark.parametrize("message", ["", "  ", {}, {"es": ""}, {"es": 3}, ["texto"]])
+def test_init_rejects_an_empty_or_malformed_message(message):
+    with pytest.raises(ValueError, match="rejected_message"):
+        CRAGRouter(rejected_message=message)
+
+
+def test_reject_message_in_the_questions_language_or_as_configured():
+    low = _docs([0.3512, 0.3021])
+    router = CRAGRouter(**RANGE, max_retries=0)
+    assert router.run(query=QUESTION, documents=low)["rejected"] == REJECTED_MESSAGES["es"] == REJECTED_MESSAGE
+    portuguese = "qual é a melhor receita de bolo de cenoura com chocolate?"
+    assert router.run(query=portuguese, documents=low)["rejected"] == REJECTED_MESSAGES["pt"]
+    assert REJECTED_MESSAGES["pt"].startswith("O corpus indexado não cobre esta pergunta")
+    # one configured text for every language; texts by language, Spanish for a language without one
+    fixed = CRAGRouter(**RANGE, max_retries=0, rejected_message="Sin respuesta.")
+    assert fixed.run(query=portuguese, documents=low)["rejected"] == "Sin respuesta."
+    by_language = CRAGRouter(**RANGE, max_retries=0, rejected_message={"es": "No.", "pt": "Não."})
+    assert by_language.run(query=portuguese, documents=low)["rejected"] == "Não."
+    assert by_language.run(query="what is the capital of France?", documents=low)["rejected"] == "No."
+    restored = CRAGRouter.from_dict(by_language.to_dict())
+    assert restored.rejected_message == {"es": "No.", "pt": "Não."}
 
 
 def test_run_reject_at_max_retries():
