@@ -64,9 +64,19 @@ UNVERIFIED_MARK: Final[str] = "[cita no verificada]"
 UNVERIFIED_MARKS: Final[dict[str, str]] = {"es": UNVERIFIED_MARK, "pt": "[citação não verificada]"}
 GAP_MARK = " […] "
 
-REPEALED_NOTE = "[NOTA: Esta norma está derogada]"
-REPEALED_BY_NOTE = "[NOTA: Esta norma está derogada por {derogated_by}]"
-PARTIALLY_REPEALED_NOTE = "[NOTA: Esta norma está parcialmente derogada; comprueba la vigencia de este artículo]"
+# the status note of a context block, in the block's language (`meta.lang`; Spanish for any other)
+STATUS_NOTES: Final[dict[str, dict[str, str]]] = {
+    "es": {
+        "repealed": "[NOTA: Esta norma está derogada]",
+        "repealed_by": "[NOTA: Esta norma está derogada por {derogated_by}]",
+        "partially_repealed": "[NOTA: Esta norma está parcialmente derogada; comprueba la vigencia de este artículo]",
+    },
+    "pt": {
+        "repealed": "[NOTA: Esta norma está revogada]",
+        "repealed_by": "[NOTA: Esta norma está revogada por {derogated_by}]",
+        "partially_repealed": "[NOTA: Esta norma está parcialmente revogada; verifique a vigência deste artigo]",
+    },
+}
 
 # Rendered by ChatPromptBuilder (Jinja2); each block is a dict made by `context_block`.
 ANSWER_CONTEXT_TEMPLATE = """\
@@ -122,11 +132,12 @@ def article_body(document: Document) -> str:
 
 
 def _note(meta: dict[str, Any]) -> str:
+    notes = STATUS_NOTES.get(str(meta.get("lang") or ""), STATUS_NOTES["es"])
     status = meta.get("status")
     if status == REPEALED:
         derogated_by = meta.get("derogated_by")
-        return REPEALED_BY_NOTE.format(derogated_by=derogated_by) if derogated_by else REPEALED_NOTE
-    return PARTIALLY_REPEALED_NOTE if status == PARTIALLY_REPEALED else ""
+        return notes["repealed_by"].format(derogated_by=derogated_by) if derogated_by else notes["repealed"]
+    return notes["partially_repealed"] if status == PARTIALLY_REPEALED else ""
 
 
 def context_block(document: Document) -> dict[str, str]:

@@ -146,6 +146,19 @@ def test_run_block_fallbacks_and_partial_repeal():
     )
 
 
+def test_status_notes_speak_the_blocks_language():
+    revoked = Document(content="Art. 508. (Revogado pela Lei nº 12.347, de 2010)",
+                       meta={"law_id": "DEL-5452-1943", "law_short": "CLT", "article": "508", "status": "repealed",
+                             "lang": "pt"})
+    partial = Document(content="Texto.", meta={"law_id": "L1", "article": "3", "status": "partially_repealed",
+                                               "lang": "pt"})
+    context = _context(AnswerPromptBuilder().run(question="o que diz o art. 508 da CLT?",
+                                                 documents=[revoked, partial])["prompt"])
+    assert "[NOTA: Esta norma está revogada]" in context
+    assert "[NOTA: Esta norma está parcialmente revogada; verifique a vigência deste artigo]" in context
+    assert "derogada" not in context
+
+
 def test_run_without_documents():
     result = AnswerPromptBuilder().run(question=QUESTION, documents=[])
     assert _context(result["prompt"]).endswith(
