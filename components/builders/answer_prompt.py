@@ -14,13 +14,13 @@ from haystack.components.builders import ChatPromptBuilder
 from haystack.dataclasses import ChatMessage, ChatRole
 
 from components.legal.answer_format import (
-    ANSWER_CONTEXT_TEMPLATE,
+    ANSWER_CONTEXT_TEMPLATES,
     META_DELIMITER,
+    answer_language,
     context_block,
     context_tag,
     neutralize,
 )
-from components.legal.legal_text import detect_query_language
 from components.utils.templates import compile_templates_once
 
 logger = logging.getLogger(__name__)
@@ -108,8 +108,6 @@ sob pena de multa...
 USED|1,3
 DROP|2"""
 
-PROMPT_LANGUAGES = ("es", "pt")
-
 # The retrieved fragments are data, not instructions: they travel in the user turn between two delimiters whose
 # name (`{{ tag }}`, `ctx-` + 16 random hex digits) is drawn per request, so no document can close them.
 UNTRUSTED_CONTEXT_NOTE = """\
@@ -126,30 +124,19 @@ QUESTION_LABEL = "Pregunta:"
 QUESTION_LABEL_PT = "Pergunta:"
 
 
-def _template(format_instructions: str, note: str, question_label: str) -> list[ChatMessage]:
+def _template(format_instructions: str, note: str, question_label: str, language: str) -> list[ChatMessage]:
+    context = ANSWER_CONTEXT_TEMPLATES[language]
     return [
         ChatMessage.from_system("{{ system_prompt }}"),
         ChatMessage.from_system(f"{format_instructions}\n\n{note}"),
         ChatMessage.from_user(
-            "<<{{ tag }}>>\n" + ANSWER_CONTEXT_TEMPLATE + "\n<</{{ tag }}>>\n\n" + question_label + " {{ question }}"
+            "<<{{ tag }}>>\n" + context + "\n<</{{ tag }}>>\n\n" + question_label + " {{ question }}"
         ),
     ]
 
 
-_TEMPLATE = _template(ANSWER_FORMAT_INSTRUCTIONS, UNTRUSTED_CONTEXT_NOTE, QUESTION_LABEL)
-_TEMPLATE_PT = _template(ANSWER_FORMAT_INSTRUCTIONS_PT, UNTRUSTED_CONTEXT_NOTE_PT, QUESTION_LABEL_PT)
-
-
-def prompt_language(question: str, documents: list[Document]) -> str:
-    """
-    The language of the answer: the question's (`detect_query_language`), else the language most of the blocks
-    are written in, else Spanish.
-    """
-    language = detect_query_language(question)
-    if language is None:
-        languages = [doc.meta.get("lang") for doc in documents if doc.meta.get("lang") in PROMPT_LANGUAGES]
-        language = max(PROMPT_LANGUAGES, key=languages.count) if languages else "es"
-    return language
+_TEMPLATE = _template(ANSWER_FORMAT_INSTRUCTIONS, UNTRUSTED_CONTEXT_NOTE, QUESTION_LABEL, "es")
+_TEMPLATE_PT = _template(ANSWER_FORMAT_INSTRUCTIONS_PT, UNTRUSTED_CONTEXT_NOTE_PT, QUESTION_LABEL_PT, "pt")
 
 
 @component
@@ -280,7 +267,7 @@ class AnswerPromptBuilder:
             logger.debug(
                 "AnswerPromptBuilder: {count} block(s) without text left out", count=len(documents) - len(context)
             )
-        portuguese = prompt_language(question, context) == "pt"
+        portuguese = answer_language(question, context) == "pt"
         builder = self._builder_pt if portuguese else self._builder
         default_prompt = ANSWER_SYSTEM_PROMPT_PT if portuguese else ANSWER_SYSTEM_PROMPT
         rendered = builder.run(

@@ -25,7 +25,14 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from jinja2 import Template
 
-from components.legal.answer_format import ANSWER_CONTEXT_TEMPLATE, GAP_MARK, article_body, context_block
+from components.legal.answer_format import (
+    ANSWER_CONTEXT_TEMPLATES,
+    CONTEXT_LABELS,
+    GAP_MARK,
+    answer_language,
+    article_body,
+    context_block,
+)
 from components.legal.legal_text import split_sentences
 from components.legal.terms import stems
 from components.utils.chunking import CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN
@@ -157,9 +164,9 @@ class ContextCompressor:
     """
     Fits the retrieved blocks into a token budget before `AnswerPromptBuilder`, keeping citations and facts.
 
-    The budget covers the context message the prompt builder renders (`ANSWER_CONTEXT_TEMPLATE`: intro line, and
-    for every block its `[n] Law > Artículo N. Title` header, derogation note, chapter, summary and text). When the
-    blocks do not fit:
+    The budget covers the context message the prompt builder renders (`ANSWER_CONTEXT_TEMPLATES`, in the answer's
+    language: intro line, and for every block its `[n] Law > Artículo N. Title` header, derogation note, chapter,
+    summary and text). When the blocks do not fit:
 
     1. The lowest-scored blocks are dropped first (ties: the later one), never the best one.
     2. The block at the edge of the budget (and the best block when it alone exceeds it) is trimmed instead of
@@ -217,7 +224,7 @@ class ContextCompressor:
         self.min_trimmed_tokens = min_trimmed_tokens
         self.enabled = enabled
         self._counter: Callable[[str, str], int] | None = None
-        self._template = Template(ANSWER_CONTEXT_TEMPLATE)
+        self._templates = {language: Template(text) for language, text in ANSWER_CONTEXT_TEMPLATES.items()}
         if tokenizer is None:
             self._counter = EstimateCounter(chars_per_token)
 
@@ -262,14 +269,16 @@ class ContextCompressor:
         assert self._counter is not None
         return self._counter(text, lang)
 
-    def render(self, documents: list[Document], fields: LaidOut | None = None) -> str:
+    def render(self, documents: list[Document], fields: LaidOut | None = None, language: str = "es") -> str:
         """
         The context message `AnswerPromptBuilder` renders for these blocks (what the budget counts).
 
         :param fields: `context_block` of documents already laid out, by `id(document)` (computed when missing).
+        :param language: The answer's language (`answer_language`): the template whose words are counted.
         """
         fields = {} if fields is None else fields
-        return self._template.render(blocks=[_fields(doc, fields) for doc in documents])
+        template = self._templates.get(language, self._templates["es"])
+        return template.render(blocks=[_fields(doc, fields) for doc in documents])
 
     @component.output_types(documents=list[Document], stats=dict[str, Any])
     def run(
@@ -309,18 +318,21 @@ class ContextCompressor:
             "dropped_ids": [],
             "trimmed_ids": [],
         }
+        language = answer_language(query or "", documents)
         if not active:
-            tokens = self._count_context(documents)
+            tokens = self._count_context(documents, language=language)
             return {"documents": documents, "stats": {**stats, "tokens_before": tokens, "tokens_after": tokens,
                                                       "documents_out": len(documents)}}
         blocks = [doc for doc in documents if (doc.content or "").strip()]
         stats["dropped_ids"] = [doc.id for doc in documents if not (doc.content or "").strip()]
-        intro = self.count_tokens(self.render([]).split("\n\n")[0] + "\n\n")
+        intro = self.count_tokens(self.render([], language=language).split("\n\n")[0] + "\n\n")
         fields: LaidOut = {}  # each block laid out once per run (neutralizing its text is not free)
-        costs = [self._block_tokens(doc, number, fields=fields) for number, doc in enumerate(blocks, start=1)]
+        costs = [
+            self._block_tokens(doc, number, fields=fields, language=language) for number, doc in enumerate(blocks, 1)
+        ]
         stats["tokens_before"] = intro + sum(costs)
-        kept = self._fit(blocks, costs, budget - intro, query or "", stats, fields)
-        stats["tokens_after"] = self._count_context(kept, fields)
+        kept = self._fit(blocks, costs, budget - intro, query or "", stats, fields, language)
+        stats["tokens_after"] = self._count_context(kept, fields, language)
         stats["documents_out"] = len(kept)
         if stats["dropped_ids"] or stats["trimmed_ids"]:
             logger.debug(
@@ -332,9 +344,11 @@ class ContextCompressor:
             )
         return {"documents": kept, "stats": stats}
 
-    def _count_context(self, documents: list[Document], fields: LaidOut | None = None) -> int:
+    def _count_context(
+        self, documents: list[Document], fields: LaidOut | None = None, language: str = "es"
+    ) -> int:
         blocks = [doc for doc in documents if (doc.content or "").strip()]
-        return self.count_tokens(self.render(blocks, fields)) if blocks else 0
+        return self.count_tokens(self.render(blocks, fields, language)) if blocks else 0
 
     def _block_tokens(
         self,
@@ -342,8 +356,10 @@ class ContextCompressor:
         number: int,
         text: str | None = None,
         fields: LaidOut | None = None,
+        language: str = "es",
     ) -> int:
-        """Tokens of one rendered block (header lines, text and the `---` separator)."""
+        """Tokens of one rendered block (header lines, text and the `---` separator), in `language`'s words."""
+        labels = CONTEXT_LABELS.get(language, CONTEXT_LABELS["es"])
         block = _fields(document, {} if fields is None else fields)
         if text is not None:  # a copy: the run's layout of the block stays as it is
             block = {**block, "text": text}
@@ -351,10 +367,10 @@ class ContextCompressor:
         if block["note"]:
             lines.append(block["note"])
         if block["chapter"]:
-            lines.append(f"Capítulo: {block['chapter']}")
+            lines.append(f"{labels['chapter']} {block['chapter']}")
         if block["summary"]:
-            lines.append(f"Resumen: {block['summary']}")
-        lines.append(f"Texto: {block['text']}")
+            lines.append(f"{labels['summary']} {block['summary']}")
+        lines.append(f"{labels['text']} {block['text']}")
         return self.count_tokens("\n".join(lines) + "\n\n---\n", _lang(document))
 
     def _fit(
@@ -365,6 +381,7 @@ class ContextCompressor:
         query: str,
         stats: dict[str, Any],
         fields: LaidOut,
+        language: str = "es",
     ) -> list[Document]:
         """Drops the lowest-scored blocks, trims the one at the budget's edge; input order kept."""
         if sum(costs) <= budget:
@@ -381,12 +398,12 @@ class ContextCompressor:
                 kept[i] = doc
                 used += costs[i]
                 continue
-            header = self._block_tokens(doc, i + 1, text="", fields=fields)
+            header = self._block_tokens(doc, i + 1, text="", fields=fields, language=language)
             room = budget - used - header
             if room >= self.min_trimmed_tokens or rank == 0:
                 trimmed = self._trim(doc, max(room, 1), query)
                 kept[i] = trimmed
-                used += self._block_tokens(trimmed, i + 1, fields=fields)
+                used += self._block_tokens(trimmed, i + 1, fields=fields, language=language)
                 stats["trimmed_ids"].append(doc.id)
             else:
                 stats["dropped_ids"].append(doc.id)

@@ -20,7 +20,7 @@ from typing import Any, Final
 from haystack import Document
 
 from components.legal.ids import PARTIALLY_REPEALED, REPEALED
-from components.legal.legal_text import fold_accents
+from components.legal.legal_text import detect_query_language, fold_accents
 
 META_DELIMITER: Final[str] = "===META==="
 # "===META===", "=== META ===", "==META==", "**===META===**"
@@ -78,10 +78,10 @@ STATUS_NOTES: Final[dict[str, dict[str, str]]] = {
     },
 }
 
-# Rendered by ChatPromptBuilder (Jinja2); each block is a dict made by `context_block`.
-ANSWER_CONTEXT_TEMPLATE = """\
-Fragmentos de normativa recuperados para esta consulta. Cada fragmento lleva su número entre corchetes: \
-usa ese número en las líneas USED y DROP.
+# Rendered by ChatPromptBuilder (Jinja2); each block is a dict made by `context_block`. One template per answer
+# language (`answer_language`): the context's own words match the prompt's, so the model answers in one language.
+_CONTEXT_TEMPLATE = """\
+@intro@
 
 {% for block in blocks -%}
 {% if not loop.first %}
@@ -90,21 +90,70 @@ usa ese número en las líneas USED y DROP.
 [{{ loop.index }}] {{ block.header }}
 {% if block.note %}{{ block.note }}
 {% endif -%}
-{% if block.chapter %}Capítulo: {{ block.chapter }}
+{% if block.chapter %}@chapter@ {{ block.chapter }}
 {% endif -%}
-{% if block.summary %}Resumen: {{ block.summary }}
+{% if block.summary %}@summary@ {{ block.summary }}
 {% endif -%}
-Texto: {{ block.text }}
+@text@ {{ block.text }}
 {%- else -%}
-No se ha recuperado ningún fragmento de normativa para esta consulta.
+@empty@
 {%- endfor %}
 {%- if graph_context %}
 
 ---
-Relaciones entre normas (grafo legal):
+@graph@
 {{ graph_context }}
-(Estas relaciones orientan la respuesta; no son fragmentos numerados: no las incluyas en USED ni DROP.)
+@graph_note@
 {%- endif %}"""
+CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
+    "es": {
+        "intro": "Fragmentos de normativa recuperados para esta consulta. Cada fragmento lleva su número entre "
+        "corchetes: usa ese número en las líneas USED y DROP.",
+        "chapter": "Capítulo:",
+        "summary": "Resumen:",
+        "text": "Texto:",
+        "empty": "No se ha recuperado ningún fragmento de normativa para esta consulta.",
+        "graph": "Relaciones entre normas (grafo legal):",
+        "graph_note": "(Estas relaciones orientan la respuesta; no son fragmentos numerados: no las incluyas en USED "
+        "ni DROP.)",
+    },
+    "pt": {
+        "intro": "Fragmentos de legislação recuperados para esta consulta. Cada fragmento traz o seu número entre "
+        "colchetes: use esse número nas linhas USED e DROP.",
+        "chapter": "Capítulo:",
+        "summary": "Resumo:",
+        "text": "Texto:",
+        "empty": "Nenhum fragmento de legislação foi recuperado para esta consulta.",
+        "graph": "Relações entre normas (grafo legal):",
+        "graph_note": "(Estas relações orientam a resposta; não são fragmentos numerados: não as inclua em USED nem "
+        "DROP.)",
+    },
+}
+ANSWER_LANGUAGES: Final[tuple[str, ...]] = tuple(CONTEXT_LABELS)
+
+
+def _labelled(template: str, labels: dict[str, str]) -> str:
+    for name, label in labels.items():
+        template = template.replace(f"@{name}@", label)
+    return template
+
+
+ANSWER_CONTEXT_TEMPLATES: Final[dict[str, str]] = {
+    language: _labelled(_CONTEXT_TEMPLATE, labels) for language, labels in CONTEXT_LABELS.items()
+}
+ANSWER_CONTEXT_TEMPLATE: Final[str] = ANSWER_CONTEXT_TEMPLATES["es"]
+
+
+def answer_language(question: str, documents: list[Document]) -> str:
+    """
+    The language of the answer (`ANSWER_LANGUAGES`): the question's (`detect_query_language`), else the language
+    most of the blocks are written in, else Spanish.
+    """
+    language = detect_query_language(question)
+    if language not in ANSWER_LANGUAGES:
+        languages = [doc.meta.get("lang") for doc in documents if doc.meta.get("lang") in ANSWER_LANGUAGES]
+        language = max(ANSWER_LANGUAGES, key=languages.count) if languages else "es"
+    return language
 
 
 def law_name(document: Document) -> str:

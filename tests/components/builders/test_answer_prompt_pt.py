@@ -8,8 +8,8 @@ from components.builders.answer_prompt import (
     ANSWER_SYSTEM_PROMPT,
     ANSWER_SYSTEM_PROMPT_PT,
     AnswerPromptBuilder,
-    prompt_language,
 )
+from components.legal.answer_format import answer_language
 from components.validators.answer_meta_parser import AnswerMetaParser
 
 CLT_477 = Document(
@@ -40,9 +40,19 @@ def test_spanish_question_keeps_the_spanish_prompt_even_over_brazilian_blocks():
 
 
 def test_language_from_the_blocks_when_the_question_says_nothing_and_custom_prompt_wins():
-    assert prompt_language("CLT 59-A", [CLT_477]) == "pt"
-    assert prompt_language("art. 38 ET", [ET_38]) == "es"
-    assert prompt_language("art. 38", []) == "es"
+    assert answer_language("CLT 59-A", [CLT_477]) == "pt"
+    assert answer_language("art. 38 ET", [ET_38]) == "es"
+    assert answer_language("art. 38", []) == "es"
     custom = AnswerPromptBuilder(system_prompt="Sistema propio").run(question="CLT 477", documents=[CLT_477])
     assert custom["prompt"][0].text == "Sistema propio"
     assert custom["prompt"][1].text.startswith(ANSWER_FORMAT_INSTRUCTIONS_PT)
+
+
+def test_the_context_speaks_the_prompts_language():
+    pt = AnswerPromptBuilder().run(question="Qual o prazo para pagar a rescisão?", documents=[CLT_477])["prompt"][-1]
+    assert "Fragmentos de legislação recuperados para esta consulta" in pt.text and "Resumen" not in pt.text
+    assert "Pergunta:" in pt.text and "normativa" not in pt.text
+    empty = AnswerPromptBuilder().run(question="Qual o prazo para pagar a rescisão?", documents=[])["prompt"][-1]
+    assert "Nenhum fragmento de legislação foi recuperado" in empty.text
+    es = AnswerPromptBuilder().run(question="¿Cuántos días de vacaciones tengo?", documents=[ET_38])["prompt"][-1]
+    assert "Fragmentos de normativa recuperados para esta consulta" in es.text

@@ -253,3 +253,22 @@ def test_estimate_is_conservative_against_the_real_qwen_tokenizer(et_blocks):
     real = exact.count_tokens(rendered)
     assert real > 500
     assert real <= estimate.count_tokens(rendered) <= real * 1.2
+
+
+def test_a_portuguese_question_is_budgeted_in_the_words_of_its_prompt():
+    clt = [
+        Document(id=f"clt-{n}", score=1.0 / n, content=f"Art. {n}. " + "O empregado terá direito a férias. " * 40,
+                 meta={"law_id": "DEL-5452-1943", "law_short": "CLT", "article": str(n), "lang": "pt",
+                       "heading_path": ["CAPÍTULO IV: DAS FÉRIAS ANUAIS"], "summary": "Férias anuais."})
+        for n in range(129, 134)
+    ]
+    question = "Quantos dias de férias eu tenho?"
+    compressor = ContextCompressor(token_budget=600, min_trimmed_tokens=30)
+    result = compressor.run(documents=clt, query=question)
+    portuguese = compressor.render(result["documents"], language="pt")
+    assert portuguese.startswith("Fragmentos de legislação") and "Resumo: Férias anuais." in portuguese
+    # what is counted is what the prompt builder renders for this question
+    prompt = AnswerPromptBuilder().run(question=question, documents=result["documents"])["prompt"][-1].text
+    assert portuguese in prompt
+    assert result["stats"]["tokens_after"] == compressor.count_tokens(portuguese) <= 600
+    assert compressor.render(result["documents"]) != portuguese  # Spanish words otherwise
