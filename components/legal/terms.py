@@ -19,6 +19,7 @@ from components.utils.bm25 import word_token
 
 DEFAULT_EQUIVALENCES_FILE = Path(__file__).resolve().parent / "data" / "equivalences.yaml"
 HINTS_HEADER = "\n\nEquivalencias aplicables (término coloquial -> términos jurídicos):"
+HINTS_HEADERS = {"es": HINTS_HEADER, "pt": "\n\nEquivalências aplicáveis (termo coloquial -> termos jurídicos):"}
 
 # Spanish function words, question words, light verbs and fillers, accent-folded (compared with folded tokens).
 STOPWORDS = frozenset(
@@ -205,11 +206,15 @@ def load_equivalences(path: str | None = None) -> Equivalences:
     return Equivalences(clean(data), by_language={code: clean(table) for code, table in sections.items()})
 
 
-def format_hints(matches: list[tuple[str, str]]) -> str:
-    """The equivalences found in a question as a block appended to an LLM prompt (empty when none)."""
+def format_hints(matches: list[tuple[str, str]], language: str = "es") -> str:
+    """
+    The equivalences found in a question as a block appended to an LLM prompt (empty when none), headed in the
+    question's `language` (Spanish for one without a header).
+    """
     if not matches:
         return ""
-    return HINTS_HEADER + "".join(f"\n- {key} -> {terms}" for key, terms in matches)
+    header = HINTS_HEADERS.get(language, HINTS_HEADER)
+    return header + "".join(f"\n- {key} -> {terms}" for key, terms in matches)
 
 
 def dedup(items: Any) -> list[str]:

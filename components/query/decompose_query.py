@@ -61,7 +61,8 @@ Respuesta: ["despido objetivo causas indemnización", "despido disciplinario cau
 
 FOLLOWUP_SYSTEM_PROMPT = """\
 Eres un asistente jurídico que prepara búsquedas en una base de datos de legislación laboral y de Seguridad \
-Social española.
+Social española (Estatuto de los Trabajadores, Ley General de la Seguridad Social y normas relacionadas) y \
+brasileña (CLT y Constitución Federal de 1988).
 
 El usuario continúa una conversación. El contexto jurídico de las respuestas anteriores ya se incorpora \
 automáticamente: no hace falta buscarlo de nuevo.
@@ -69,6 +70,8 @@ automáticamente: no hace falta buscarlo de nuevo.
 Reglas:
 - Devuelve consultas solo para los conceptos NUEVOS del último mensaje del usuario, como máximo {max_queries}.
 - Si no hay ningún concepto nuevo (por ejemplo, "¿puedes explicarlo mejor?"), responde [].
+- Escribe las consultas en el idioma de la pregunta: una pregunta en portugués busca en la legislación brasileña \
+con los términos de la CLT.
 - Responde SOLO con un array JSON de cadenas: sin explicaciones, sin texto adicional y sin bloques de código markdown.
 - Cada cadena tiene entre 3 y 6 palabras clave; nunca una frase completa ni una pregunta.
 - No incluyas números de artículo.
@@ -91,6 +94,8 @@ FOLLOWUP_FILLER = frozenset(
     aclara aclarame aclarar claro contar cuentame detalle detalles dime decirme ejemplo ejemplos entendido
     entiendo explica explicame explicamelo explicar explicarlo explicarmelo explicas gracias mas ok okay repetir
     repite resume resumen resumir seguro sentido significa vale
+    beleza certo detalha detalhar detalhe entendi exemplo exemplos explique explicar explica-me melhor obrigada
+    obrigado repete repita resumo valeu
     """.split()
 )
 
@@ -390,7 +395,8 @@ class DecomposeQuery:
         matches: list[tuple[str, str]],
         limit: int,
     ) -> list[ChatMessage]:
-        user = ChatMessage.from_user(DECOMPOSE_USER_TEMPLATE.format(query=query.strip(), hints=format_hints(matches)))
+        hints = format_hints(matches, self.equivalences.language_of(query))
+        user = ChatMessage.from_user(DECOMPOSE_USER_TEMPLATE.format(query=query.strip(), hints=hints))
         if not follow_up:
             return [ChatMessage.from_system(DECOMPOSE_SYSTEM_PROMPT.format(max_queries=limit)), user]
         system = ChatMessage.from_system(FOLLOWUP_SYSTEM_PROMPT.format(max_queries=limit))

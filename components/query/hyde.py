@@ -39,6 +39,22 @@ y sin markdown.
 artículos parecidos."""
 
 HYDE_USER_TEMPLATE = "Pregunta: {query}{hints}"
+# a Portuguese question gets a Brazilian article: its hypothetical text must look like the CLT / CF88 blocks it
+# is embedded to find, not like the Estatuto
+HYDE_SYSTEM_PROMPT_PT = """\
+Você é especialista em Direito do Trabalho brasileiro. Redija o texto de um artigo hipotético de lei que \
+responderia à pergunta do usuário, no estilo da Consolidação das Leis do Trabalho (CLT) ou da Constituição \
+Federal.
+
+Regras:
+- Entre 3 e 5 frases, em português, com o registro e o vocabulário técnico de uma norma ("O empregado terá \
+direito a...", "O empregador deverá...", "Em nenhuma hipótese...").
+- Use os termos jurídicos precisos (por exemplo, "dispensa sem justa causa" e não "mandado embora").
+- Escreva só o texto do artigo: sem título, sem número de artigo, sem introdução, sem comentários e sem \
+markdown.
+- Se não souber um dado exato, redija mesmo assim uma regra verossímil: o texto serve apenas para encontrar \
+artigos parecidos."""
+HYDE_USER_TEMPLATE_PT = "Pergunta: {query}{hints}"
 
 _ARTICLE_LABEL = re.compile(r"^(?:art[íi]culo|art\.)\s*\d+(?:\s*(?:bis|ter))?\s*[.:-]?\s*", re.IGNORECASE)
 
@@ -59,7 +75,8 @@ class HyDE:
 
     With a chat generator, the LLM writes 3-5 sentences in the style of an article of the Estatuto de los
     Trabajadores, using statutory terms (the colloquial -> legal equivalences found in the question are given
-    to it). Without one, or when the call fails or returns too little text, the fallback is the question
+    to it); a Portuguese question gets a Portuguese prompt and an article in the style of the CLT, so the passage
+    looks like the Brazilian blocks it is embedded to find. Without one, or when the call fails or returns too little text, the fallback is the question
     followed by the statutory phrases of its equivalences ("me han dado la baja médica incapacidad temporal
     prestación"). The query pipeline embeds the result for the dense side only; BM25 keeps the real queries.
 
@@ -152,11 +169,15 @@ class HyDE:
         if not (self.enabled if enabled is None else enabled):
             return {"hypothetical_document": None, "fallback": False}
         query = query.strip()
-        matches = self.equivalences.matches(query)
+        language = self.equivalences.language_of(query)
+        matches = self.equivalences.matches(query, language)
         if self.chat_generator is not None:
+            portuguese = language == "pt"
+            system, user = (HYDE_SYSTEM_PROMPT_PT, HYDE_USER_TEMPLATE_PT) if portuguese else (
+                HYDE_SYSTEM_PROMPT, HYDE_USER_TEMPLATE)
             messages = [
-                ChatMessage.from_system(HYDE_SYSTEM_PROMPT),
-                ChatMessage.from_user(HYDE_USER_TEMPLATE.format(query=query, hints=format_hints(matches))),
+                ChatMessage.from_system(system),
+                ChatMessage.from_user(user.format(query=query, hints=format_hints(matches, language))),
             ]
             # 3-5 sentences: capping the reply keeps a local model's HyDE call to seconds
             reply = chat_text(self.chat_generator, messages, timeout=self.timeout, generation_kwargs=HYDE_GENERATION)
@@ -165,4 +186,4 @@ class HyDE:
                 return {"hypothetical_document": document, "fallback": False}
             if reply:
                 logger.warning("HyDE: the LLM reply is too short to use: {reply}", reply=reply[:200])
-        return {"hypothetical_document": self.equivalences.expand(query, matches=matches), "fallback": True}
+        return {"hypothetical_document": self.equivalences.expand(query, language, matches=matches), "fallback": True}

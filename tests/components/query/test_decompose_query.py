@@ -246,6 +246,19 @@ def test_fallback_follow_up():
     assert nothing_new["queries"] == [] and nothing_new["trace"]["skip_retrieval"] is True
     (dismissal,) = decomposer.run(query="¿Y en caso de despido?", carryover=["c1"])["queries"]
     assert "despido" in dismissal and "extinción" in dismissal
+    # Portuguese follow-ups: a thanks or "explain it better" asks nothing new; a new concept gets the CLT's terms
+    for query in ("Pode explicar melhor?", "Valeu, obrigado!", "Entendi. Dá um exemplo?"):
+        assert decomposer.run(query=query, carryover=["c1"])["queries"] == [], query
+    (notice,) = decomposer.run(query="E se eu for mandado embora?", carryover=["c1"])["queries"]
+    assert "dispensa" in notice and "rescisão" in notice
+
+
+def test_follow_up_prompt_and_hints_speak_the_questions_language():
+    llm = ScriptedChatGenerator(replies=['["dispensa sem justa causa aviso prévio"]'])
+    DecomposeQuery(chat_generator=llm).run(query="E se eu for mandado embora?", carryover=["c1"])
+    (messages,) = llm.calls
+    assert "brasileña" in messages[0].text and "idioma de la pregunta" in messages[0].text
+    assert "Equivalências aplicáveis" in messages[-1].text
 
 
 def test_run_rejects_an_empty_query():

@@ -1,7 +1,7 @@
 import pytest
 from haystack.dataclasses import ChatRole
 
-from components.query.hyde import HYDE_SYSTEM_PROMPT, HyDE
+from components.query.hyde import HYDE_SYSTEM_PROMPT, HYDE_SYSTEM_PROMPT_PT, HyDE
 from components.generators.llm_backends import LocalLlamaChatGenerator
 from tests.scripted_llm import ScriptedChatGenerator
 
@@ -61,6 +61,21 @@ def test_run_with_llm_sends_the_prompt_and_cleans_the_passage():
     assert user.startswith("Pregunta: me han dado la baja médica y tenía vacaciones")
     assert "- baja médica -> incapacidad temporal prestación" in user
     assert "- vacaciones -> vacaciones anuales retribuidas disfrute" in user
+
+
+def test_a_portuguese_question_gets_a_brazilian_article_to_write():
+    passage = "O empregado dispensado sem justa causa durante o aviso prévio terá direito à estabilidade provisória."
+    llm = ScriptedChatGenerator(replies=[passage])
+    result = HyDE(chat_generator=llm).run(query="fui mandada embora grávida, tenho direito a quê?")
+    assert result == {"hypothetical_document": passage, "fallback": False}
+    (messages,) = llm.calls
+    assert messages[0].text == HYDE_SYSTEM_PROMPT_PT and "CLT" in messages[0].text and "em português" in messages[0].text
+    user = messages[1].text
+    assert user.startswith("Pergunta: fui mandada embora grávida")
+    assert "Equivalências aplicáveis" in user and "- mandada embora -> dispensa sem justa causa" in user
+    # without an LLM: the question and the Portuguese table's statutory terms
+    fallback = HyDE().run(query="fui mandada embora grávida")["hypothetical_document"]
+    assert fallback.startswith("fui mandada embora grávida dispensa sem justa causa") and "gestante" in fallback
 
 
 @pytest.mark.parametrize(
