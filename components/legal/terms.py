@@ -49,11 +49,12 @@ PT_STOPWORDS = frozenset(
     os ou para pra pela pelas pelo pelos por porque pq pode podem posso qual quando quanto quantos quantas que
     quem se sem ser seu seus só sua suas também tambem te tem têm tenho ter to tô ta tá tu um uma umas uns
     vai você voce vocês vc vou coisa alguma algum certo direito fazer faz fica ficar dar dá deu diz quer quero
+    sobre sob após apos antes durante desde
     """.split()
 )
 STOPWORDS_BY_LANGUAGE = {"es": STOPWORDS, "pt": PT_STOPWORDS}
 
-ARTICLE_WORDS = frozenset({"articulo", "articulos", "art", "arts"})
+ARTICLE_WORDS = frozenset({"articulo", "articulos", "artigo", "artigos", "art", "arts"})
 _WORD = re.compile(r"\w+(?:-\w+)*")
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
 

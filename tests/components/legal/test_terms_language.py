@@ -95,6 +95,9 @@ def test_extract_keywords_uses_the_question_language():
     assert extract_keywords("meu chefe não quer me dar as férias") == ["chefe", "férias"]
     assert extract_keywords("¿Cuántos días de vacaciones tengo?") == ["días", "vacaciones"]
     assert extract_keywords("o que é isso", language="es") == ["isso"]
+    # the article word and its number are no keywords, in either language
+    assert extract_keywords("o que diz o artigo 477 sobre a rescisão?") == ["rescisão"]
+    assert extract_keywords("¿qué dice el artículo 38 sobre vacaciones?") == ["vacaciones"]
 
 
 def test_expand_appends_the_terms_the_text_does_not_already_hold(table):
