@@ -401,7 +401,7 @@ class ContextCompressor:
             header = self._block_tokens(doc, i + 1, text="", fields=fields, language=language)
             room = budget - used - header
             if room >= self.min_trimmed_tokens or rank == 0:
-                trimmed = self._trim(doc, max(room, 1), query)
+                trimmed = self._trim(doc, max(room, 1), query, language)
                 kept[i] = trimmed
                 used += self._block_tokens(trimmed, i + 1, fields=fields, language=language)
                 stats["trimmed_ids"].append(doc.id)
@@ -409,18 +409,21 @@ class ContextCompressor:
                 stats["dropped_ids"].append(doc.id)
         return [kept[i] for i in sorted(kept)]
 
-    def _trim(self, document: Document, room: int, query: str) -> Document:
-        """The block with only the sentences that fit in `room` text tokens, most useful first."""
+    def _trim(self, document: Document, room: int, query: str, language: str = "es") -> Document:
+        """
+        The block with only the sentences that fit in `room` text tokens, most useful first; the question's terms
+        are read with the stopwords of its `language`, the block's sentences with those of the block's.
+        """
         lang = _lang(document)
         content = document.content or ""
         body = article_body(document)
         heading = content.strip().partition("\n")[0].strip() if body != content.strip() else ""
         sentences = split_sentences(body, lang=lang) or [body]
-        query_stems = stems(query)
+        query_stems = stems(query, language)
         ranked = sorted(
             range(len(sentences)),
             key=lambda i: (
-                -len(query_stems & stems(sentences[i])),
+                -len(query_stems & stems(sentences[i], lang)),
                 -_signals(sentences[i]),
                 i != 0,
                 i,

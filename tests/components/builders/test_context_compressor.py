@@ -272,3 +272,15 @@ def test_a_portuguese_question_is_budgeted_in_the_words_of_its_prompt():
     assert portuguese in prompt
     assert result["stats"]["tokens_after"] == compressor.count_tokens(portuguese) <= 600
     assert compressor.render(result["documents"]) != portuguese  # Spanish words otherwise
+
+
+def test_a_portuguese_questions_function_words_do_not_choose_the_kept_sentence():
+    block = Document(
+        id="clt-134", score=1.0,
+        content="Art. 134. Não se aplica o disposto neste artigo ao meu contrato nem ao de quem não o assinou. "
+        "As férias serão concedidas por ato do empregador nos doze meses seguintes.",
+        meta={"law_id": "DEL-5452-1943", "law_short": "CLT", "article": "134", "lang": "pt"},
+    )
+    compressor = ContextCompressor(token_budget=600)
+    trimmed = compressor._trim(block, 20, "meu patrão não me deu férias", "pt")
+    assert "férias" in trimmed.content and "meu contrato" not in trimmed.content
