@@ -76,9 +76,10 @@ class HyDE:
     With a chat generator, the LLM writes 3-5 sentences in the style of an article of the Estatuto de los
     Trabajadores, using statutory terms (the colloquial -> legal equivalences found in the question are given
     to it); a Portuguese question gets a Portuguese prompt and an article in the style of the CLT, so the passage
-    looks like the Brazilian blocks it is embedded to find. Without one, or when the call fails or returns too little text, the fallback is the question
-    followed by the statutory phrases of its equivalences ("me han dado la baja médica incapacidad temporal
-    prestación"). The query pipeline embeds the result for the dense side only; BM25 keeps the real queries.
+    looks like the Brazilian blocks it is embedded to find. Without one, or when the call fails or returns too
+    little text, the fallback is the question followed by the statutory phrases of its equivalences ("me han dado
+    la baja médica incapacidad temporal prestación"). The query pipeline embeds the result for the dense side
+    only; BM25 keeps the real queries.
 
     Usage example:
 

@@ -84,9 +84,9 @@ class CRAGRouter:
 
     Each route has its own output socket, so a pipeline branches without a `ConditionalRouter`: `accepted`
     (documents), `retry_query` (back to the retrieval branch, through a `BranchJoiner` that also takes the
-    question) or `rejected` (the message, in the question's language: Spanish or Portuguese). `route`, `retries` and `confidence` are always emitted; Haystack does
-    not connect a component to itself, so `retries` returns to the `retries` input through a pass-through such as
-    `OutputAdapter(template="{{ retries }}", output_type=int)`.
+    question) or `rejected` (the message, in the question's language: Spanish or Portuguese). `route`, `retries`
+    and `confidence` are always emitted; Haystack does not connect a component to itself, so `retries` returns to
+    the `retries` input through a pass-through such as `OutputAdapter(template="{{ retries }}", output_type=int)`.
 
     ### Usage example
 

@@ -69,7 +69,8 @@ def test_a_portuguese_question_gets_a_brazilian_article_to_write():
     result = HyDE(chat_generator=llm).run(query="fui mandada embora grávida, tenho direito a quê?")
     assert result == {"hypothetical_document": passage, "fallback": False}
     (messages,) = llm.calls
-    assert messages[0].text == HYDE_SYSTEM_PROMPT_PT and "CLT" in messages[0].text and "em português" in messages[0].text
+    assert messages[0].text == HYDE_SYSTEM_PROMPT_PT
+    assert "CLT" in messages[0].text and "em português" in messages[0].text
     user = messages[1].text
     assert user.startswith("Pergunta: fui mandada embora grávida")
     assert "Equivalências aplicáveis" in user and "- mandada embora -> dispensa sem justa causa" in user
