@@ -14,10 +14,17 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from components.legal.answer_format import GAP_MARK, META_DELIMITER, article_body, law_name, neutralize
+from components.legal.answer_format import (
+    GAP_MARK,
+    META_DELIMITER,
+    answer_language,
+    article_body,
+    law_name,
+    neutralize,
+)
 from components.legal.citations import CitationGrammar
 from components.legal.ids import REPEALED
-from components.legal.legal_text import detect_query_language, fold_accents, split_sentences
+from components.legal.legal_text import fold_accents, split_sentences
 from components.legal.terms import stems
 
 logger = logging.getLogger(__name__)
@@ -118,7 +125,8 @@ class ExtractiveAnswer:
     (with no documents: `USED|` and `DROP|ninguno`, which parses as valid metadata with nothing used).
 
     The answer's own words (introduction, note, "norma derogada") are Portuguese for a Portuguese question
-    (`detect_query_language`; without evidence, the language most retrieved blocks are written in).
+    (`answer_language`, as for the answer prompt: without evidence, the language most retrieved blocks are written
+    in).
 
     Usage example:
 
@@ -185,10 +193,7 @@ class ExtractiveAnswer:
             - `replies`: one assistant message holding `answer` (a drop-in for a chat generator's output).
             - `answer`: the quotes with their citations, the extractive-answer note and the `===META===` block.
         """
-        language = detect_query_language(question)
-        if language is None:
-            languages = [doc.meta.get("lang") for doc in documents]
-            language = "pt" if languages and languages.count("pt") > len(languages) / 2 else "es"
+        language = answer_language(question, documents)
         texts = EXTRACTIVE_TEXTS[language]
         sentences = {i: split_sentences(article_body(doc)) for i, doc in enumerate(documents)}
         sentences = {i: found for i, found in sentences.items() if found}

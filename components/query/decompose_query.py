@@ -94,7 +94,7 @@ FOLLOWUP_FILLER = frozenset(
     aclara aclarame aclarar claro contar cuentame detalle detalles dime decirme ejemplo ejemplos entendido
     entiendo explica explicame explicamelo explicar explicarlo explicarmelo explicas gracias mas ok okay repetir
     repite resume resumen resumir seguro sentido significa vale
-    beleza certo detalha detalhar detalhe entendi exemplo exemplos explique explicar explica-me melhor obrigada
+    beleza certo detalha detalhar detalhe entendi exemplo exemplos explique explica-me melhor obrigada
     obrigado repete repita resumo valeu
     """.split()
 )

@@ -266,7 +266,8 @@ class HybridRetriever:
         best = self._merged(names, search(per_collection))
         ranked = sorted(best.values(), key=lambda pair: pair[0], reverse=True)[:top_k]
         # the norms the question names that none of the hits is from: every collection searched again within them
-        absent = [law for law in dict.fromkeys(named_laws or ()) if all(d.meta.get("law_id") != law for _, d in ranked)]
+        present = {d.meta.get("law_id") for _, d in ranked}
+        absent = [law for law in dict.fromkeys(named_laws or ()) if law not in present]
         if absent:
             within = {"field": "meta.law_id", "operator": "in", "value": absent}
             best = self._merged(names, search([and_filters(f, within) for f in per_collection]), best)
