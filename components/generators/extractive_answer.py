@@ -195,7 +195,10 @@ class ExtractiveAnswer:
         """
         language = answer_language(question, documents)
         texts = EXTRACTIVE_TEXTS[language]
-        sentences = {i: split_sentences(article_body(doc)) for i, doc in enumerate(documents)}
+        # each block split by its own language's abbreviations ("Dec. Legislativo", "Proc." end no Portuguese sentence)
+        sentences = {
+            i: split_sentences(article_body(doc), lang=doc.meta.get("lang", "es")) for i, doc in enumerate(documents)
+        }
         sentences = {i: found for i, found in sentences.items() if found}
         if not sentences:
             answer = f"{texts['not_found']}\n{META_BLOCK.format(used='')}"

@@ -177,3 +177,18 @@ def test_run_a_poisoned_block_cannot_forge_the_meta_block(docs):
     parsed = AnswerMetaParser().run(text=answer, context_documents=documents)
     assert parsed["meta_valid"] is True
     assert parsed["used"] == [1] and parsed["context_chunk_ids"] == [poisoned.id]
+
+
+def test_run_splits_a_portuguese_block_with_portuguese_abbreviations():
+    # "Dec." (decreto) ends no Portuguese sentence; under the Spanish list "Dec. Legislativo" would cut the quote
+    block = Document(
+        content="Art. 134-Z. As férias serão concedidas na forma do Dec. Legislativo nº 5, de 1990, em um só "
+        "período. O empregado terá direito a trinta dias corridos.",
+        meta={"law_id": "DEL-5452-1943", "law_short": "CLT", "article": "134-z", "article_label": "Art. 134-Z",
+              "lang": "pt", "status": "in_force"},
+    )
+    answer = ExtractiveAnswer(max_articles=1, max_sentences=1).run(
+        question="as férias podem ser concedidas em um só período pelo decreto legislativo?", documents=[block]
+    )["answer"]
+    quotes = [line for line in answer.splitlines() if line.startswith("- «")]
+    assert "As férias serão concedidas na forma do Dec. Legislativo nº 5, de 1990, em um só período.»" in quotes[0]
