@@ -27,7 +27,8 @@ from jinja2 import Template
 
 from components.legal.answer_format import (
     ANSWER_CONTEXT_TEMPLATES,
-    CONTEXT_LABELS,
+    CONTEXT_BLOCK_TEMPLATES,
+    CONTEXT_SEPARATOR,
     GAP_MARK,
     answer_language,
     article_body,
@@ -225,6 +226,7 @@ class ContextCompressor:
         self.enabled = enabled
         self._counter: Callable[[str, str], int] | None = None
         self._templates = {language: Template(text) for language, text in ANSWER_CONTEXT_TEMPLATES.items()}
+        self._block_templates = {language: Template(text) for language, text in CONTEXT_BLOCK_TEMPLATES.items()}
         if tokenizer is None:
             self._counter = EstimateCounter(chars_per_token)
 
@@ -298,8 +300,8 @@ class ContextCompressor:
         :param enabled: Overrides the `enabled` flag for this run.
         :returns: A dictionary with:
             - `documents`: the kept blocks, in input order (trimmed ones with `meta["compressed"]`).
-            - `stats`: `enabled`, `token_budget`, `counter`, `tokens_before`, `tokens_after`, `documents_in`,
-              `documents_out`, `dropped_ids`, `trimmed_ids`.
+            - `stats`: `enabled`, `token_budget`, `counter`, `language` (the answer's, whose words are counted),
+              `tokens_before`, `tokens_after`, `documents_in`, `documents_out`, `dropped_ids`, `trimmed_ids`.
         :raises TypeError: `documents` is not a list of Documents.
         :raises ValueError: `token_budget` < 100.
         """
@@ -318,12 +320,13 @@ class ContextCompressor:
             "dropped_ids": [],
             "trimmed_ids": [],
         }
-        language = answer_language(query or "", documents)
+        blocks = [doc for doc in documents if (doc.content or "").strip()]
+        language = answer_language(query or "", blocks)  # read from the blocks the prompt renders, as its builder
+        stats["language"] = language
         if not active:
             tokens = self._count_context(documents, language=language)
             return {"documents": documents, "stats": {**stats, "tokens_before": tokens, "tokens_after": tokens,
                                                       "documents_out": len(documents)}}
-        blocks = [doc for doc in documents if (doc.content or "").strip()]
         stats["dropped_ids"] = [doc.id for doc in documents if not (doc.content or "").strip()]
         intro = self.count_tokens(self.render([], language=language).split("\n\n")[0] + "\n\n")
         fields: LaidOut = {}  # each block laid out once per run (neutralizing its text is not free)
@@ -358,20 +361,12 @@ class ContextCompressor:
         fields: LaidOut | None = None,
         language: str = "es",
     ) -> int:
-        """Tokens of one rendered block (header lines, text and the `---` separator), in `language`'s words."""
-        labels = CONTEXT_LABELS.get(language, CONTEXT_LABELS["es"])
+        """Tokens of one block as the context renders it (`CONTEXT_BLOCK_TEMPLATES`) with its separator."""
         block = _fields(document, {} if fields is None else fields)
         if text is not None:  # a copy: the run's layout of the block stays as it is
             block = {**block, "text": text}
-        lines = [f"[{number}] {block['header']}"]
-        if block["note"]:
-            lines.append(block["note"])
-        if block["chapter"]:
-            lines.append(f"{labels['chapter']} {block['chapter']}")
-        if block["summary"]:
-            lines.append(f"{labels['summary']} {block['summary']}")
-        lines.append(f"{labels['text']} {block['text']}")
-        return self.count_tokens("\n".join(lines) + "\n\n---\n", _lang(document))
+        template = self._block_templates.get(language, self._block_templates["es"])
+        return self.count_tokens(template.render(block=block, number=number) + CONTEXT_SEPARATOR, _lang(document))
 
     def _fit(
         self,

@@ -78,23 +78,34 @@ STATUS_NOTES: Final[dict[str, dict[str, str]]] = {
     },
 }
 
-# Rendered by ChatPromptBuilder (Jinja2); each block is a dict made by `context_block`. One template per answer
-# language (`answer_language`): the context's own words match the prompt's, so the model answers in one language.
-_CONTEXT_TEMPLATE = """\
-@intro@
-
-{% for block in blocks -%}
-{% if not loop.first %}
----
-{% endif -%}
-[{{ loop.index }}] {{ block.header }}
+# One numbered block of the context (`number`, `block`: a dict made by `context_block`); the context template below
+# renders it for each block, and `ContextCompressor` renders it alone to count a block's tokens.
+_BLOCK_TEMPLATE = """\
+[{{ number }}] {{ block.header }}
 {% if block.note %}{{ block.note }}
 {% endif -%}
 {% if block.chapter %}@chapter@ {{ block.chapter }}
 {% endif -%}
 {% if block.summary %}@summary@ {{ block.summary }}
 {% endif -%}
-@text@ {{ block.text }}
+@text@ {{ block.text }}"""
+# What separates two blocks.
+CONTEXT_SEPARATOR: Final[str] = "\n---\n"
+
+# Rendered by ChatPromptBuilder (Jinja2); each block is a dict made by `context_block`. One template per answer
+# language (`answer_language`): the context's own words match the prompt's, so the model answers in one language.
+_CONTEXT_TEMPLATE = (
+    """\
+@intro@
+
+{% for block in blocks -%}
+{% if not loop.first %}"""
+    + CONTEXT_SEPARATOR
+    + """{% endif -%}
+{% set number = loop.index -%}
+"""
+    + _BLOCK_TEMPLATE
+    + """
 {%- else -%}
 @empty@
 {%- endfor %}
@@ -105,6 +116,7 @@ _CONTEXT_TEMPLATE = """\
 {{ graph_context }}
 @graph_note@
 {%- endif %}"""
+)
 CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
     "es": {
         "intro": "Fragmentos de normativa recuperados para esta consulta. Cada fragmento lleva su número entre "
@@ -142,6 +154,9 @@ ANSWER_CONTEXT_TEMPLATES: Final[dict[str, str]] = {
     language: _labelled(_CONTEXT_TEMPLATE, labels) for language, labels in CONTEXT_LABELS.items()
 }
 ANSWER_CONTEXT_TEMPLATE: Final[str] = ANSWER_CONTEXT_TEMPLATES["es"]
+CONTEXT_BLOCK_TEMPLATES: Final[dict[str, str]] = {
+    language: _labelled(_BLOCK_TEMPLATE, labels) for language, labels in CONTEXT_LABELS.items()
+}
 
 
 def answer_language(question: str, documents: list[Document]) -> str:

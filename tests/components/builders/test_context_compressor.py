@@ -8,6 +8,7 @@ from haystack import Document
 from components.builders.answer_prompt import AnswerPromptBuilder
 from components.preprocessors.article_parser import ArticleParser
 from components.utils.chunking import CHARS_PER_TOKEN
+from components.legal.answer_format import CONTEXT_SEPARATOR
 from components.builders.context_compressor import (
     ContextCompressor,
     EstimateCounter,
@@ -210,6 +211,10 @@ def test_budget_counts_block_headers():
     plain_tokens = compressor.run(documents=[plain])["stats"]["tokens_before"]
     rich_tokens = compressor.run(documents=[rich])["stats"]["tokens_before"]
     assert rich_tokens > plain_tokens + 20
+    # a block is counted as the context renders it: intro + block (+ its separator) = the rendered context
+    for doc in (plain, rich):
+        rendered = compressor.count_tokens(compressor.render([doc]) + CONTEXT_SEPARATOR)
+        assert abs(compressor.run(documents=[doc])["stats"]["tokens_before"] - rendered) <= 2
 
 
 def test_estimate_counter_is_per_language():
@@ -284,3 +289,17 @@ def test_a_portuguese_questions_function_words_do_not_choose_the_kept_sentence()
     compressor = ContextCompressor(token_budget=600)
     trimmed = compressor._trim(block, 20, "meu patrão não me deu férias", "pt")
     assert "férias" in trimmed.content and "meu contrato" not in trimmed.content
+
+
+def test_the_language_counted_is_read_from_the_blocks_the_prompt_renders():
+    # a question of no detectable language: the answer's language is the blocks'; empty blocks are not rendered
+    spanish = Document(id="et-38", content="Artículo 38. Las vacaciones anuales retribuidas no serán sustituibles.",
+                       meta={"law_short": "ET", "article": "38", "lang": "es"})
+    empty = [Document(id=f"clt-{n}", content=" ", meta={"law_short": "CLT", "article": str(n), "lang": "pt"})
+             for n in (129, 130)]
+    compressor = ContextCompressor()
+    result = compressor.run(documents=[spanish, *empty], query="38?")
+    prompt = AnswerPromptBuilder().run(question="38?", documents=[spanish, *empty])["prompt"][-1].text
+    assert result["stats"]["language"] == "es"
+    assert compressor.render(result["documents"], language="es") in prompt
+    assert result["stats"]["tokens_after"] == compressor.count_tokens(compressor.render([spanish], language="es"))
