@@ -2,8 +2,9 @@
 Fusion and re-scoring chosen by cross-validation (not a test).
 
 For every labelled dev question the retrieval chain runs once per candidate configuration, all on the same query
-vectors: the parent-level fusion (`rrf` with several dense weights, min-max `score` fusion with several dense
-shares, dense candidates alone) times the share of the fused score in `LegalReranker`'s relevance
+vectors: the parent-level fusion (`rrf` with several dense weights, with the BM25 ranking's weight fixed or scaled
+by its lexical coverage of the question at several pivots, min-max `score` fusion with several dense shares, dense
+candidates alone) times the share of the fused score in `LegalReranker`'s relevance
 (`retrieval_blend`: 1.0 = fused score only, 0.0 = the block's stored full-length cosine only), hierarchy /
 recency / vigencia heuristics as deployed. Then, repeated `--repeats` times, each dev set is split at random in two
 halves: the configuration with the best macro-average nDCG@5 over the dev sets on one half is scored on the other
@@ -49,16 +50,20 @@ from pipelines.sdk import LexHay  # noqa: E402
 console = Console(width=200)
 
 FUSIONS = (
-    ("rrf dense x1.1", {"mode": "hybrid", "fusion": "rrf", "dense_weight": 1.1}),
-    ("rrf dense x2", {"mode": "hybrid", "fusion": "rrf", "dense_weight": 2.0}),
-    ("rrf dense x4", {"mode": "hybrid", "fusion": "rrf", "dense_weight": 4.0}),
+    ("rrf dense x1.1", {"mode": "hybrid", "fusion": "rrf", "dense_weight": 1.1, "coverage_pivot": None}),
+    ("rrf dense x1.1 coverage 0.4", {"mode": "hybrid", "fusion": "rrf", "dense_weight": 1.1, "coverage_pivot": 0.4}),
+    ("rrf dense x1.1 coverage 0.5", {"mode": "hybrid", "fusion": "rrf", "dense_weight": 1.1, "coverage_pivot": 0.5}),
+    ("rrf dense x1.1 coverage 0.6", {"mode": "hybrid", "fusion": "rrf", "dense_weight": 1.1, "coverage_pivot": 0.6}),
+    ("rrf dense x2", {"mode": "hybrid", "fusion": "rrf", "dense_weight": 2.0, "coverage_pivot": None}),
+    ("rrf dense x4", {"mode": "hybrid", "fusion": "rrf", "dense_weight": 4.0, "coverage_pivot": None}),
     ("score dense 0.5", {"mode": "hybrid", "fusion": "score", "dense_share": 0.5}),
     ("score dense 0.7", {"mode": "hybrid", "fusion": "score", "dense_share": 0.7}),
     ("score dense 0.9", {"mode": "hybrid", "fusion": "score", "dense_share": 0.9}),
     ("dense only", {"mode": "dense"}),
 )
 BLENDS = (1.0, 0.75, 0.5, 0.25, 0.0)
-DEFAULT = "rrf dense x1.1 | blend 0.5"
+DEFAULT = "rrf dense x1.1 coverage 0.5 | blend 0.5"
+PREVIOUS = "rrf dense x1.1 | blend 0.5"  # the default before the BM25 weight followed its coverage
 CLASSES = ("colloquial", "legal")
 TOP_K = 10
 
@@ -70,7 +75,7 @@ def run_grid(lex: LexHay, datasets: dict[str, list[dict]]) -> tuple[dict, dict, 
     retriever, resolver = pipe.get_component("retriever"), pipe.get_component("parent_resolver")
     reranker = pipe.get_component("reranker")
     expander = pipe.get_component("term_expander")  # what `full` gives the BM25 side: the question + its terms
-    defaults = {k: getattr(retriever, k) for k in ("fusion", "dense_weight", "dense_share")}
+    defaults = {k: getattr(retriever, k) for k in ("fusion", "dense_weight", "dense_share", "coverage_pivot")}
     filters = lex._restricted(None, None)  # an anonymous caller: the global corpus
     equivalences = load_equivalences()
     results: dict[str, dict[str, list[list]]] = {}
@@ -85,7 +90,7 @@ def run_grid(lex: LexHay, datasets: dict[str, list[dict]]) -> tuple[dict, dict, 
             lexical = expander.run(query=question)["query"]
             sparse = sparse_emb.run(text=lexical)["sparse_embedding"]
             for fusion_name, fusion in FUSIONS:
-                for key in ("fusion", "dense_weight", "dense_share"):
+                for key in ("fusion", "dense_weight", "dense_share", "coverage_pivot"):
                     setattr(retriever, key, fusion.get(key, defaults[key]))
                 hits = retriever.run(query=lexical, query_embedding=dense, query_sparse_embedding=sparse,
                                      filters=filters, top_k=4 * 2 * TOP_K, mode=fusion["mode"])["documents"]
@@ -201,7 +206,7 @@ def main() -> int:
     held.add_column("macro", justify="right")
     ranked = sorted(cv["held"], key=lambda c: -statistics.mean(
         statistics.mean(cv["held"][c][n]) for n in datasets))
-    for config in ranked[:12] + [c for c in ("cv", "cv adaptive", DEFAULT) if c in cv["held"] and c not in ranked[:12]]:
+    for config in ranked[:12] + [c for c in ("cv", "cv adaptive", DEFAULT, PREVIOUS) if c in cv["held"] and c not in ranked[:12]]:
         cells = []
         for name in datasets:
             values = sorted(cv["held"][config][name])

@@ -285,6 +285,17 @@ def stems(text: str, language: str = "es") -> set[str]:
     return found
 
 
+def lexical_coverage(query: str, text: str, language: str = "es") -> float | None:
+    """
+    The share of the content-word stems of `query` (`stems`, in `language`) that `text` holds, in [0, 1]; `None`
+    when `query` has no content word. "vacaciones anuales retribuidas" over "Las vacaciones anuales ..." -> 2/3.
+    """
+    wanted = stems(query, language)
+    if not wanted:
+        return None
+    return len(wanted & stems(text, language)) / len(wanted)
+
+
 @lru_cache(maxsize=16384)
 def _word_stem(token: str) -> str:
     """The stem of one folded, lowercase content word: its digits for a number word, else `_stem` (cached)."""

@@ -9,6 +9,8 @@ from haystack.dataclasses import SparseEmbedding
 
 from components.legal.access import and_filters
 from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS, DENSE_SCORE, parent_key
+from components.legal.legal_text import detect_query_language
+from components.legal.terms import lexical_coverage
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,17 @@ class HybridRetriever:
     `fuse_by_parent=False` uses the store's own chunk-level RRF (Qdrant's fusion). RRF only measures rank agreement,
     so each fused chunk also carries its parent's best dense similarity in `meta["dense_score"]` (when the dense
     search found it): an absolute relevance signal for `CRAGRouter`.
+
+    Lexical coverage (`coverage_pivot`): how far a BM25 ranking can be trusted shows in its best hit. A question in
+    the statute's own words ("¿Quién nombra y separa a los miembros del Gobierno?") finds most of its content words
+    in the best BM25 hit, and that hit is then usually the answer; a question in everyday words ("o patrão nunca
+    libera minhas férias") shares few words with any article, and its BM25 ranking is mostly noise that RRF would
+    still count at full weight. So the BM25 ranking's weight in parent-level RRF is `sparse_weight * coverage /
+    coverage_pivot`, where coverage is the share of the query's content words (`components.legal.terms.stems`:
+    accent-folded stems, stopwords of the query's language dropped) that the best BM25 hit of the list holds: at
+    the pivot BM25 weighs `sparse_weight`, below it less, above it more. A query without content words, or without
+    `query` text, keeps `sparse_weight`. Chunk-level fusion (`fuse_by_parent=False`) and `fusion="score"` do not
+    use it.
 
     Each logical collection (`normativa`, `sentencias`, `criterios`: a payload field, not a separate index) is
     searched with the caller's filters in one batched call per query; each collection's scores are multiplied by
@@ -97,6 +110,7 @@ class HybridRetriever:
         lexical_store: Any | None = None,
         fusion: str = "rrf",
         dense_share: float = 0.7,
+        coverage_pivot: float | None = 0.5,
     ) -> None:
         """
         Create a HybridRetriever.
@@ -122,6 +136,9 @@ class HybridRetriever:
             min-max normalized over the candidates, blended `dense_share : 1 - dense_share`; a parent only the BM25
             side found gets its cosine from its stored vector, so every candidate is scored on both signals).
         :param dense_share: Share of the dense cosine in `score` fusion, in [0, 1].
+        :param coverage_pivot: The share of the query's content words in the best BM25 hit at which the BM25
+            ranking weighs `sparse_weight` in parent-level RRF; it weighs `sparse_weight * coverage /
+            coverage_pivot` (see above). In (0, 1]; `None` = always `sparse_weight`.
         """
         if top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
@@ -136,6 +153,8 @@ class HybridRetriever:
             raise ValueError(f"fusion must be one of {FUSIONS}, got {fusion!r}")
         if not 0.0 <= dense_share <= 1.0:
             raise ValueError(f"dense_share must be in [0, 1], got {dense_share}")
+        if coverage_pivot is not None and not 0.0 < coverage_pivot <= 1.0:
+            raise ValueError(f"coverage_pivot must be in (0, 1] or None, got {coverage_pivot}")
         if lexical_store is not None:
             from components.utils.extras import optional_import  # noqa: PLC0415
 
@@ -159,6 +178,7 @@ class HybridRetriever:
         self.lexical_store = lexical_store
         self.fusion = fusion
         self.dense_share = dense_share
+        self.coverage_pivot = coverage_pivot
         self._qdrant_retrievers: dict[str, Any] | None = None
         self._lexical_retriever: Any | None = None
 
@@ -178,6 +198,7 @@ class HybridRetriever:
             sparse_weight=self.sparse_weight,
             fusion=self.fusion,
             dense_share=self.dense_share,
+            coverage_pivot=self.coverage_pivot,
             # only when set, so the canonical YAML files (no OpenSearch) stay exactly what this serializes to
             **({"lexical_store": self.lexical_store} if self.lexical_store is not None else {}),
         )
@@ -294,8 +315,12 @@ class HybridRetriever:
         if mode == "hybrid" and self.fuse_by_parent:
             # dense and sparse lists of every collection (one batch on the embedded store), fused per parent block
             dense, sparse_lists = self._ranked_lists(per_collection, embedding, sparse, query, prefetch_k)
-            fuse = self._fuse_scores if self.fusion == "score" else self._fuse_by_parent
-            return [fuse(d, s, embedding, top_k) for d, s in zip(dense, sparse_lists)]
+            if self.fusion == "score":
+                return [self._fuse_scores(d, s, embedding, top_k) for d, s in zip(dense, sparse_lists)]
+            return [
+                self._fuse_by_parent(d, s, embedding, top_k, sparse_weight=self.lexical_weight(query, s))
+                for d, s in zip(dense, sparse_lists)
+            ]
         if mode == "hybrid" and lexical:
             # chunk-level fusion across two stores: Haystack's reciprocal rank fusion (k=60)
             dense, sparse_lists = self._ranked_lists(per_collection, embedding, sparse, query, prefetch_k)
@@ -320,23 +345,39 @@ class HybridRetriever:
                     best[doc.id] = (score, doc)
         return best
 
+    def lexical_weight(self, query: str | None, hits: list[Document]) -> float:
+        """
+        The weight of the BM25 ranking `hits` (best first) of `query` in parent-level RRF: `sparse_weight` scaled by
+        the share of the query's content words its best hit holds (`coverage_pivot`; see the class docstring).
+        """
+        if self.coverage_pivot is None or not hits or not isinstance(query, str):
+            return self.sparse_weight
+        language = detect_query_language(query) or str(hits[0].meta.get("lang") or "es")
+        coverage = lexical_coverage(query, hits[0].content or "", language)
+        if coverage is None:
+            return self.sparse_weight
+        return self.sparse_weight * coverage / self.coverage_pivot
+
     def _fuse_by_parent(
         self,
         dense: list[Document],
         sparse: list[Document],
         query_embedding: list[float] | None = None,
         limit: int | None = None,
+        sparse_weight: float | None = None,
     ) -> list[Document]:
         """
         Weighted RRF over the parent-level rankings of both lists; the best chunk per parent and list is kept.
 
         With `query_embedding`, a parent only the BM25 side found gets its `dense_score` from its stored vector.
-        `limit`: the most chunks returned (all when `None`).
+        `limit`: the most chunks returned (all when `None`). `sparse_weight`: the BM25 list's weight for this
+        query (`lexical_weight`); `None` = the init `sparse_weight`.
         """
         scores: dict[str, float] = {}
         chunks: dict[str, list[Document]] = {}
         cosine: dict[str, float] = {}  # best dense similarity per parent: an absolute relevance signal (CRAG)
-        for hits, weight in ((dense, self.dense_weight), (sparse, self.sparse_weight)):
+        lexical = self.sparse_weight if sparse_weight is None else sparse_weight
+        for hits, weight in ((dense, self.dense_weight), (sparse, lexical)):
             rank = 0
             seen: set[str] = set()
             for doc in hits:

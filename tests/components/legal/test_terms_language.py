@@ -2,7 +2,7 @@
 
 import pytest
 
-from components.legal.terms import Equivalences, extract_keywords, load_equivalences
+from components.legal.terms import Equivalences, extract_keywords, lexical_coverage, load_equivalences
 
 
 @pytest.fixture(scope="module")
@@ -111,3 +111,14 @@ def test_expand_appends_the_terms_the_text_does_not_already_hold(table):
     assert table.expand("me pagan la hora extra", "pt").endswith("horas suplementares sobrejornada adicional hora extraordinária")
     matches = [("curro", "trabajo empleo")]
     assert table.expand("mi curro", matches=matches) == "mi curro trabajo empleo"  # the caller's matches
+
+
+def test_lexical_coverage_is_the_share_of_the_question_words_a_text_holds():
+    article = "Las vacaciones anuales retribuidas no serán sustituibles por compensación económica."
+    assert lexical_coverage("vacaciones anuales retribuidas", article) == 1.0
+    assert lexical_coverage("¿me pueden pagar las vacaciones en vez de disfrutarlas?", article) == pytest.approx(1 / 3)
+    assert lexical_coverage("mi jefe me grita", article) == 0.0
+    assert lexical_coverage("¿y eso qué?", article) is None  # no content word
+    # stems, folded accents, the question's stopwords: "férias vencidas" over "as férias ... vencido"
+    clt = "Na cessação do contrato, a remuneração das férias cujo período aquisitivo tenha vencido será devida."
+    assert lexical_coverage("o patrão paga as ferias vencidas?", clt, "pt") == pytest.approx(2 / 4)

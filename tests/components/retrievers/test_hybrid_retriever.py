@@ -44,11 +44,17 @@ def test_init_defaults_and_validation(store):
         HybridRetriever(document_store=store, mode="fuzzy")
     with pytest.raises(ValueError, match="positive weights"):
         HybridRetriever(document_store=store, collections={"normativa": 0})
+    assert r.coverage_pivot == 0.5
+    for pivot in (0, -0.5, 1.5):
+        with pytest.raises(ValueError, match="coverage_pivot"):
+            HybridRetriever(document_store=store, coverage_pivot=pivot)
 
 
 def test_to_dict_from_dict_round_trip(store):
-    r = HybridRetriever(document_store=store, top_k=7, mode="sparse", collections={"normativa": 1.0}, prefetch_k=30)
+    r = HybridRetriever(document_store=store, top_k=7, mode="sparse", collections={"normativa": 1.0}, prefetch_k=30,
+                        coverage_pivot=0.4)
     data = r.to_dict()
+    assert data["init_parameters"]["coverage_pivot"] == 0.4
     assert data["type"] == "components.retrievers.hybrid_retriever.HybridRetriever"
     assert data["init_parameters"]["document_store"]["type"] == "components.document_stores.edge_document_store.EdgeDocumentStore"
     restored = HybridRetriever.from_dict(data)
@@ -152,15 +158,19 @@ def test_chunk_level_fusion_is_available(store):
         HybridRetriever(document_store=store, dense_weight=0, sparse_weight=0)
 
 
-def test_query_text_is_ignored_without_a_lexical_store(store):
-    """The embedded default: BM25 from the store's sparse vectors, whether or not the query text is passed."""
-    r = HybridRetriever(document_store=store, top_k=3)
+def test_query_text_is_not_searched_without_a_lexical_store(store):
+    """The embedded default: BM25 from the store's sparse vectors; the query text only weighs the BM25 ranking."""
+    r = HybridRetriever(document_store=store, top_k=3, coverage_pivot=None)
     assert "lexical_store" not in r.to_dict()["init_parameters"] and r.lexical_store is None
     kwargs = {"query_embedding": [0, 0, 1, 0], "query_sparse_embedding": _sparse("derecho a la huelga")}
     with_text = r.run(query="derecho a la huelga", **kwargs)["documents"]
     without = r.run(**kwargs)["documents"]
     assert [(d.id, d.score) for d in with_text] == [(d.id, d.score) for d in without]
     assert with_text[0].id == "h-norm"
+    # with lexical coverage (the default), the same hits: the best one holds every content word, so BM25 weighs more
+    covered = HybridRetriever(document_store=store, top_k=3).run(query="derecho a la huelga", **kwargs)["documents"]
+    assert [d.id for d in covered] == [d.id for d in with_text]
+    assert covered[0].score > with_text[0].score
     with pytest.raises(ValueError, match="query_sparse_embedding"):
         r.run(query="huelga", mode="sparse")  # the text alone is not enough for the store's BM25 vectors
 
@@ -311,3 +321,39 @@ def test_named_laws_are_searched_within_when_no_hit_is_from_them(store):
     assert "h-norm" not in {d.id for d in r.run(**query, named_laws=["L-h-norm"], filters=outside)["documents"]}
     with pytest.raises(ValueError, match="named_laws"):
         r.run(**query, named_laws="L-h-norm")
+
+
+def test_the_bm25_weight_follows_the_share_of_the_question_its_best_hit_holds(store):
+    r = HybridRetriever(document_store=store)  # sparse_weight 1.0 at coverage 0.5
+
+    def hit(text, lang="es"):
+        return [Document(id="c", content=text, meta={"level": "child", "parent_id": "P", "lang": lang})]
+
+    statute = hit("Se reconoce el derecho a la huelga de los trabajadores para la defensa de sus intereses.")
+    assert r.lexical_weight("¿Se reconoce el derecho a la huelga?", statute) == pytest.approx(2.0)  # all 3 words
+    assert r.lexical_weight("mi jefe me amenaza si hago huelga", statute) == pytest.approx(2 * 1 / 3)  # huelga
+    assert r.lexical_weight("mi jefe me grita", statute) == 0.0  # nothing in common: BM25 counts for nothing
+    # Portuguese read with Portuguese stopwords, accents folded: "férias" / "ferias", "concedidas" / "concedida"
+    clt = hit("As férias serão concedidas por ato do empregador, em um só período.", "pt")
+    assert r.lexical_weight("como as ferias podem ser concedidas?", clt) == pytest.approx(2.0)
+    # no content word, no query text, no hit, or coverage off: the init weight
+    assert r.lexical_weight("¿y eso?", statute) == 1.0
+    assert r.lexical_weight(None, statute) == 1.0 and r.lexical_weight("huelga", []) == 1.0
+    assert HybridRetriever(document_store=store, coverage_pivot=None).lexical_weight("mi jefe", statute) == 1.0
+
+
+def test_a_bm25_ranking_that_misses_the_question_cannot_outvote_the_dense_one(store):
+    """A colloquial question: BM25's best hit shares one word of four; the dense side's first block stays first."""
+    r = HybridRetriever(document_store=store, rrf_k=2, dense_weight=1.1, sparse_weight=1.0)
+    dense = [Document(id=p, content=p, meta={"level": "parent"}, score=score)
+             for p, score in (("P1", 0.6), ("P3", 0.55), ("P2", 0.5))]
+    sparse = [Document(id="c2", content="El calendario de la jornada de la empresa.",
+                       meta={"level": "child", "parent_id": "P2"}, score=9.0),
+              Document(id="c4", content="La jornada.", meta={"level": "child", "parent_id": "P4"}, score=3.0)]
+    question = "el patrón no me deja coger días en la empresa"
+    weight = r.lexical_weight(question, sparse)
+    assert weight == pytest.approx(2 * 1 / 5)  # empresa, of patron / deja / coger / dias / empresa
+    fixed = r._fuse_by_parent(dense, sparse)
+    scaled = r._fuse_by_parent(dense, sparse, sparse_weight=weight)
+    assert fixed[0].meta.get("parent_id", fixed[0].id) == "P2"  # at full weight BM25's noise decides
+    assert scaled[0].id == "P1"
