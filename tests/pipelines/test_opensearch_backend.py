@@ -150,9 +150,12 @@ def test_hybrid_fuses_dense_parents_and_opensearch_children_per_parent_with_rrf_
         return {key: rank for rank, key in enumerate(order)}
 
     dense_rank, sparse_rank = ranks(dense), ranks(sparse)
+    # OpenSearch's BM25 ranking weighs by how much of the query its best hit holds, as the store's own would
+    lexical = retriever.lexical_weight(query, sparse)
+    assert lexical == pytest.approx(2.0)  # its best child holds every content word of the query
     expected = {
         key: (1.1 / (60 + dense_rank[key] + 1) if key in dense_rank else 0.0)
-        + (1.0 / (60 + sparse_rank[key] + 1) if key in sparse_rank else 0.0)
+        + (lexical / (60 + sparse_rank[key] + 1) if key in sparse_rank else 0.0)
         for key in set(dense_rank) | set(sparse_rank)
     }
     best = max(expected, key=expected.get)
