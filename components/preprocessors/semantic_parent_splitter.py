@@ -12,7 +12,7 @@ from components.legal.access import owner_key
 from components.legal.ids import parent_id_for
 from components.legal.legal_text import split_sentences
 from components.utils.bm25 import Bm25Models
-from components.utils.chunking import pack_sentences
+from components.utils.chunking import OVERLAP_UNITS, pack_sentences
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +47,10 @@ class SemanticParentSplitter:
     stopword-free BM25 term sets of a sliding window of `window` sentences on each side (TextTiling-style, free:
     the whole corpus splits in about a second); `use-multilingual` uses the USE multilingual v3 encoder (numpy;
     minutes for the long articles of data/corpus, see benchmarks/README.md). Blocks
-    still longer than `max_chars` get a recursive safety split at sentence boundaries with `overlap`
-    characters carried over. Blocks shorter than `min_chars` are merged into their neighbour.
+    still longer than `max_chars` get a recursive safety split at sentence boundaries with up to `overlap`
+    characters of whole sentences carried over (`overlap_unit="sentence"`): every block starts where a sentence
+    starts, since blocks are what a reader sees, quotes and cites. Blocks shorter than `min_chars` are merged into
+    their neighbour.
 
     Every block carries `level="parent"`, `part`/`parts` (k of n, the siblings of one article) and a
     deterministic id (law_id + article + part), so re-indexing the same file overwrites in place.
@@ -75,17 +77,23 @@ class SemanticParentSplitter:
         percentile: float = 90.0,
         breakpoint_model: str = "lexical",
         window: int = 2,
+        overlap_unit: str = "sentence",
     ) -> None:
         """
         Create a SemanticParentSplitter.
 
         :param max_chars: Articles up to this length stay one block; no block exceeds it after the safety split.
-        :param overlap: Characters of the previous block repeated at the start of the next one in a safety split.
+        :param overlap: Most characters of the previous block repeated at the start of the next one in a safety
+            split (see `overlap_unit`).
         :param min_chars: Semantic blocks shorter than this are merged into a neighbour.
         :param percentile: Breakpoint threshold: percentile of the consecutive-sentence distances of the article.
         :param breakpoint_model: Sentence representation for the breakpoints: `lexical` (BM25 term windows),
             `use-multilingual` (USE multilingual v3, numpy) or `none` (only the size-based safety split).
         :param window: Sentences on each side of a candidate breakpoint compared by the `lexical` model.
+        :param overlap_unit: What a safety split repeats: `sentence` (the previous block's last whole sentences that
+            fit in `overlap`, none when its last sentence is longer), so every block starts where a sentence starts
+            (blocks are what a reader sees, quotes and cites); or `word` (its last words: a block may start
+            mid-sentence).
         """
         if max_chars < 200:
             raise ValueError(f"max_chars must be >= 200, got {max_chars}")
@@ -99,12 +107,15 @@ class SemanticParentSplitter:
             raise ValueError(f"breakpoint_model must be one of {BREAKPOINT_MODELS}, got {breakpoint_model!r}")
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
+        if overlap_unit not in OVERLAP_UNITS:
+            raise ValueError(f"overlap_unit must be one of {OVERLAP_UNITS}, got {overlap_unit!r}")
         self.max_chars = max_chars
         self.overlap = overlap
         self.min_chars = min_chars
         self.percentile = percentile
         self.breakpoint_model = breakpoint_model
         self.window = window
+        self.overlap_unit = overlap_unit
         self._bm25 = Bm25Models(k=1.2, b=0.75, avg_len=None, ascii_folding=True)
 
     def warm_up(self) -> None:
@@ -122,6 +133,7 @@ class SemanticParentSplitter:
             percentile=self.percentile,
             breakpoint_model=self.breakpoint_model,
             window=self.window,
+            overlap_unit=self.overlap_unit,
         )
 
     @classmethod
@@ -156,7 +168,7 @@ class SemanticParentSplitter:
                 continue
             if i in long_sentences:
                 groups = self._semantic_groups(long_sentences[i], distances[i])
-                blocks = [piece for group in groups for piece in self._safety_split(group)]
+                blocks = [piece for group in groups for piece in self._safety_split(group, languages[i])]
             else:
                 blocks = [text]
             for part, block in enumerate(blocks, start=1):
@@ -228,8 +240,9 @@ class SemanticParentSplitter:
             del gaps[left]
         return ["\n".join(g) for g in groups]
 
-    def _safety_split(self, text: str) -> list[str]:
+    def _safety_split(self, text: str, lang: str = "es") -> list[str]:
         """Size split at sentence boundaries (then whitespace) with `overlap` chars carried over."""
         if len(text) <= self.max_chars:
             return [text]
-        return pack_sentences(split_sentences(text), self.max_chars, self.overlap, separator="\n")
+        return pack_sentences(split_sentences(text, lang=lang), self.max_chars, self.overlap, separator="\n",
+                              overlap_unit=self.overlap_unit)

@@ -4,6 +4,7 @@ import pytest
 from haystack import Document
 
 from components.legal.ids import parent_id_for
+from components.legal.legal_text import split_sentences
 from components.preprocessors.semantic_parent_splitter import SemanticParentSplitter
 from tests.corpus_helpers import ET_2015, markdown_article
 
@@ -19,7 +20,9 @@ def _article(number: str) -> Document:
 def test_init_defaults_and_validation():
     s = SemanticParentSplitter()
     assert (s.max_chars, s.overlap, s.min_chars, s.percentile, s.breakpoint_model) == (2000, 200, 300, 90.0, "lexical")
+    assert s.overlap_unit == "sentence"
     for kwargs, match in [
+        ({"overlap_unit": "token"}, "overlap_unit"),
         ({"max_chars": 100}, "max_chars"),
         ({"overlap": 1500}, "overlap"),
         ({"percentile": 100}, "percentile"),
@@ -30,7 +33,9 @@ def test_init_defaults_and_validation():
 
 
 def test_to_dict_from_dict_round_trip():
-    s = SemanticParentSplitter(max_chars=1500, overlap=100, min_chars=200, percentile=85.0, breakpoint_model="none")
+    s = SemanticParentSplitter(max_chars=1500, overlap=100, min_chars=200, percentile=85.0, breakpoint_model="none",
+                               overlap_unit="word")
+    assert s.to_dict()["init_parameters"]["overlap_unit"] == "word"
     restored = SemanticParentSplitter.from_dict(s.to_dict())
     assert restored.to_dict() == s.to_dict()
     assert s.to_dict()["type"] == "components.preprocessors.semantic_parent_splitter.SemanticParentSplitter"
@@ -75,6 +80,38 @@ def test_safety_split_only_mode_respects_overlap():
     assert all(len(b.content) <= 2000 for b in blocks)
     tail_words = blocks[0].content.split()[-3:]
     assert " ".join(tail_words) in blocks[1].content[:400]
+
+
+@pytest.mark.parametrize("number", ["48", "37", "34"])
+def test_every_block_starts_where_a_sentence_starts(number):
+    """A block is what a reader sees and quotes: the overlap repeats whole sentences, never the tail of one."""
+    doc = _article(number)
+    sentences = set(split_sentences(doc.content))
+    blocks = SemanticParentSplitter(breakpoint_model="none").run(documents=[doc])["documents"]
+    assert len(blocks) >= 2
+    assert all(split_sentences(b.content)[0] in sentences for b in blocks)
+    assert all(len(b.content) <= 2000 for b in blocks)
+    for previous, block in zip(blocks, blocks[1:]):  # what is repeated is the previous block's last sentences
+        before, after = split_sentences(previous.content), split_sentences(block.content)
+        repeated = next((k for k in range(1, len(before)) if before[-k:] == after[:k]), 0)
+        assert len("\n".join(after[:repeated])) <= 200
+        assert repeated or after[0] not in before
+    # word overlap (the old behaviour) starts later blocks inside a sentence
+    words = SemanticParentSplitter(breakpoint_model="none", overlap_unit="word").run(documents=[doc])["documents"]
+    assert any(split_sentences(b.content)[0] not in sentences for b in words[1:])
+
+
+def test_a_portuguese_article_is_split_with_portuguese_abbreviations():
+    text = "Art. 999. " + " ".join(
+        f"O valor {n} é fixado pelo Dec. Legislativo nº {n}, de 1990, e atualizado todo ano pelo órgão competente."
+        for n in range(1, 13)
+    )
+    doc = Document(id="clt-999", content=text, meta={"law_id": "DEL-5452-1943", "article": "999", "lang": "pt"})
+    blocks = SemanticParentSplitter(max_chars=400, overlap=100, min_chars=0, breakpoint_model="none").run(
+        documents=[doc])["documents"]
+    assert len(blocks) >= 3
+    assert not any(b.content.startswith("Legislativo") for b in blocks)  # "Dec." ends no Portuguese sentence
+    assert all(b.content.startswith(("Art. 999.", "O valor")) for b in blocks)
 
 
 def test_missing_meta_is_a_clear_error():
