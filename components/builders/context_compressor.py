@@ -320,14 +320,17 @@ class ContextCompressor:
             "dropped_ids": [],
             "trimmed_ids": [],
         }
-        blocks = [doc for doc in documents if (doc.content or "").strip()]
+        blocks: list[Document] = []  # the blocks the prompt renders: those with text
+        empty: list[Document] = []
+        for doc in documents:
+            (blocks if (doc.content or "").strip() else empty).append(doc)
         language = answer_language(query or "", blocks)  # read from the blocks the prompt renders, as its builder
         stats["language"] = language
         if not active:
-            tokens = self._count_context(documents, language=language)
+            tokens = self._count_context(blocks, language=language)
             return {"documents": documents, "stats": {**stats, "tokens_before": tokens, "tokens_after": tokens,
                                                       "documents_out": len(documents)}}
-        stats["dropped_ids"] = [doc.id for doc in documents if not (doc.content or "").strip()]
+        stats["dropped_ids"] = [doc.id for doc in empty]
         intro = self.count_tokens(self.render([], language=language).split("\n\n")[0] + "\n\n")
         fields: LaidOut = {}  # each block laid out once per run (neutralizing its text is not free)
         costs = [
@@ -348,9 +351,9 @@ class ContextCompressor:
         return {"documents": kept, "stats": stats}
 
     def _count_context(
-        self, documents: list[Document], fields: LaidOut | None = None, language: str = "es"
+        self, blocks: list[Document], fields: LaidOut | None = None, language: str = "es"
     ) -> int:
-        blocks = [doc for doc in documents if (doc.content or "").strip()]
+        """Tokens of the context rendered for `blocks` (blocks with text), 0 for none."""
         return self.count_tokens(self.render(blocks, fields, language)) if blocks else 0
 
     def _block_tokens(

@@ -1,8 +1,8 @@
 """
 The answer format: what the answer stage reads and writes around the LLM.
 
-- the numbered context: `ANSWER_CONTEXT_TEMPLATE` rendered over `context_block`s (header "ET > Artículo 38.
-  Vacaciones anuales", repeal note, chapter path, summary, text), with `law_name` / `article_heading` /
+- the numbered context: `ANSWER_CONTEXT_TEMPLATES` (one per answer language) rendered over `context_block`s
+  (header "ET > Artículo 38. Vacaciones anuales", repeal note, chapter path, summary, text), with `law_name` / `article_heading` /
   `article_body` naming a block the same way wherever it is cited or quoted;
 - the reply's metadata block: `META_DELIMITER` ("===META===") followed by `USED|...`, `DROP|...`, `NEED|...`
   lines (`DELIMITER_RE`, `META_LINE_RE` accept the variants small models write);
@@ -153,7 +153,6 @@ def _labelled(template: str, labels: dict[str, str]) -> str:
 ANSWER_CONTEXT_TEMPLATES: Final[dict[str, str]] = {
     language: _labelled(_CONTEXT_TEMPLATE, labels) for language, labels in CONTEXT_LABELS.items()
 }
-ANSWER_CONTEXT_TEMPLATE: Final[str] = ANSWER_CONTEXT_TEMPLATES["es"]
 CONTEXT_BLOCK_TEMPLATES: Final[dict[str, str]] = {
     language: _labelled(_BLOCK_TEMPLATE, labels) for language, labels in CONTEXT_LABELS.items()
 }
@@ -206,7 +205,7 @@ def _note(meta: dict[str, Any]) -> str:
 
 def context_block(document: Document) -> dict[str, str]:
     """
-    The fields of one numbered context block, as `ANSWER_CONTEXT_TEMPLATE` lays them out; every field that comes
+    The fields of one numbered context block, as `CONTEXT_BLOCK_TEMPLATES` lay them out; every field that comes
     from the document (text, titles, chapter path, summary) is `neutralize`d (an uploaded file sets them all).
     """
     meta = document.meta
