@@ -295,6 +295,7 @@ class LegalReranker:
         top_n: int | None = None,
         query_embedding: list[float] | None = None,
         cited: list[Document] | None = None,
+        named_laws: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Re-rank documents.
@@ -306,14 +307,20 @@ class LegalReranker:
             pipeline's text embedder), saving one query embedding; computed when not given.
         :param cited: The blocks of the articles the question cites (`LexicalFirstGate`'s `documents`); those with
             `meta["lexical_match"] == "exact"` go first, in the order given (see above).
+        :param named_laws: The law ids of the norms the question names (`CitationDetector.named_laws`, which the
+            retrieval chain reads once for the retriever and the re-ranker); None = read them from `query` here.
         :returns: `documents`: the re-ranked head followed by the unchanged tail; `stats`: `backend`, `path`
             (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
             `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`,
             `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
             ids of the repealed norms' blocks put last), `named` (the law ids of the named norms whose blocks were
             put first) and `cited` (the ids of the cited blocks put first).
-        :raises ValueError: A backend other than `retrieval` without `query`.
+        :raises ValueError: A backend other than `retrieval` without `query`, or `named_laws` not a list of law ids.
         """
+        if named_laws is not None and not (
+            isinstance(named_laws, list) and all(isinstance(law, str) and law for law in named_laws)
+        ):
+            raise ValueError(f"named_laws must be a list of law ids, got {named_laws!r}")
         started = time.perf_counter()
         top_n = top_n or self.top_n
         head, tail = documents[:top_n], documents[top_n:]
@@ -358,7 +365,10 @@ class LegalReranker:
         ranked = _below(rescored, tail)  # the tail keeps its order, rescaled below the head
         asked = isinstance(query, str) and bool(query.strip())
         grammar_needed = self.superseded_last or self.jurisdiction_first or self.named_first
-        named = self._named_laws(query) if asked and grammar_needed else []
+        if named_laws is not None:
+            named = list(named_laws)
+        else:
+            named = self._named_laws(query) if asked and grammar_needed else []
         if self.superseded_last:
             ranked, stats["superseded"] = self._superseded_last(named, ranked)
         if self.jurisdiction_first and asked:

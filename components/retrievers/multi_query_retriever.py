@@ -119,7 +119,7 @@ class MultiQueryRetriever:
         :param rerank: Feature flag `rerank` for this run: `False` returns the chain's blocks before re-ranking
             (plain hybrid scores).
         :param named_laws: Law ids of the norms the question names (`CitationDetector.named_laws`), passed on to
-            every query's chain (its retriever also searches within them).
+            every query's chain (its retriever also searches within them, its re-ranker puts their blocks first).
         :returns: `documents`: merged parent blocks sorted by their best score, at most `top_k`, each with
             `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query run, for the trace;
             `applied_filters`: the `filters` used (a loop passes them on to the next run, see `CRAGRouter`).
@@ -141,7 +141,7 @@ class MultiQueryRetriever:
 
         def retrieve(query: str) -> tuple[list[Document], float]:
             start = time.perf_counter()
-            named = {"named_laws": named_laws} if named_laws else {}
+            named = {"named_laws": named_laws} if named_laws is not None else {}
             out = self.chain.run(text=query, dense_text=dense_text, filters=filters, **named)
             # feature flag `rerank` off: the chain's parent blocks before re-ranking
             documents = out["documents"] if rerank is not False else out.get("candidates", out["documents"])

@@ -23,6 +23,7 @@ CONNECTIONS = (
     ("citation_detector.filters", "citation_fetcher.select"),
     ("citation_detector.citations", "gate.citations"),
     ("citation_detector.named_laws", "retriever.named_laws"),
+    ("citation_detector.named_laws", "reranker.named_laws"),
     ("citation_fetcher.documents", "gate.documents"),
     ("term_expander.query", "sparse_text_embedder.text"),
     ("term_expander.query", "retriever.query"),
@@ -45,7 +46,7 @@ INPUT_MAPPING = {
     "mode": ["retriever.mode"],
     "collections": ["retriever.collections"],
     # the norms the question names, when the chain has no citation stages of its own (the query pipeline's)
-    "named_laws": ["retriever.named_laws"],
+    "named_laws": ["retriever.named_laws", "reranker.named_laws"],
 }
 
 

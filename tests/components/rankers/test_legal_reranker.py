@@ -421,6 +421,22 @@ def test_named_first_puts_the_blocks_of_the_norms_the_question_names_first():
     assert [d.id for d in cited["documents"]][:2] == ["ce-35", "ce-40"]
 
 
+def test_named_laws_given_by_the_citation_detector_are_used_instead_of_reading_the_query():
+    reranker = LegalReranker(today="2026-01-01")
+    # the detector's reading (here: the Constitution) wins over a query that names nothing
+    given = reranker.run(documents=_constitution_candidates(), query="¿Cuántos días de vacaciones tengo?",
+                         named_laws=[CE["law_id"]])
+    assert [d.id for d in given["documents"]][:2] == ["ce-40", "ce-35"] and given["stats"]["named"] == [CE["law_id"]]
+    # an empty list says the question names no norm: the query is not read again
+    none = reranker.run(documents=_constitution_candidates(), query="¿Qué dice la Constitución sobre las vacaciones?",
+                        named_laws=[])
+    assert [d.id for d in none["documents"]][0] == "et-38" and none["stats"]["named"] == []
+    with pytest.raises(ValueError, match="named_laws must be a list of law ids"):
+        reranker.run(documents=_constitution_candidates(), query="q", named_laws="CF88")
+    with pytest.raises(ValueError, match="named_laws must be a list of law ids"):
+        reranker.run(documents=_constitution_candidates(), query="q", named_laws=[""])
+
+
 def test_named_first_moves_nothing_without_a_named_norm_or_when_switched_off():
     reranker = LegalReranker(today="2026-01-01")
     unnamed = reranker.run(documents=_constitution_candidates(), query="¿Cuántos días de vacaciones tengo?")

@@ -66,11 +66,15 @@ def test_init_sockets_and_validation(tmp_path):
     with pytest.raises(TypeError):
         RetrievalChain(DenseTextEmbedder())  # keyword-only
     cited = RetrievalChain(**_stages(store, citations=True))
-    # the question feeds the detector too, and the detector names the norms to the retriever
+    # the question feeds the detector too, and the detector names the norms to the retriever and the re-ranker
     assert set(cited.__haystack_input__._sockets_dict) == set(inputs) - {"named_laws"}
     edges = {(s, r) for s, r, _ in cited.pipeline.graph.edges(data=True)}
     expected = {("citation_detector", "citation_fetcher"), ("gate", "reranker"), ("citation_detector", "retriever")}
     assert expected <= edges
+    named = {(s, r) for s, r, d in cited.pipeline.graph.edges(data=True) if d["from_socket"].name == "named_laws"}
+    assert named == {("citation_detector", "retriever"), ("citation_detector", "reranker")}
+    # without the detector, the caller's `named_laws` reach both
+    assert chain.input_mapping["named_laws"] == ["retriever.named_laws", "reranker.named_laws"]
     with pytest.raises(ValueError, match="go together"):
         RetrievalChain(**{**_stages(store, citations=True), "gate": None})
     with pytest.raises(ValueError, match="without a re-ranker"):
@@ -117,6 +121,21 @@ def test_run_puts_the_cited_article_first_within_the_filters(indexed, cited_chai
     ]  # no citation: the chain's ranking, unchanged
     other = {"field": "meta.law_id", "operator": "==", "value": "otra-ley"}
     assert cited_chain.run(text=question, filters=other)["documents"] == []  # the fetch reads within the filters
+
+
+def test_run_reads_the_named_norms_once_for_the_retriever_and_the_reranker(indexed, cited_chain, monkeypatch):
+    seen = []
+    reranker_run = cited_chain.reranker.run
+    monkeypatch.setattr(cited_chain.reranker, "run", lambda **kw: seen.append(kw.get("named_laws")) or reranker_run(**kw))
+    monkeypatch.setattr(cited_chain.reranker, "_named_laws", lambda query: pytest.fail("the query was read again"))
+    cited_chain.run(text="contrato de interinidad según el RD 2720/1998", top_k=3)
+    assert seen == [[RD_ID]]
+    # a chain without the detector passes its caller's reading on
+    seen_plain = []
+    plain_run = indexed.reranker.run
+    monkeypatch.setattr(indexed.reranker, "run", lambda **kw: seen_plain.append(kw.get("named_laws")) or plain_run(**kw))
+    indexed.run(text="contrato de interinidad", named_laws=[RD_ID], top_k=3)
+    assert seen_plain == [[RD_ID]]
 
 
 def test_run_matches_the_wrapped_pipeline_run(indexed):
