@@ -122,3 +122,6 @@ def test_lexical_coverage_is_the_share_of_the_question_words_a_text_holds():
     # stems, folded accents, the question's stopwords: "férias vencidas" over "as férias ... vencido"
     clt = "Na cessação do contrato, a remuneração das férias cujo período aquisitivo tenha vencido será devida."
     assert lexical_coverage("o patrão paga as ferias vencidas?", clt, "pt") == pytest.approx(2 / 4)
+    # the forms of "to be" are function words in both languages: only the content words count
+    assert lexical_coverage("somos setenta, ¿son vacaciones retribuidas?", article) == pytest.approx(2 / 3)
+    assert lexical_coverage("sou porteiro, são férias vencidas?", clt, "pt") == pytest.approx(2 / 3)
