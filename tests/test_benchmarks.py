@@ -73,3 +73,36 @@ def test_the_named_norm_questions_name_the_norm_of_their_labels():
     for item in load_labelled(ROOT / "benchmarks" / "questions" / "named-norms.jsonl"):
         named = {c["law_id"] for c in grammar.extract(item["question"], colloquial=True) if c.get("law_id")}
         assert named == {law for law, _ in item["relevant"]}, item["question"]
+
+
+def _gate_bench():
+    spec = importlib.util.spec_from_file_location("gate_bench", ROOT / "benchmarks" / "gate_bench.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_off_topic_questions_name_no_norm_and_balance_languages_and_kinds():
+    """The gate benchmark's off-topic set: 20 Spanish and 20 Portuguese questions, half everyday, half other law."""
+    from components.legal.citations import CitationGrammar
+    from components.legal.legal_text import detect_query_language
+
+    bench = _gate_bench()
+    items = bench.read_questions(bench.OFF_TOPIC)
+    assert len({item["id"] for item in items}) == len(items) == 40
+    grammar = CitationGrammar()
+    counts: dict[tuple[str, str], int] = {}
+    for item in items:
+        assert "expected" not in item and item["kind"] in ("everyday", "other-law")
+        assert not grammar.extract(item["question"], colloquial=True), item["question"]
+        key = (detect_query_language(item["question"], default="es"), item["kind"])  # as the benchmark reads it
+        counts[key] = counts.get(key, 0) + 1
+    assert counts == {("es", "everyday"): 10, ("es", "other-law"): 10, ("pt", "everyday"): 10, ("pt", "other-law"): 10}
+
+
+def test_gate_bench_auc_counts_pairs_and_ties():
+    auc = _gate_bench().auc
+    assert auc([0.9, 0.8], [0.1, 0.2]) == 1.0
+    assert auc([0.1], [0.9]) == 0.0
+    assert auc([0.5, 0.9], [0.5]) == 0.75  # a tie counts half
+    assert auc([], [0.3]) != auc([], [0.3])  # nan without one of the groups

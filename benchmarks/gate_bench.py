@@ -1,0 +1,149 @@
+#!/usr/bin/env python
+"""
+Answer-or-refuse benchmark (not a test): how the query pipeline's domain gate (`CRAGRouter`, REJECT when nothing
+relevant was retrieved) splits the questions the corpus answers from the ones it does not.
+
+Questions: the labelled sets of `--eval-dir` and `benchmarks/questions` (in domain: every one has a governing
+article in the corpus) and `benchmarks/questions/off-topic/off-topic.jsonl` (40 questions, Spanish and Portuguese:
+`everyday` ones and `other-law` ones, legal questions about norms the corpus does not hold: traffic, tenancy, tax,
+consumer, criminal law). For each question:
+
+- `ask` without an LLM: its route (ACCEPT / REJECT) and latency, the caches cleared before each question;
+- the signals a gate could read from the first retrieval (`retrieve(mode="full", top_k=10)`): `best`, the highest
+  cosine of the question and a block's stored full-length vector (what `CRAGRouter` grades: `dense_score`),
+  `mean5` (the five highest), and `z`, `best` standardized by the question's cosines to a fixed random sample of
+  stored blocks (a per-question normalization: a question close to nothing has a low `best` and a low background
+  alike).
+
+Table 1: routes per set, with 95% bootstrap intervals. Table 2: how well each signal separates in-domain from
+off-topic questions (ROC AUC, per language) and, at the cosine the gate's REJECT floor stands for, the share of
+in-domain questions kept and of off-topic ones refused. The embedded store opens in one process only: run it on a
+copy (`cp -r .lexhay /tmp/store`).
+
+    .venv/bin/python benchmarks/gate_bench.py --store /tmp/store [--json records.json]
+"""
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pipelines.settings import setup_environment  # noqa: E402
+
+setup_environment()
+
+import numpy as np  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
+from components.legal.legal_text import detect_query_language  # noqa: E402
+from pipelines.evaluation import format_ci, percentile  # noqa: E402
+from pipelines.sdk import LexHay  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+OFF_TOPIC = ROOT / "benchmarks" / "questions" / "off-topic" / "off-topic.jsonl"
+BACKGROUND_BLOCKS = 1000
+console = Console(width=200)
+
+
+def read_questions(path: Path) -> list[dict]:
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def auc(positive: list[float], negative: list[float]) -> float:
+    """P(a random in-domain question scores above a random off-topic one), ties counted half."""
+    if not positive or not negative:
+        return float("nan")
+    p, n = np.asarray(positive)[:, None], np.asarray(negative)[None, :]
+    return float((p > n).mean() + 0.5 * (p == n).mean())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--store", default=str(ROOT / ".lexhay"))
+    parser.add_argument("--eval-dir", default=str(ROOT.parent / "shared" / "eval"))
+    parser.add_argument("--sets", default="dev-*.jsonl", help="labelled files of --eval-dir (a glob)")
+    parser.add_argument("--off-topic", default=str(OFF_TOPIC))
+    parser.add_argument("--json", default=None, help="write the per-question records to this file")
+    args = parser.parse_args()
+
+    sets = {p.stem: read_questions(p) for p in sorted(Path(args.eval_dir).glob(args.sets))}
+    sets.update({p.stem: read_questions(p) for p in sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl"))})
+    sets["off-topic"] = read_questions(Path(args.off_topic))
+
+    os.environ["LEXHAY_LLM"] = "none"  # the gate as every deployment has it: no LLM stage in front of it
+    lex = LexHay(store_path=args.store)
+    crag = lex.pipeline("query").get_component("crag")
+    floor_cosine = crag.cosine_floor + crag.min_best * (crag.cosine_ceiling - crag.cosine_floor)
+    retrieval = lex.pipeline("retrieval")
+    embedder = retrieval.get_component("text_embedder")
+    embedder.warm_up()
+    store = retrieval.get_component("retriever").document_store
+    parents = [d.id for d in store.filter_documents({"field": "meta.level", "operator": "==", "value": "parent"})]
+    sample = random.Random(0).sample(parents, min(BACKGROUND_BLOCKS, len(parents)))
+    background = np.asarray(
+        [v for _, v in store.dense_vectors_by_id(sample, with_meta=False).values() if v is not None], dtype=np.float32
+    )
+
+    records = []
+    for name, items in sets.items():
+        for item in items:
+            question = item["question"]
+            lex.clear_caches()
+            started = time.perf_counter()
+            route = lex.ask(question)["route"]
+            ms = (time.perf_counter() - started) * 1000
+            cosines = sorted((d.meta.get("dense_score") or 0.0 for d in lex.retrieve(question, mode="full")),
+                             reverse=True) or [0.0]
+            query = np.asarray(embedder.run(text=question)["embedding"], dtype=np.float32)
+            bg = background @ query
+            records.append({
+                "set": name, "id": item["id"], "kind": item.get("kind", "in-domain"),
+                "language": detect_query_language(question, default="es") or "es", "route": route, "ms": ms,
+                "best": cosines[0], "mean5": float(np.mean(cosines[:5])),
+                "z": float((cosines[0] - bg.mean()) / (bg.std() or 1.0)),
+            })
+    if args.json:
+        Path(args.json).write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
+
+    table = Table(title=f"ask without an LLM: routes (REJECT floor: best cosine {floor_cosine:.3f})")
+    for col in ("set", "kind", "n", "ACCEPT share [95%]", "best cosine min / p10 / max", "ask p50 ms"):
+        table.add_column(col)
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in records:
+        key = (r["set"], r["kind"] if r["set"] != "off-topic" else f"{r['kind']} ({r['language']})")
+        groups.setdefault(key, []).append(r)
+    for (name, kind), rows in groups.items():
+        best = [r["best"] for r in rows]
+        table.add_row(name, kind, str(len(rows)), format_ci([float(r["route"] == "ACCEPT") for r in rows], 2),
+                      f"{min(best):.3f} / {percentile(best, 10):.3f} / {max(best):.3f}",
+                      f"{statistics.median(r['ms'] for r in rows):.0f}")
+    console.print(table)
+
+    table = Table(title="gate signals: in-domain vs off-topic")
+    for col in ("signal", "AUC all", "AUC es", "AUC pt", "in-domain kept / off-topic refused at the floor"):
+        table.add_column(col)
+    inside = [r for r in records if r["set"] != "off-topic"]
+    outside = [r for r in records if r["set"] == "off-topic"]
+    for signal in ("best", "mean5", "z"):
+        aucs = [auc([r[signal] for r in inside if lang in (None, r["language"])],
+                    [r[signal] for r in outside if lang in (None, r["language"])]) for lang in (None, "es", "pt")]
+        at_floor = ""
+        if signal == "best":
+            kept = sum(r["best"] >= floor_cosine for r in inside) / len(inside)
+            refused = sum(r["best"] < floor_cosine for r in outside) / len(outside)
+            at_floor = f"{kept:.3f} / {refused:.3f}"
+        table.add_row(signal, *(f"{a:.3f}" for a in aucs), at_floor)
+    console.print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
