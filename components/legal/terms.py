@@ -34,9 +34,9 @@ STOPWORDS = frozenset(
     les lo los luego mal manera me mejor menos mi mia mientras mio mis misma mismo mucho muchos muy nada nadie
     necesito ni no nos nosotras nosotros nuestra nuestro nunca o ocurre os otra otras otro otros para pasa pasaria
     peor pero podemos poder podria podrias por porque pregunta puede pueden puedes puedo pues que queria quien
-    quienes quiere quiero respecto sabe saber se sea segun ser si sido siempre sin sino sobre somos son soy su sus tal tambien
-    tampoco tan tanto te tendria tenemos tener tengo tenia tiene tienen tipo toda todas todavia todo todos tras tu
-    tus u un una unas uno unos usted ustedes va vamos veces vez vosotros voy y ya yo
+    quienes quiere quiero respecto sabe saber se sea segun ser si sido siempre sin sino sobre somos son soy su sus
+    tal tambien tampoco tan tanto te tendria tenemos tener tengo tenia tiene tienen tipo toda todas todavia todo
+    todos tras tu tus u un una unas uno unos usted ustedes va vamos veces vez vosotros voy y ya yo
     """.split()
 )
 # Portuguese (Brazilian, colloquial spellings included) function words, question words, light verbs and fillers.
@@ -47,9 +47,9 @@ PT_STOPWORDS = frozenset(
     dessa disso do dos e é ela elas ele eles em entre era essa esse esta está estão este estou eu foi fui
     isso isto já ja la lá lhe mais mas me mesmo meu meus minha minhas muito na nas nem não nao no nos nós num numa o
     os ou para pra pela pelas pelo pelos por porque pq pode podem posso qual quando quanto quantos quantas que
-    quem são se sem ser somos sou seu seus só sua suas também tambem te tem têm tenho ter to tô ta tá tu um uma umas uns
-    vai você voce vocês vc vou coisa alguma algum certo direito fazer faz fica ficar dar dá deu diz quer quero
-    sobre sob após apos antes durante desde
+    quem são se sem ser somos sou seu seus só sua suas também tambem te tem têm tenho ter to tô ta tá tu um uma
+    umas uns vai você voce vocês vc vou coisa alguma algum certo direito fazer faz fica ficar dar dá deu diz quer
+    quero sobre sob após apos antes durante desde
     """.split()
 )
 STOPWORDS_BY_LANGUAGE = {"es": STOPWORDS, "pt": PT_STOPWORDS}

@@ -126,14 +126,16 @@ def test_run_puts_the_cited_article_first_within_the_filters(indexed, cited_chai
 def test_run_reads_the_named_norms_once_for_the_retriever_and_the_reranker(indexed, cited_chain, monkeypatch):
     seen = []
     reranker_run = cited_chain.reranker.run
-    monkeypatch.setattr(cited_chain.reranker, "run", lambda **kw: seen.append(kw.get("named_laws")) or reranker_run(**kw))
+    monkeypatch.setattr(cited_chain.reranker, "run",
+                        lambda **kw: seen.append(kw.get("named_laws")) or reranker_run(**kw))
     monkeypatch.setattr(cited_chain.reranker, "_named_laws", lambda query: pytest.fail("the query was read again"))
     cited_chain.run(text="contrato de interinidad según el RD 2720/1998", top_k=3)
     assert seen == [[RD_ID]]
     # a chain without the detector passes its caller's reading on
     seen_plain = []
     plain_run = indexed.reranker.run
-    monkeypatch.setattr(indexed.reranker, "run", lambda **kw: seen_plain.append(kw.get("named_laws")) or plain_run(**kw))
+    monkeypatch.setattr(indexed.reranker, "run",
+                        lambda **kw: seen_plain.append(kw.get("named_laws")) or plain_run(**kw))
     indexed.run(text="contrato de interinidad", named_laws=[RD_ID], top_k=3)
     assert seen_plain == [[RD_ID]]
 
