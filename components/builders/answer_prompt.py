@@ -237,6 +237,7 @@ class AnswerPromptBuilder:
         history: list[ChatMessage] | None = None,
         max_documents: int | None = None,
         graph_context: str | None = None,
+        unknown_norms: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Builds the prompt.
@@ -249,6 +250,9 @@ class AnswerPromptBuilder:
         :param max_documents: Overrides the init score cap for this run (the NEED retry raises it to 30).
         :param graph_context: `GraphEnricher`'s summary of related articles and precedents, placed after the
             numbered blocks (not numbered: it is orientation, not a citable fragment).
+        :param unknown_norms: The norms the question cites that the corpus does not hold
+            (`CitationDetector.unknown_norms`): listed after the blocks, with the instruction to say so rather than
+            answer from other norms as if they were those.
         :returns: A dictionary with:
             - `prompt`: system prompt, context, format instructions, history, question.
             - `context_documents`: the numbered blocks, in order.
@@ -275,6 +279,7 @@ class AnswerPromptBuilder:
             blocks=[context_block(doc) for doc in context],
             question=question.strip(),
             graph_context=neutralize((graph_context or "").strip()),
+            unknown_norms=[neutralize(norm) for norm in unknown_norms or [] if norm.strip()],
             tag=context_tag(),
         )["prompt"]
         *instructions, user = rendered

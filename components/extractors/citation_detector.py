@@ -4,7 +4,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict, logging
 
-from components.legal.citations import CitationGrammar, citation_filters
+from components.legal.citations import CitationGrammar, citation_filters, unknown_norms
 
 logger = logging.getLogger(__name__)
 
@@ -17,8 +17,10 @@ class CitationDetector:
     The reading itself (forms such as "art. 38 ET", "arts. 40 y 41 ET", "el 48.4 del Estatuto", "Art. 5º, caput,
     da CF", law resolution through `laws.yaml` and aliases) is the shared citation grammar,
     `components.legal.citations.CitationGrammar`; this stage deduplicates the citations of one question and builds
-    the direct-fetch filter (OR of `meta.law_id == X AND meta.article == N`; `meta.article == N` alone when the law
-    is unknown) used by lexical-first gating. Brazilian forms are read too: "art. 477 da CLT", "§ 8º do art. 477",
+    the direct-fetch filter (OR of `meta.law_id == X AND meta.article == N`; `meta.article == N` alone when no law
+    follows the article) used by lexical-first gating. An article of a norm the laws table does not hold ("art. 234
+    del Código Penal", "art. 18 do CDC", "art. 5 de la Ley 30/1992") is fetched from nowhere: its number would only
+    match other norms' articles. Those norms are reported in `unknown_norms`, for the answer to say so. Brazilian forms are read too: "art. 477 da CLT", "§ 8º do art. 477",
     "CLT 59-A", "artigo 7º, inciso XVII, da CF", "art. 10, II, b, do ADCT". A norm named as people type it ("es
     verdad que la constitucion dice...", "o que a clt fala") counts too (the grammar's `colloquial` reading). Case
     law ("Súmula 331 do TST", CNJ process numbers "0001234-56.2023.5.02.0001") is reported apart in `case_law`:
@@ -66,6 +68,7 @@ class CitationDetector:
         has_citations=bool,
         case_law=list[dict[str, Any]],
         named_laws=list[str],
+        unknown_norms=list[str],
     )
     def run(self, query: str) -> dict[str, Any]:
         """
@@ -77,7 +80,8 @@ class CitationDetector:
             cited; `has_citations`: whether any citation was found; `case_law`: the case-law citations
             (`CitationGrammar.extract_case_law`: `kind`, `number`, `court`, `text`, `span`); `named_laws`: the law
             ids of the known norms the question names or cites, in order (`HybridRetriever` also searches within
-            them).
+            them); `unknown_norms`: the norms it names or cites that the laws table does not hold ("Código Penal",
+            "Lei 8.078/1990"), in order: nothing is fetched for them, and the answer says they are not in the corpus.
         """
         found = self.grammar.extract(query, colloquial=True)
         cited_laws = {c["law_id"] or c["law"] for c in found if c["article"]}
@@ -97,4 +101,5 @@ class CitationDetector:
             "has_citations": bool(citations),
             "case_law": self.grammar.extract_case_law(query),
             "named_laws": list(dict.fromkeys(c["law_id"] for c in citations if c["law_id"])),
+            "unknown_norms": unknown_norms(citations),
         }

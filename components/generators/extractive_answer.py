@@ -17,12 +17,13 @@ from haystack.dataclasses import ChatMessage
 from components.legal.answer_format import (
     GAP_MARK,
     META_DELIMITER,
+    UNKNOWN_NORMS_NOTES,
     answer_language,
     article_body,
     law_name,
     neutralize,
 )
-from components.legal.citations import CitationGrammar
+from components.legal.citations import CitationGrammar, unknown_norms
 from components.legal.ids import REPEALED
 from components.legal.legal_text import fold_accents, split_sentences
 from components.legal.terms import stems
@@ -195,13 +196,17 @@ class ExtractiveAnswer:
         """
         language = answer_language(question, documents)
         texts = EXTRACTIVE_TEXTS[language]
+        found_citations = self._citations.extract(question)
+        # norms the question cites that the corpus lacks: said first, so no quote passes for theirs
+        missing = unknown_norms(found_citations)
+        notice = [neutralize(UNKNOWN_NORMS_NOTES[language].format(norms="; ".join(missing))), ""] if missing else []
         # each block split by its own language's abbreviations ("Dec. Legislativo", "Proc." end no Portuguese sentence)
         sentences = {
             i: split_sentences(article_body(doc), lang=doc.meta.get("lang", "es")) for i, doc in enumerate(documents)
         }
         sentences = {i: found for i, found in sentences.items() if found}
         if not sentences:
-            answer = f"{texts['not_found']}\n{META_BLOCK.format(used='')}"
+            answer = "\n".join([*notice, texts["not_found"], META_BLOCK.format(used="")])
             logger.debug("ExtractiveAnswer: no documents with text")
             return {"replies": [ChatMessage.from_assistant(answer, meta={"model": "extractive"})], "answer": answer}
 
@@ -210,7 +215,6 @@ class ExtractiveAnswer:
         pool = {i: found for i, found in sentences.items() if i < 2 * self.max_articles} or sentences
         # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998")
         # are left out of the sentence scoring, they would favour any block that merely names the law
-        found_citations = self._citations.extract(question)
         cited = {(c["law_id"], c["article"]) for c in found_citations if c.get("law_id") and c.get("article")}
         for citation_found in sorted(found_citations, key=lambda c: c["span"][0], reverse=True):
             start, end = citation_found["span"]
@@ -246,7 +250,7 @@ class ExtractiveAnswer:
             for i in chosen
         ]
         used = ",".join(str(i + 1) for i in sorted(chosen))
-        answer = "\n".join([intro, "", *quotes, "", texts["note"], META_BLOCK.format(used=used)])
+        answer = "\n".join([*notice, intro, "", *quotes, "", texts["note"], META_BLOCK.format(used=used)])
         logger.debug("ExtractiveAnswer: quoted blocks {used}", used=used)
         return {"replies": [ChatMessage.from_assistant(answer, meta={"model": "extractive"})], "answer": answer}
 

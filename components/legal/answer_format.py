@@ -115,6 +115,11 @@ _CONTEXT_TEMPLATE = (
 @graph@
 {{ graph_context }}
 @graph_note@
+{%- endif %}
+{%- if unknown_norms %}
+
+---
+@unknown@ {{ unknown_norms | join("; ") }}
 {%- endif %}"""
 )
 CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
@@ -128,6 +133,8 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
         "graph": "Relaciones entre normas (grafo legal):",
         "graph_note": "(Estas relaciones orientan la respuesta; no son fragmentos numerados: no las incluyas en USED "
         "ni DROP.)",
+        "unknown": "Normas que cita la pregunta y que no están en el corpus indexado (dilo en la respuesta y no les "
+        "atribuyas el contenido de ningún fragmento):",
     },
     "pt": {
         "intro": "Fragmentos de legislação recuperados para esta consulta. Cada fragmento traz o seu número entre "
@@ -139,7 +146,15 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
         "graph": "Relações entre normas (grafo legal):",
         "graph_note": "(Estas relações orientam a resposta; não são fragmentos numerados: não as inclua em USED nem "
         "DROP.)",
+        "unknown": "Normas citadas na pergunta que não estão no corpus indexado (diga isso na resposta e não lhes "
+        "atribua o conteúdo de nenhum fragmento):",
     },
+}
+# The extractive answer's first line when the question cites norms the laws table does not hold
+# (`components.legal.citations.unknown_norms`): what follows comes from other norms.
+UNKNOWN_NORMS_NOTES: Final[dict[str, str]] = {
+    "es": "No están en el corpus indexado, y lo que sigue no procede de ellas: {norms}.",
+    "pt": "Não estão no corpus indexado, e o que segue não vem delas: {norms}.",
 }
 ANSWER_LANGUAGES: Final[tuple[str, ...]] = tuple(CONTEXT_LABELS)
 

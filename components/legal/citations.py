@@ -22,8 +22,8 @@ from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_
 logger = logging.getLogger(__name__)
 
 # Names and abbreviations of the bundled norms -> `law_short` (or `law_id`). None marks a name that is recognised
-# but does not identify a known norm ("Estatuto de Autonomía"): it resolves to no law, and being longer it keeps a
-# shorter alias ("Estatuto") from matching inside it. User `aliases` override these entries.
+# but does not identify one norm ("Constitución Federal": of which country?): it resolves to no law, and being longer
+# it keeps a shorter alias ("Constitución") from matching inside it. User `aliases` override these entries.
 DEFAULT_ALIASES: Final[dict[str, str | None]] = {
     "Estatuto de los Trabajadores": "ET",
     "Ley del Estatuto de los Trabajadores": "ET",
@@ -69,9 +69,45 @@ DEFAULT_ALIASES: Final[dict[str, str | None]] = {
     "Consolidação das Leis Trabalhistas": "CLT",
     "Decreto-Lei 5.452": "CLT",
     "Constitución Federal": None,
-    "Estatuto de Autonomía": None,
-    "Estatuto Básico del Empleado Público": None,
-    "Estatuto del Trabajo Autónomo": None,
+}
+# Norms a question may cite that the bundled corpus does not hold: name or abbreviation -> the name shown to the
+# user. A citation of one gets `law` (the name) without a `law_id`, as a numbered norm outside the table does, so
+# nothing fetches its article number from the norms that are held ("art. 18 do CDC" is not CLT art. 18). A name the
+# laws table or the `aliases` resolve wins over this list (a deployment that indexes the Código Penal).
+ABSENT_NORMS: Final[dict[str, str]] = {
+    "Estatuto de Autonomía": "Estatuto de Autonomía",
+    "Estatuto Básico del Empleado Público": "Estatuto Básico del Empleado Público",
+    "EBEP": "Estatuto Básico del Empleado Público",
+    "Estatuto del Trabajo Autónomo": "Estatuto del Trabajo Autónomo",
+    "Código Penal": "Código Penal",
+    "Código Civil": "Código Civil",
+    "Código de Comercio": "Código de Comercio",
+    "Ley de Enjuiciamiento Civil": "Ley de Enjuiciamiento Civil",
+    "LEC": "Ley de Enjuiciamiento Civil",
+    "Ley de Enjuiciamiento Criminal": "Ley de Enjuiciamiento Criminal",
+    "LECrim": "Ley de Enjuiciamiento Criminal",
+    "Ley Reguladora de la Jurisdicción Social": "Ley Reguladora de la Jurisdicción Social",
+    "LRJS": "Ley Reguladora de la Jurisdicción Social",
+    "Ley de Arrendamientos Urbanos": "Ley de Arrendamientos Urbanos",
+    "LAU": "Ley de Arrendamientos Urbanos",
+    "Ley General Tributaria": "Ley General Tributaria",
+    "Ley de Propiedad Horizontal": "Ley de Propiedad Horizontal",
+    "Ley del Procedimiento Administrativo Común": "Ley del Procedimiento Administrativo Común",
+    "Código de Processo Civil": "Código de Processo Civil",
+    "CPC": "Código de Processo Civil",
+    "Código de Processo Penal": "Código de Processo Penal",
+    "CPP": "Código de Processo Penal",
+    "Código de Defesa do Consumidor": "Código de Defesa do Consumidor",
+    "CDC": "Código de Defesa do Consumidor",
+    "Código de Trânsito Brasileiro": "Código de Trânsito Brasileiro",
+    "CTB": "Código de Trânsito Brasileiro",
+    "Código Tributário Nacional": "Código Tributário Nacional",
+    "CTN": "Código Tributário Nacional",
+    "Estatuto da Criança e do Adolescente": "Estatuto da Criança e do Adolescente",
+    "ECA": "Estatuto da Criança e do Adolescente",
+    "Lei do Inquilinato": "Lei do Inquilinato",
+    "Lei Geral de Proteção de Dados": "Lei Geral de Proteção de Dados",
+    "LGPD": "Lei Geral de Proteção de Dados",
 }
 
 # Numbered norms ("Ley 31/1995", "RD 1561/1995", "Lei nº 8.213/91"): (pattern, canonical kind), longest first.
@@ -248,8 +284,12 @@ def citation_condition(citation: dict[str, Any]) -> dict[str, Any] | None:
     Haystack filter matching the documents of one citation.
 
     law + article -> AND(meta.law_id, meta.article); article only -> meta.article; law only -> meta.law_id;
-    None when the citation has neither a resolved law nor an article.
+    None when the citation has neither a resolved law nor an article, or names a norm the table does not hold
+    (`law` without `law_id`: "art. 5 de la Ley 30/1992", "art. 18 do CDC"), whose article number would only match
+    the same-numbered articles of other norms.
     """
+    if citation.get("law") and not citation.get("law_id"):
+        return None
     conditions = [
         {"field": f"meta.{field}", "operator": "==", "value": citation[field]}
         for field in ("law_id", "article")
@@ -258,6 +298,11 @@ def citation_condition(citation: dict[str, Any]) -> dict[str, Any] | None:
     if not conditions:
         return None
     return conditions[0] if len(conditions) == 1 else {"operator": "AND", "conditions": conditions}
+
+
+def unknown_norms(citations: list[dict[str, Any]]) -> list[str]:
+    """The norms `citations` name (`law`) that the laws table does not hold (no `law_id`), in order, once each."""
+    return list(dict.fromkeys(c["law"] for c in citations if c.get("law") and not c.get("law_id")))
 
 
 def citation_filters(citations: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -350,9 +395,15 @@ class CitationGrammar:
                 logger.debug("Default alias {alias} -> {target}: no such law in the table", alias=alias, target=target)
                 continue
             self._register(alias, resolved, originals)
+        self._absent: dict[str, str] = {}
+        for name, shown in ABSENT_NORMS.items():
+            if law_key(name) not in self._lookup:
+                self._register(name, None, originals)
+                self._absent[law_key(name)] = shown
         for alias, target in (aliases or {}).items():
             resolved = (self._lookup.get(law_key(target)) or target.strip()) if target else None
             self._register(alias, resolved, originals)
+            self._absent.pop(law_key(alias), None)
 
         names = sorted(originals, key=len, reverse=True)
         any_case = _law_ref_pattern(names, originals, free_text=False)
@@ -605,7 +656,8 @@ class CitationGrammar:
     def _interpret(self, match: re.Match[str], original: str) -> _LawRef | None:
         """
         The law of a law-reference match on the folded copy of `original`; None for an invalid numbered norm
-        ("ley 30"). A numbered norm outside the table keeps its name as written in `original`.
+        ("ley 30"). A numbered norm outside the table keeps its name as written in `original`, a norm of
+        `ABSENT_NORMS` the name shown for it.
         """
         if match.group("numbered"):
             start, end = match.span("numbered")
@@ -614,7 +666,8 @@ class CitationGrammar:
                 return None
             as_written = original[start:end]
         else:
-            key, as_written = law_key(match.group("alias")), None
+            key = law_key(match.group("alias"))
+            as_written = self._absent.get(key)
         law_id = self._lookup.get(key)
         return _LawRef(law_id, self._short_by_id.get(law_id, law_id) if law_id else as_written)
 

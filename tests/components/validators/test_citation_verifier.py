@@ -160,3 +160,15 @@ def test_the_statutes_cross_references_in_extractive_quotes_are_left_alone(case)
                      meta={"law_id": law_id, "law_short": short, "article": article, "level": "parent"})
     result = CitationVerifier().run(answer=answer, context_documents=[block])
     assert result["answer"] == answer and result["unverified_citations"] == []
+
+
+def test_a_norm_the_question_cites_and_the_corpus_lacks_may_be_named_not_cited(store):
+    verifier = CitationVerifier(document_store=store)
+    answer = ("El Código Penal no está en el corpus indexado. Del Estatuto de los Trabajadores, el artículo 38 fija "
+              "las vacaciones; el artículo 234 del Código Penal no puedo citarlo.")
+    result = verifier.run(answer=answer, context_documents=[_article("38")], unknown_norms=["Código Penal"])
+    assert [(c["law"], c["article"]) for c in result["unverified_citations"]] == [("Código Penal", "234")]
+    assert result["answer"].startswith("El Código Penal no está") and UNVERIFIED_MARK in result["answer"]
+    # without the question's reading, the bare mention is marked too: no context block is from that norm
+    marked = verifier.run(answer=answer, context_documents=[_article("38")])
+    assert ("Código Penal", None) in [(c["law"], c["article"]) for c in marked["unverified_citations"]]
