@@ -11,8 +11,9 @@ from components.preprocessors.contextualizer import Contextualizer
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _contextual_bench():
-    spec = importlib.util.spec_from_file_location("contextual_bench", ROOT / "benchmarks" / "contextual_bench.py")
+def _bench(name: str):
+    """A benchmark script loaded as a module (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -20,7 +21,7 @@ def _contextual_bench():
 
 def test_contextual_bench_switches_the_canonical_contextualizer_on():
     """The variant pipeline is the canonical one with its contextualizer on: same components and edges, contexts made."""
-    bench = _contextual_bench()
+    bench = _bench("contextual_bench")
     canonical = yaml.safe_load((ROOT / "yaml" / "indexing.yaml").read_text(encoding="utf-8"))
     variant = bench.indexing_yaml(mode="breadcrumb", heading_style="full", sparse_fields=["article_title", "context"],
                                   dense_fields=["context"], include_parents=True)
@@ -75,19 +76,12 @@ def test_the_named_norm_questions_name_the_norm_of_their_labels():
         assert named == {law for law, _ in item["relevant"]}, item["question"]
 
 
-def _gate_bench():
-    spec = importlib.util.spec_from_file_location("gate_bench", ROOT / "benchmarks" / "gate_bench.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_off_topic_questions_name_no_norm_and_balance_languages_and_kinds():
     """The gate benchmark's off-topic set: 20 Spanish and 20 Portuguese questions, half everyday, half other law."""
     from components.legal.citations import CitationGrammar
     from components.legal.legal_text import detect_query_language
 
-    bench = _gate_bench()
+    bench = _bench("gate_bench")
     items = bench.read_questions(bench.OFF_TOPIC)
     assert len({item["id"] for item in items}) == len(items) == 40
     grammar = CitationGrammar()
@@ -101,7 +95,7 @@ def test_the_off_topic_questions_name_no_norm_and_balance_languages_and_kinds():
 
 
 def test_gate_bench_auc_counts_pairs_and_ties():
-    auc = _gate_bench().auc
+    auc = _bench("gate_bench").auc
     assert auc([0.9, 0.8], [0.1, 0.2]) == 1.0
     assert auc([0.1], [0.9]) == 0.0
     assert auc([0.5, 0.9], [0.5]) == 0.75  # a tie counts half
