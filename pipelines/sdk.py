@@ -651,6 +651,7 @@ class LexHay:
             "topic_resolver": {"query": question},
             "carryover_fetcher": {"ids": previous_chunk_ids,
                                   "query_embedding": self._carryover_embedding(question, previous_chunk_ids)},
+            "retriever": {"question": question},
             "crag": {"query": question},
             "compressor": {"query": question},
             "answer_prompt": {"question": question, "history": history},

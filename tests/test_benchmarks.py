@@ -41,15 +41,18 @@ def test_contextual_bench_switches_the_canonical_contextualizer_on():
 
 
 def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
-    """Every label of the project's own question sets (held-out, named norms) names an article the corpus holds."""
+    """Every label of the project's own question sets (held-out, named norms, follow-ups) names an article the corpus
+    holds."""
     from components.converters.statute_converter import StatuteConverter
     from components.preprocessors.article_parser import ArticleParser
     from pipelines.evaluation import article_key, load_labelled
 
     sets = sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl"))
     assert [p.stem for p in sets] == ["holdout-labor-br", "holdout-labor-es", "named-norms"]
-    items = [item for path in sets for item in load_labelled(path)]
-    assert len(items) == 81 and len({item["id"] for item in items}) == 81
+    follow_ups = sorted((ROOT / "benchmarks" / "questions" / "follow-up").glob("*.jsonl"))
+    assert [p.stem for p in follow_ups] == ["follow-up-holdout", "follow-up"]
+    items = [item for path in [*sets, *follow_ups] for item in load_labelled(path)]
+    assert len(items) == 121 and len({item["id"] for item in items}) == 121
     laws = {law for item in items for law, _ in item["relevant"]}
     files = [path for path in sorted((ROOT / "data" / "corpus").glob("*.md"))
              if path.stem in laws or path.stem == "CLT"]
@@ -100,3 +103,23 @@ def test_gate_bench_auc_counts_pairs_and_ties():
     assert auc([0.1], [0.9]) == 0.0
     assert auc([0.5, 0.9], [0.5]) == 0.75  # a tie counts half
     assert auc([], [0.3]) != auc([], [0.3])  # nan without one of the groups
+
+
+def test_the_follow_up_pairs_have_a_first_question_and_balance_languages():
+    from components.legal.legal_text import detect_query_language
+
+    bench = _bench("follow_up_bench")
+    for path in sorted(bench.FOLLOW_UPS.parent.glob("*.jsonl")):
+        pairs = bench.read_pairs(path)
+        assert all(pair["first"].strip() and pair["question"].strip() and pair["expected"] for pair in pairs)
+        languages = [detect_query_language(pair["first"] + " " + pair["question"], default="es") for pair in pairs]
+        assert languages.count("es") == languages.count("pt") == 10, path.name
+
+
+def test_follow_up_bench_counts_a_labelled_citation_and_a_labelled_first_one():
+    cited = _bench("follow_up_bench").cited
+    expected = [{"law": "DEL-5452-1943", "article": "391-A"}]
+    result = {"citations": [{"law_id": "CF88", "article": "adct-10"}, {"law_id": "DEL-5452-1943", "article": "391-a"}]}
+    assert cited(result, expected) == (1.0, 0.0)
+    assert cited({"citations": list(reversed(result["citations"]))}, expected) == (1.0, 1.0)
+    assert cited({"citations": []}, expected) == (0.0, 0.0)

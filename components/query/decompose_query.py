@@ -179,6 +179,14 @@ def _recent_history(history: list[ChatMessage] | None) -> list[ChatMessage]:
     return recent
 
 
+def _last_question(history: list[ChatMessage] | None) -> str | None:
+    """The conversation's last user message with text (the question a follow-up goes on from), or None."""
+    for message in reversed(history or []):
+        if message.is_from(ChatRole.USER) and message.text and message.text.strip():
+            return message.text.strip()
+    return None
+
+
 def _queries_from_reply(parsed: Any, raw: str, *, follow_up: bool, limit: int) -> tuple[list[str] | None, str]:
     """
     The queries an LLM reply gives, and how they were read.
@@ -369,7 +377,7 @@ class DecomposeQuery:
             trace["llm_reply"] = raw
             queries, path = _queries_from_reply(parsed, raw, follow_up=follow_up, limit=limit)
         if queries is None:
-            queries = self._deterministic(query, follow_up=follow_up, limit=limit)
+            queries = self._deterministic(query, follow_up=follow_up, limit=limit, previous=_last_question(history))
             if asks_llm:
                 trace.update(path="fallback", fallback_reason=path)
             else:
@@ -402,11 +410,13 @@ class DecomposeQuery:
         system = ChatMessage.from_system(FOLLOWUP_SYSTEM_PROMPT.format(max_queries=limit))
         return [system, *_recent_history(history), user]
 
-    def _deterministic(self, query: str, *, follow_up: bool, limit: int) -> list[str]:
+    def _deterministic(self, query: str, *, follow_up: bool, limit: int, previous: str | None = None) -> list[str]:
         """
         Deterministic queries. A first question: the question as written, then, when it compares concepts, one
         query per concept (its words). A follow-up: one query per concept, its keywords plus their statutory terms
-        (nothing left, nothing new: no query).
+        (nothing left, nothing new: no query), after the follow-up read with the question before it (`previous`,
+        the conversation's last user turn): "¿y me las pueden pagar?" says what it asks, the question before
+        says what about ("¿cuántos días de vacaciones tengo?"), and the dense side reads the two as one question.
         """
         concepts = split_concepts(query)
         if not follow_up:
@@ -418,4 +428,6 @@ class DecomposeQuery:
             if keywords:
                 terms = self.equivalences.terms(concept, language)
                 queries.append(" ".join(dedup([*keywords, *terms])[:MAX_FALLBACK_TERMS]))
+        if queries and previous:
+            queries.insert(0, " ".join(f"{previous[:MAX_QUERY_CHARS // 2]} {query}".split()))
         return dedup(queries)[:limit]

@@ -296,6 +296,7 @@ class LegalReranker:
         query_embedding: list[float] | None = None,
         cited: list[Document] | None = None,
         named_laws: list[str] | None = None,
+        question: str | None = None,
     ) -> dict[str, Any]:
         """
         Re-rank documents.
@@ -309,6 +310,9 @@ class LegalReranker:
             `meta["lexical_match"] == "exact"` go first, in the order given (see above).
         :param named_laws: The law ids of the norms the question names (`CitationDetector.named_laws`, which the
             retrieval chain reads once for the retriever and the re-ranker); None = read them from `query` here.
+        :param question: The user's question `query` was made from (a decomposed or follow-up query such as
+            "pagar"): the question's jurisdiction is read from it, since a fragment often gives no evidence of its
+            language; None = from `query`.
         :returns: `documents`: the re-ranked head followed by the unchanged tail; `stats`: `backend`, `path`
             (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
             `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`,
@@ -371,8 +375,9 @@ class LegalReranker:
             named = self._named_laws(query) if asked and grammar_needed else []
         if self.superseded_last:
             ranked, stats["superseded"] = self._superseded_last(named, ranked)
-        if self.jurisdiction_first and asked:
-            ranked, stats["jurisdiction"] = self._jurisdiction_first(query, named, ranked)
+        asker = question if isinstance(question, str) and question.strip() else query
+        if self.jurisdiction_first and isinstance(asker, str) and asker.strip():
+            ranked, stats["jurisdiction"] = self._jurisdiction_first(asker, named, ranked)
         if self.named_first and named:
             ranked, stats["named"] = self._named_first(named, ranked)
         if exact:

@@ -105,6 +105,7 @@ class MultiQueryRetriever:
         top_k: int | None = None,
         rerank: bool | None = None,
         named_laws: list[str] | None = None,
+        question: str | None = None,
     ) -> dict[str, Any]:
         """
         Retrieve parent blocks for each query and merge them.
@@ -120,6 +121,8 @@ class MultiQueryRetriever:
             (plain hybrid scores).
         :param named_laws: Law ids of the norms the question names (`CitationDetector.named_laws`), passed on to
             every query's chain (its retriever also searches within them, its re-ranker puts their blocks first).
+        :param question: The user's question the queries were made from, passed on to every query's chain: its
+            re-ranker puts the question's jurisdiction first even for a query such as "pagar", which shows none.
         :returns: `documents`: merged parent blocks sorted by their best score, at most `top_k`, each with
             `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query run, for the trace;
             `applied_filters`: the `filters` used (a loop passes them on to the next run, see `CRAGRouter`).
@@ -141,8 +144,10 @@ class MultiQueryRetriever:
 
         def retrieve(query: str) -> tuple[list[Document], float]:
             start = time.perf_counter()
-            named = {"named_laws": named_laws} if named_laws is not None else {}
-            out = self.chain.run(text=query, dense_text=dense_text, filters=filters, **named)
+            asked = {"named_laws": named_laws} if named_laws is not None else {}
+            if question is not None and question.strip():
+                asked["question"] = question
+            out = self.chain.run(text=query, dense_text=dense_text, filters=filters, **asked)
             # feature flag `rerank` off: the chain's parent blocks before re-ranking
             documents = out["documents"] if rerank is not False else out.get("candidates", out["documents"])
             return documents, (time.perf_counter() - start) * 1000

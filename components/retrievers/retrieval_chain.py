@@ -47,6 +47,8 @@ INPUT_MAPPING = {
     "collections": ["retriever.collections"],
     # the norms the question names, when the chain has no citation stages of its own (the query pipeline's)
     "named_laws": ["retriever.named_laws", "reranker.named_laws"],
+    # the user's question a decomposed or follow-up `text` came from: the re-ranker reads its jurisdiction
+    "question": ["reranker.question"],
 }
 
 
@@ -66,7 +68,8 @@ class RetrievalChain(SuperComponent):
     the BM25 side gets it followed by the statutory terms of its colloquial expressions), `dense_text` (optional:
     embedded on the dense side instead of `text`, e.g. a HyDE passage), `filters`, `top_k` (parent blocks kept),
     `mode` (`hybrid`, `dense`, `sparse`), `collections`, `named_laws` (the norms the question names, searched within
-    as well: a chain without citation stages of its own gets them from its caller). Outputs: `documents`
+    as well: a chain without citation stages of its own gets them from its caller), `question` (the user's question
+    when `text` is a query made from it: the re-ranker puts that question's jurisdiction first). Outputs: `documents`
     (re-ranked parent blocks) and, with a re-ranker, `candidates` (the parent blocks before re-ranking).
 
     ### Usage example
@@ -182,7 +185,8 @@ class RetrievalChain(SuperComponent):
         value passed along an edge: for the query vector that copy (element by element) costs more than the search
         itself, and the chain runs once per query of every request.
 
-        :param kwargs: `text` (required), `dense_text`, `filters`, `top_k`, `mode`, `collections`, `named_laws`.
+        :param kwargs: `text` (required), `dense_text`, `filters`, `top_k`, `mode`, `collections`, `named_laws`,
+            `question`.
         :returns: `documents`: parent blocks, best first (re-ranked when there is a re-ranker); `candidates`: the
             parent blocks before re-ranking (only with a re-ranker).
         :raises ValueError: `text` is missing or not a string.

@@ -253,6 +253,26 @@ def test_fallback_follow_up():
     assert "dispensa" in notice and "rescisão" in notice
 
 
+def test_fallback_follow_up_reads_the_follow_up_with_the_question_before_it():
+    from haystack.dataclasses import ChatMessage
+
+    decomposer = DecomposeQuery()
+    history = [ChatMessage.from_user("¿Cuántos días de vacaciones tengo al año?"),
+               ChatMessage.from_assistant("Treinta días naturales (ET, art. 38).")]
+    queries = decomposer.run(query="¿y me las pueden pagar en vez de disfrutarlas?", history=history,
+                             carryover=["c1"])["queries"]
+    assert queries[0] == "¿Cuántos días de vacaciones tengo al año? ¿y me las pueden pagar en vez de disfrutarlas?"
+    assert len(queries) > 1 and "pagar" in queries[1]  # the follow-up's own keywords still follow
+    # the last user turn is the one a follow-up goes on from; nothing new still means no query
+    longer = [ChatMessage.from_user("¿Qué es un ERTE?"), *history]
+    assert decomposer.run(query="¿y si estoy de baja?", history=longer, carryover=["c1"])["queries"][0].startswith(
+        "¿Cuántos días de vacaciones")
+    assert decomposer.run(query="¿Puedes explicarlo mejor?", history=history, carryover=["c1"])["queries"] == []
+    # no conversation: the keywords alone, as before
+    alone = decomposer.run(query="¿y me las pueden pagar en vez de disfrutarlas?", carryover=["c1"])["queries"]
+    assert alone and all("vacaciones" not in q for q in alone)
+
+
 def test_follow_up_prompt_and_hints_speak_the_questions_language():
     llm = ScriptedChatGenerator(replies=['["dispensa sem justa causa aviso prévio"]'])
     DecomposeQuery(chat_generator=llm).run(query="E se eu for mandado embora?", carryover=["c1"])

@@ -288,6 +288,19 @@ def test_jurisdiction_first_follows_the_norm_or_country_the_question_names():
     assert [d.id for d in out["documents"]] == ["clt-130", "et-38", "clt-134"]
 
 
+def test_jurisdiction_is_read_from_the_users_question_when_the_query_is_a_fragment_of_it():
+    reranker = LegalReranker(today="2026-01-01")
+    # "pagar" is a word of both languages; the follow-up it was made from tells which
+    fragment = reranker.run(documents=_holiday_candidates(), query="pagar")
+    assert fragment["stats"]["jurisdiction"] is None and fragment["documents"][0].id == "clt-130"
+    out = reranker.run(documents=_holiday_candidates(), query="pagar",
+                       question="¿y me las pueden pagar en vez de disfrutarlas?")
+    assert [d.id for d in out["documents"]][0] == "et-38"
+    assert out["stats"]["jurisdiction"] == {"language": "es", "source": "language"}
+    blank = reranker.run(documents=_holiday_candidates(), query="pagar", question="  ")
+    assert [d.id for d in blank["documents"]] == [d.id for d in fragment["documents"]]
+
+
 def test_jurisdiction_first_off_or_without_a_query_keeps_the_relevance_order():
     for reranker, query in ((LegalReranker(today="2026-01-01", jurisdiction_first=False), "¿vacaciones?"),
                             (LegalReranker(today="2026-01-01"), None)):

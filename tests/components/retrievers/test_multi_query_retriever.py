@@ -142,8 +142,9 @@ class _StubChain:
     def __init__(self, hits):
         self.hits, self.calls = hits, []
 
-    def run(self, text, dense_text=None, filters=None, named_laws=None):
-        self.calls.append((text, dense_text, filters) + ((named_laws,) if named_laws else ()))
+    def run(self, text, dense_text=None, filters=None, named_laws=None, question=None):
+        self.calls.append((text, dense_text, filters) + ((named_laws,) if named_laws else ())
+                          + ((("question", question),) if question else ()))
         return {"documents": self.hits.get(text, [])}
 
 
@@ -172,6 +173,17 @@ def test_run_passes_the_named_norms_to_every_query():
     chain = _StubChain({})
     MultiQueryRetriever(chain=chain, max_workers=1).run(queries=["q1", "q2"], named_laws=["CF88"])
     assert chain.calls == [("q1", None, None, ["CF88"]), ("q2", None, None, ["CF88"])]
+
+
+def test_run_passes_the_users_question_to_every_query():
+    chain = _StubChain({})
+    question = "¿y me las pueden pagar o compensar con descanso?"
+    MultiQueryRetriever(chain=chain, max_workers=1).run(queries=["pagar", "compensar descanso"], question=question)
+    assert chain.calls == [("pagar", None, None, ("question", question)),
+                           ("compensar descanso", None, None, ("question", question))]
+    chain.calls.clear()
+    MultiQueryRetriever(chain=chain, max_workers=1).run(queries=["q1"], question=" ")
+    assert chain.calls == [("q1", None, None)]  # a blank question is no question
 
 
 def test_run_applied_filters_and_require_filters(mqr, tmp_path):

@@ -55,7 +55,7 @@ def test_init_sockets_and_validation(tmp_path):
     store = EdgeDocumentStore(path=str(tmp_path / "store"))
     chain = RetrievalChain(**_stages(store))
     inputs = chain.__haystack_input__._sockets_dict
-    assert set(inputs) == {"text", "dense_text", "filters", "top_k", "mode", "collections", "named_laws"}
+    assert set(inputs) == {"text", "dense_text", "filters", "top_k", "mode", "collections", "named_laws", "question"}
     assert inputs["text"].is_mandatory and not inputs["dense_text"].is_mandatory
     assert set(chain.__haystack_output__._sockets_dict) == {"documents", "candidates"}
     plain = RetrievalChain(**_stages(store, reranker=False))
@@ -75,6 +75,8 @@ def test_init_sockets_and_validation(tmp_path):
     assert named == {("citation_detector", "retriever"), ("citation_detector", "reranker")}
     # without the detector, the caller's `named_laws` reach both
     assert chain.input_mapping["named_laws"] == ["retriever.named_laws", "reranker.named_laws"]
+    assert chain.input_mapping["question"] == ["reranker.question"]
+    assert "question" not in plain.input_mapping  # without a re-ranker nothing reads it
     with pytest.raises(ValueError, match="go together"):
         RetrievalChain(**{**_stages(store, citations=True), "gate": None})
     with pytest.raises(ValueError, match="without a re-ranker"):
@@ -186,7 +188,7 @@ def test_term_expander_feeds_the_bm25_side_only(indexed, tmp_path):
     chain = RetrievalChain(**stages)
     chain.warm_up()
     assert set(chain.__haystack_input__._sockets_dict) == {"text", "dense_text", "filters", "top_k", "mode",
-                                                           "collections", "named_laws"}
+                                                           "collections", "named_laws", "question"}
     edges = {(s, r) for s, r, _ in chain.pipeline.graph.edges(data=True)}
     assert {("term_expander", "sparse_text_embedder"), ("term_expander", "retriever")} <= edges
     question = "soy suplente del titular"
