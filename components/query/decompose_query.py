@@ -232,8 +232,9 @@ class DecomposeQuery:
     question, plus the equivalences found in it, and returns keyword queries only for new concepts, at most 3;
     `[]` means "nothing new": retrieval is skipped and the carryover is used. A reply that is not JSON but one
     line of text is used as a single query. Without an LLM, or when the call fails (error, timeout, unusable
-    reply), the fallback keeps the follow-up's keywords (without the words that merely ask to go on,
-    "explícamelo mejor": nothing new means no query) plus their statutory terms.
+    reply), the fallback searches the follow-up read with the question before it, then the follow-up's keywords
+    (without the words that merely ask to go on, "explícamelo mejor": nothing new means no query) plus their
+    statutory terms.
 
     Usage example:
 
@@ -415,8 +416,9 @@ class DecomposeQuery:
         Deterministic queries. A first question: the question as written, then, when it compares concepts, one
         query per concept (its words). A follow-up: one query per concept, its keywords plus their statutory terms
         (nothing left, nothing new: no query), after the follow-up read with the question before it (`previous`,
-        the conversation's last user turn): "¿y me las pueden pagar?" says what it asks, the question before
-        says what about ("¿cuántos días de vacaciones tengo?"), and the dense side reads the two as one question.
+        the conversation's last user turn, its first `MAX_QUERY_CHARS // 2` characters so that a long story does
+        not drown the follow-up's words): "¿y me las pueden pagar?" says what it asks, the question before says
+        what about ("¿cuántos días de vacaciones tengo?"), and the dense side reads the two as one question.
         """
         concepts = split_concepts(query)
         if not follow_up:
