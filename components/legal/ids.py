@@ -6,7 +6,7 @@ without importing each other.
 """
 
 import hashlib
-from typing import Final
+from typing import Any, Final
 
 from haystack import Document, logging
 
@@ -47,3 +47,14 @@ def parent_key(document: Document) -> str:
         logger.warning("Chunk {chunk_id} has no parent_id; used as its own block", chunk_id=document.id)
         return document.id
     return document.meta["parent_id"]
+
+
+def check_named_laws(named_laws: Any) -> None:
+    """
+    Raise ValueError unless `named_laws` is None or a list of non-empty law id strings (the norms a question names,
+    as `CitationDetector.named_laws` gives them to the retriever and the re-ranker).
+    """
+    if named_laws is not None and not (
+        isinstance(named_laws, list) and all(isinstance(law, str) and law for law in named_laws)
+    ):
+        raise ValueError(f"named_laws must be a list of law ids, got {named_laws!r}")

@@ -11,7 +11,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.generators.llm_backends import generator_to_dict, with_deserialized_generator
 from components.legal.citations import CitationGrammar
-from components.legal.ids import DENSE_SCORE, IN_FORCE, PARTIALLY_REPEALED, REPEALED
+from components.legal.ids import DENSE_SCORE, IN_FORCE, PARTIALLY_REPEALED, REPEALED, check_named_laws
 from components.legal.jurisdiction import in_jurisdiction, question_jurisdiction
 from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer, LLMPointwiseScorer
 from components.utils.ttl_cache import TTLCache, cache_partition
@@ -321,10 +321,7 @@ class LegalReranker:
             put first) and `cited` (the ids of the cited blocks put first).
         :raises ValueError: A backend other than `retrieval` without `query`, or `named_laws` not a list of law ids.
         """
-        if named_laws is not None and not (
-            isinstance(named_laws, list) and all(isinstance(law, str) and law for law in named_laws)
-        ):
-            raise ValueError(f"named_laws must be a list of law ids, got {named_laws!r}")
+        check_named_laws(named_laws)
         started = time.perf_counter()
         top_n = top_n or self.top_n
         head, tail = documents[:top_n], documents[top_n:]

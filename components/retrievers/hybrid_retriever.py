@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import SparseEmbedding
 
 from components.legal.access import and_filters
-from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS, DENSE_SCORE, parent_key
+from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS, DENSE_SCORE, check_named_laws, parent_key
 from components.legal.legal_text import detect_query_language
 from components.legal.terms import lexical_coverage
 
@@ -268,10 +268,7 @@ class HybridRetriever:
         if unknown:
             raise ValueError(f"Unknown collection(s) {unknown}; configured: {sorted(self.collections)}")
 
-        if named_laws is not None and not (
-            isinstance(named_laws, list) and all(isinstance(law, str) and law for law in named_laws)
-        ):
-            raise ValueError(f"named_laws must be a list of law ids, got {named_laws!r}")
+        check_named_laws(named_laws)
 
         base = and_filters(self.filters, filters)
         per_collection = [and_filters(base, {"field": "meta.collection", "operator": "==", "value": c}) for c in names]
