@@ -37,7 +37,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from components.legal.legal_text import detect_query_language  # noqa: E402
-from pipelines.evaluation import format_ci, paired_bootstrap  # noqa: E402
+from pipelines.evaluation import article_key, format_ci, load_labelled, paired_bootstrap  # noqa: E402
 from pipelines.sdk import LexHay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,17 +46,13 @@ MODES = ("alone", "follow-up")
 console = Console(width=200)
 
 
-def read_pairs(path: Path) -> list[dict]:
-    """The pairs: `id`, `first`, `question` (the follow-up) and `expected` (`law`, `article`) of the follow-up."""
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]
-
-
-def cited(result: dict, expected: list[dict]) -> tuple[float, float]:
-    """(a labelled article among the answer's citations, the first citation labelled): 1.0 or 0.0 each."""
-    wanted = {(e["law"], str(e["article"]).lower()) for e in expected}
-    keys = [(c["law_id"], str(c["article"]).lower()) for c in result["citations"]]
-    return float(any(k in wanted for k in keys)), float(bool(keys) and keys[0] in wanted)
+def cited(result: dict, relevant: set[tuple[str, str]]) -> tuple[float, float]:
+    """
+    (a labelled article among the answer's citations, the first citation labelled), 1.0 or 0.0 each; `relevant`:
+    the follow-up's labels as `load_labelled` reads them (`article_key`s).
+    """
+    keys = [article_key(c["law_id"], c["article"]) for c in result["citations"]]
+    return float(any(k in relevant for k in keys)), float(bool(keys) and keys[0] in relevant)
 
 
 def main() -> int:
@@ -68,7 +64,7 @@ def main() -> int:
     args = parser.parse_args()
     os.environ["LEXHAY_LLM"] = args.llm
 
-    pairs = read_pairs(Path(args.pairs))
+    pairs = load_labelled(args.pairs)  # each with `first`, the question the follow-up goes on from
     lex = LexHay(store_path=args.store)
     records = []
     for index, pair in enumerate(pairs):
@@ -82,7 +78,7 @@ def main() -> int:
             started = time.perf_counter()
             result = lex.ask(pair["question"], **kwargs)
             record[f"{mode} ms"] = (time.perf_counter() - started) * 1000
-            record[f"{mode} cites"], record[f"{mode} first"] = cited(result, pair["expected"])
+            record[f"{mode} cites"], record[f"{mode} first"] = cited(result, pair["relevant"])
             record[f"{mode} rejected"] = float(result["route"] == "REJECT")
             record[f"{mode} citations"] = [[c["law_short"], c["article"]] for c in result["citations"]]
         records.append(record)

@@ -108,17 +108,21 @@ def test_gate_bench_auc_counts_pairs_and_ties():
 def test_the_follow_up_pairs_have_a_first_question_and_balance_languages():
     from components.legal.legal_text import detect_query_language
 
+    from pipelines.evaluation import load_labelled
+
     bench = _bench("follow_up_bench")
     for path in sorted(bench.FOLLOW_UPS.parent.glob("*.jsonl")):
-        pairs = bench.read_pairs(path)
+        pairs = load_labelled(path)
         assert all(pair["first"].strip() and pair["question"].strip() and pair["expected"] for pair in pairs)
         languages = [detect_query_language(pair["first"] + " " + pair["question"], default="es") for pair in pairs]
         assert languages.count("es") == languages.count("pt") == 10, path.name
 
 
 def test_follow_up_bench_counts_a_labelled_citation_and_a_labelled_first_one():
+    from pipelines.evaluation import article_key
+
     cited = _bench("follow_up_bench").cited
-    expected = [{"law": "DEL-5452-1943", "article": "391-A"}]
+    expected = {article_key("DEL-5452-1943", "391-A")}
     result = {"citations": [{"law_id": "CF88", "article": "adct-10"}, {"law_id": "DEL-5452-1943", "article": "391-a"}]}
     assert cited(result, expected) == (1.0, 0.0)
     assert cited({"citations": list(reversed(result["citations"]))}, expected) == (1.0, 1.0)
