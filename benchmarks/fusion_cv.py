@@ -206,7 +206,8 @@ def main() -> int:
     held.add_column("macro", justify="right")
     ranked = sorted(cv["held"], key=lambda c: -statistics.mean(
         statistics.mean(cv["held"][c][n]) for n in datasets))
-    for config in ranked[:12] + [c for c in ("cv", "cv adaptive", DEFAULT, PREVIOUS) if c in cv["held"] and c not in ranked[:12]]:
+    named = [c for c in ("cv", "cv adaptive", DEFAULT, PREVIOUS) if c in cv["held"] and c not in ranked[:12]]
+    for config in ranked[:12] + named:
         cells = []
         for name in datasets:
             values = sorted(cv["held"][config][name])

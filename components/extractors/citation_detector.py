@@ -20,11 +20,11 @@ class CitationDetector:
     the direct-fetch filter (OR of `meta.law_id == X AND meta.article == N`; `meta.article == N` alone when no law
     follows the article) used by lexical-first gating. An article of a norm the laws table does not hold ("art. 234
     del Código Penal", "art. 18 do CDC", "art. 5 de la Ley 30/1992") is fetched from nowhere: its number would only
-    match other norms' articles. Those norms are reported in `unknown_norms`, for the answer to say so. Brazilian forms are read too: "art. 477 da CLT", "§ 8º do art. 477",
-    "CLT 59-A", "artigo 7º, inciso XVII, da CF", "art. 10, II, b, do ADCT". A norm named as people type it ("es
-    verdad que la constitucion dice...", "o que a clt fala") counts too (the grammar's `colloquial` reading). Case
-    law ("Súmula 331 do TST", CNJ process numbers "0001234-56.2023.5.02.0001") is reported apart in `case_law`:
-    statutes hold none of it, so it fetches nothing.
+    match other norms' articles. Those norms are reported in `unknown_norms`, for the answer to say so. Brazilian
+    forms are read too: "art. 477 da CLT", "§ 8º do art. 477", "CLT 59-A", "artigo 7º, inciso XVII, da CF",
+    "art. 10, II, b, do ADCT". A norm named as people type it ("es verdad que la constitucion dice...", "o que a clt
+    fala") counts too (the grammar's `colloquial` reading). Case law ("Súmula 331 do TST", CNJ process numbers
+    "0001234-56.2023.5.02.0001") is reported apart in `case_law`: statutes hold none of it, so it fetches nothing.
 
     ### Usage example
 

@@ -2,8 +2,8 @@
 The answer format: what the answer stage reads and writes around the LLM.
 
 - the numbered context: `ANSWER_CONTEXT_TEMPLATES` (one per answer language) rendered over `context_block`s
-  (header "ET > Artículo 38. Vacaciones anuales", repeal note, chapter path, summary, text), with `law_name` / `article_heading` /
-  `article_body` naming a block the same way wherever it is cited or quoted;
+  (header "ET > Artículo 38. Vacaciones anuales", repeal note, chapter path, summary, text), with `law_name` /
+  `article_heading` / `article_body` naming a block the same way wherever it is cited or quoted;
 - the reply's metadata block: `META_DELIMITER` ("===META===") followed by `USED|...`, `DROP|...`, `NEED|...`
   lines (`DELIMITER_RE`, `META_LINE_RE` accept the variants small models write);
 - marks left in answer text: `UNVERIFIED_MARK` after a citation the index does not hold, `GAP_MARK` between
