@@ -83,6 +83,7 @@ class AnswerGenerator:
         question: str,
         documents: list[Document],
         streaming_callback: Callable[[StreamingChunk], None] | None = None,
+        citations: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """
         Answer the question.
@@ -92,6 +93,8 @@ class AnswerGenerator:
         :param documents: The numbered context documents, in prompt order (for the extractive fallback).
         :param streaming_callback: Called with each token of the LLM reply as it is generated (META block included);
             never called for the extractive answer.
+        :param citations: The question's citations (`CitationDetector.citations`), for the extractive fallback,
+            which quotes a cited article first; `None` lets it read them from `question`.
         :returns: `replies` (one assistant message: answer + META block) and `fallback` (True = extractive).
         """
         if self.chat_generator is not None:
@@ -99,4 +102,4 @@ class AnswerGenerator:
             if text and text.strip():
                 return {"replies": [ChatMessage.from_assistant(text)], "fallback": False}
             logger.warning("The LLM gave no answer; using the extractive answer")
-        return {"replies": self.extractive.run(question=question, documents=documents)["replies"], "fallback": True}
+        return {"replies": self.extractive.run(question=question, documents=documents, citations=citations)["replies"], "fallback": True}

@@ -100,6 +100,31 @@ def _clean(sentence: str) -> str:
     return text if len(text) <= MAX_SENTENCE_CHARS else text[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + "…"
 
 
+def _checked_citations(citations: Any, question: str) -> list[dict[str, Any]]:
+    """
+    `citations` as given, after checking they can be read: a list of dicts, each with a `span` (start, end) inside
+    `question` and the `law_id` / `article` keys (None allowed) that `CitationGrammar.extract` gives.
+
+    :raises ValueError: Anything else (a clear error rather than a quote chosen from garbage).
+    """
+    if not isinstance(citations, list):
+        raise ValueError(f"citations must be a list of citation dicts, got {type(citations).__name__}")
+    for citation in citations:
+        span = citation.get("span") if isinstance(citation, dict) else None
+        if not (
+            isinstance(span, (list, tuple))
+            and len(span) == 2
+            and all(isinstance(p, int) for p in span)
+            and 0 <= span[0] <= span[1] <= len(question)
+            and {"law_id", "article"} <= citation.keys()
+        ):
+            raise ValueError(
+                "each citation must be a dict with `law_id`, `article` and a `span` (start, end) inside the "
+                f"question, got {citation!r}"
+            )
+    return citations
+
+
 def _quote(sentences: list[str], positions: list[int]) -> str:
     """The chosen sentences in their order in the article; a gap between non-adjacent ones is marked."""
     parts = [_clean(sentences[positions[0]])]
@@ -183,20 +208,25 @@ class ExtractiveAnswer:
         return default_from_dict(cls, data)
 
     @component.output_types(replies=list[ChatMessage], answer=str)
-    def run(self, question: str, documents: list[Document]) -> dict[str, Any]:
+    def run(
+        self, question: str, documents: list[Document], citations: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
         """
         Answers from the documents alone.
 
         :param question: The user's question.
         :param documents: The retrieved parent blocks, best first, numbered from 1 in this order (as given to
             `AnswerMetaParser` as `context_documents`).
+        :param citations: The question's citations as `CitationDetector` found them (`law_id`, `law`, `article`,
+            `span` in `question`), so the pipeline reads the question with the citation grammar once; `None`
+            (nothing connected) reads them from `question` here.
         :returns: A dictionary with:
             - `replies`: one assistant message holding `answer` (a drop-in for a chat generator's output).
             - `answer`: the quotes with their citations, the extractive-answer note and the `===META===` block.
         """
         language = answer_language(question, documents)
         texts = EXTRACTIVE_TEXTS[language]
-        found_citations = self._citations.extract(question)
+        found_citations = self._citations.extract(question) if citations is None else _checked_citations(citations, question)
         # norms the question cites that the corpus lacks: said first, so no quote passes for theirs
         missing = unknown_norms(found_citations)
         notice = [neutralize(UNKNOWN_NORMS_NOTES[language].format(norms="; ".join(missing))), ""] if missing else []

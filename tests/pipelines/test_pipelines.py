@@ -469,6 +469,9 @@ def test_ask_an_article_of_a_norm_the_corpus_lacks_is_not_answered_from_a_held_n
         assert result["unverified_citations"] == []  # naming the absent norm is no unverified citation
         detector = next(s for s in lex.last_trace["stages"] if s["name"] == "citation_detector")
         assert detector["outputs"]["unknown_norms"] == ["Ley 30/1992"]
+        # the extractive answer is given the detector's citations: the question is read by the grammar once
+        answer = next(s for s in lex.last_trace["stages"] if s["name"] == "answer")
+        assert "citations" in answer["inputs"], answer["inputs"]
 
 
 def test_ask_flags_an_answer_citing_a_missing_article(indexed, no_llm):

@@ -47,6 +47,22 @@ def test_run_falls_back_to_the_extractive_answer(llm):
     assert "(ET, art. 38)" in text and "treinta días naturales" in text and "===META===" in text
 
 
+def test_run_gives_the_extractive_fallback_the_citations_it_is_given():
+    other = Document(id="et14", content=markdown_article(ET_2015, "14"), score=0.5,
+                     meta={"law_id": "BOE-A-2015-11430", "law_short": "ET", "article": "14", "status": "in_force",
+                           "article_title": "Periodo de prueba.", "level": "parent"})
+    question = "¿Qué dice el artículo 14 del Estatuto?"
+    cited = [{"law": "ET", "law_id": "BOE-A-2015-11430", "article": "14", "span": (13, 37)}]
+    generator = AnswerGenerator(chat_generator=None)
+    quotes = [
+        [line for line in generator.run(prompt=PROMPT, question=question, documents=[*CONTEXT, other],
+                                        citations=given)["replies"][0].text.splitlines() if line.startswith("- «")]
+        for given in (cited, [])
+    ]
+    assert quotes[0][0].endswith("(ET, art. 14)")  # the cited article first
+    assert quotes[1][0].endswith("(ET, art. 38)")  # nothing cited: the retrieval's best block first
+
+
 def test_run_timeout_falls_back():
     slow = ScriptedChatGenerator(replies=[REPLY], delay=2.0)
     out = AnswerGenerator(chat_generator=slow, timeout=0.2).run(prompt=PROMPT, question=QUESTION, documents=CONTEXT)

@@ -2,6 +2,7 @@ import pytest
 from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage
 
+from components.extractors.citation_detector import CitationDetector
 from components.generators.extractive_answer import ExtractiveAnswer, citation
 from components.legal.terms import stems
 from components.validators.answer_meta_parser import AnswerMetaParser
@@ -205,3 +206,29 @@ def test_run_says_first_that_a_cited_norm_is_not_in_the_corpus(docs):
     assert not ExtractiveAnswer().run(question="¿Qué dice el art. 38 ET?", documents=docs)["answer"].startswith("No")
     empty = ExtractiveAnswer().run(question="art. 5 de la Ley 30/1992", documents=[])["answer"]
     assert empty.startswith("No están en el corpus indexado, y lo que sigue no procede de ellas: Ley 30/1992.\n")
+
+
+def test_run_uses_the_citations_it_is_given_instead_of_reading_the_question(docs):
+    question = "¿Qué dice el artículo 14 del Estatuto sobre esto?"
+    detected = CitationDetector().run(query=question)["citations"]
+    assert [(c["law_id"], c["article"]) for c in detected] == [("BOE-A-2015-11430", "14")]
+    given = ExtractiveAnswer().run(question=question, documents=docs, citations=detected)["answer"]
+    read = ExtractiveAnswer().run(question=question, documents=docs)["answer"]
+    assert given == read
+    assert [line for line in given.splitlines() if line.startswith("- «")][0].endswith("(ET, art. 14)")
+    # what it is given is what counts: no citations given -> nothing quoted first for being cited, and an absent
+    # norm given -> the notice, though the question's words name neither
+    uncited = ExtractiveAnswer().run(question=question, documents=docs, citations=[])["answer"]
+    assert [line for line in uncited.splitlines() if line.startswith("- «")][0].endswith("(ET, art. 38)")
+    penal = {"law": "Código Penal", "law_id": None, "article": "14", "span": (0, 5)}
+    noticed = ExtractiveAnswer().run(question=question, documents=docs, citations=[penal])["answer"]
+    assert noticed.startswith("No están en el corpus indexado, y lo que sigue no procede de ellas: Código Penal.")
+
+
+@pytest.mark.parametrize("citations", ["art. 14", [{"law_id": "X", "article": "1"}], [None],
+                                       [{"law_id": "X", "article": "1", "span": (3, 999)}],
+                                       [{"law_id": "X", "article": "1", "span": ("a", 2)}],
+                                       [{"article": "1", "span": (0, 2)}]])
+def test_run_rejects_citations_it_cannot_read(docs, citations):
+    with pytest.raises(ValueError, match="citation"):
+        ExtractiveAnswer().run(question=VACATIONS, documents=docs, citations=citations)
