@@ -9,6 +9,7 @@ DEFAULT_FLAGS: dict[str, bool] = {
     "hyde": False,  # a hypothetical passage embedded on the dense side
     "topic_filter": False,  # restrict retrieval to the resolved topic
     "crag": True,  # CRAG grading: RETRY loop / REJECT
+    "scope_check": True,  # ScopeChecker: a question about a branch of law the corpus lacks is told so
     "rerank": True,  # LegalReranker
     "chunk_expansion": False,  # reference + sibling expansion of the retrieved blocks
     "graph_enrich": False,  # 2-hop legal graph summary in the context
@@ -131,6 +132,7 @@ FLAG_INPUTS: dict[str, tuple[tuple[str, str], ...]] = {
     "hyde": (("hyde", "enabled"),),
     "topic_filter": (("topic_resolver", "enabled"),),
     "crag": (("crag", "enabled"),),
+    "scope_check": (("scope_checker", "enabled"),),
     "rerank": (("retriever", "rerank"),),
     "chunk_expansion": (("ref_expander", "enabled"), ("sibling_expander", "enabled")),
     "graph_enrich": (("graph_enricher", "enabled"),),

@@ -47,8 +47,8 @@ TRACE_FILENAME = "traces.jsonl"
 MAX_QUESTION_CHARS = 4000  # default of `LexHay.max_question_chars` (the server sets LEXHAY_MAX_QUESTION_CHARS)
 MAX_CARRYOVER_IDS = 100
 # the answer-level keys of `ask`'s trace (kept next to the PipelineTrace's own: stages, cache, request_id, ...)
-ASK_TRACE_KEYS = ("citations", "gate", "queries", "decompose", "hyde", "topic", "retrieval", "crag", "expanded",
-                  "graph_context", "need_retry", "seconds", "meta_warnings")
+ASK_TRACE_KEYS = ("citations", "gate", "queries", "decompose", "hyde", "topic", "retrieval", "crag", "scope",
+                  "expanded", "graph_context", "need_retry", "seconds", "meta_warnings")
 
 
 @dataclass
@@ -640,8 +640,8 @@ class LexHay:
     ) -> QueryResult:
         """One run of the query pipeline; the result's `trace` holds the answer-level keys (`ASK_TRACE_KEYS`)."""
         stages = {"citation_detector", "gate", "decompose", "hyde", "topic_resolver", "retriever", "merger", "crag",
-                  "ref_expander", "graph_enricher", "answer_prompt", "answer", "meta_parser", "need_fetcher",
-                  "verifier"}
+                  "scope_checker", "ref_expander", "graph_enricher", "answer_prompt", "answer", "meta_parser",
+                  "need_fetcher", "verifier"}
         started = time.perf_counter()
         inputs: dict[str, dict[str, Any]] = {
             "access": {**{k: access.get(k) for k in ACCESS_KEYS}, "filters": filters},
@@ -653,6 +653,7 @@ class LexHay:
                                   "query_embedding": self._carryover_embedding(question, previous_chunk_ids)},
             "retriever": {"question": question},
             "crag": {"query": question},
+            "scope_checker": {"query": question},
             "compressor": {"query": question},
             "answer_prompt": {"question": question, "history": history},
             "answer": {"question": question, "streaming_callback": streaming_callback},
@@ -673,6 +674,8 @@ class LexHay:
             "topic": out.get("topic_resolver", {}).get("topic"),
             "retrieval": out.get("retriever", {}).get("per_query"),
             "crag": {k: crag.get(k) for k in ("route", "retries", "confidence")},
+            # the branch of law the corpus lacks that the question is about, and the margin it was told by
+            "scope": {k: out.get("scope_checker", {}).get(k) for k in ("out_of_scope", "margin")},
             "expanded": [  # ids and article keys only: a trace never holds whole documents
                 {"id": d.id, "law_id": d.meta.get("law_id"), "article": d.meta.get("article"),
                  "expansion": d.meta.get("expansion")}

@@ -97,6 +97,24 @@ def test_the_off_topic_questions_name_no_norm_and_balance_languages_and_kinds():
     assert counts == {("es", "everyday"): 10, ("es", "other-law"): 10, ("pt", "everyday"): 10, ("pt", "other-law"): 10}
 
 
+def test_the_held_out_other_law_questions_name_no_norm_and_balance_languages():
+    """The scope notice's held-out set: 15 Spanish and 15 Portuguese questions about branches of law the corpus lacks."""
+    from components.legal.citations import CitationGrammar
+    from components.legal.legal_text import detect_query_language
+    from components.legal.matters import load_matters
+
+    bench = _bench("gate_bench")
+    items = bench.read_questions(bench.OTHER_LAW_HOLDOUT)
+    assert len({item["id"] for item in items}) == len(items) == 30
+    matters = {matter.id for matter in load_matters()}
+    grammar = CitationGrammar()
+    languages = [detect_query_language(item["question"], default="es") for item in items]
+    assert languages.count("es") == languages.count("pt") == 15
+    for item in items:
+        assert item["kind"] == "other-law" and item["matter"] in matters, item
+        assert not grammar.extract(item["question"], colloquial=True), item["question"]  # the checker would skip it
+
+
 def test_gate_bench_auc_counts_pairs_and_ties():
     auc = _bench("gate_bench").auc
     assert auc([0.9, 0.8], [0.1, 0.2]) == 1.0

@@ -238,6 +238,7 @@ class AnswerPromptBuilder:
         max_documents: int | None = None,
         graph_context: str | None = None,
         unknown_norms: list[str] | None = None,
+        out_of_scope: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Builds the prompt.
@@ -253,6 +254,8 @@ class AnswerPromptBuilder:
         :param unknown_norms: The norms the question cites that the corpus does not hold
             (`CitationDetector.unknown_norms`): listed after the blocks, with the instruction to say so rather than
             answer from other norms as if they were those.
+        :param out_of_scope: The branch of law the question is about when the corpus does not hold its statutes
+            (`ScopeChecker.out_of_scope`): named after the blocks, with the instruction to say so first.
         :returns: A dictionary with:
             - `prompt`: system prompt, context, format instructions, history, question.
             - `context_documents`: the numbered blocks, in order.
@@ -280,6 +283,7 @@ class AnswerPromptBuilder:
             question=question.strip(),
             graph_context=neutralize((graph_context or "").strip()),
             unknown_norms=[neutralize(norm) for norm in unknown_norms or [] if norm.strip()],
+            out_of_scope=[neutralize(matter) for matter in out_of_scope or [] if matter.strip()],
             tag=context_tag(),
         )["prompt"]
         *instructions, user = rendered

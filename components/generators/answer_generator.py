@@ -84,6 +84,7 @@ class AnswerGenerator:
         documents: list[Document],
         streaming_callback: Callable[[StreamingChunk], None] | None = None,
         citations: list[dict[str, Any]] | None = None,
+        out_of_scope: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Answer the question.
@@ -95,6 +96,8 @@ class AnswerGenerator:
             never called for the extractive answer.
         :param citations: The question's citations (`CitationDetector.citations`), for the extractive fallback,
             which quotes a cited article first; `None` lets it read them from `question`.
+        :param out_of_scope: The branch of law the question is about when the corpus lacks its statutes
+            (`ScopeChecker.out_of_scope`), for the extractive fallback's notice (the LLM has it in its prompt).
         :returns: `replies` (one assistant message: answer + META block) and `fallback` (True = extractive).
         """
         if self.chat_generator is not None:
@@ -102,4 +105,7 @@ class AnswerGenerator:
             if text and text.strip():
                 return {"replies": [ChatMessage.from_assistant(text)], "fallback": False}
             logger.warning("The LLM gave no answer; using the extractive answer")
-        return {"replies": self.extractive.run(question=question, documents=documents, citations=citations)["replies"], "fallback": True}
+        extractive = self.extractive.run(
+            question=question, documents=documents, citations=citations, out_of_scope=out_of_scope
+        )
+        return {"replies": extractive["replies"], "fallback": True}

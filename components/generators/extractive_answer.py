@@ -17,6 +17,7 @@ from haystack.dataclasses import ChatMessage
 from components.legal.answer_format import (
     GAP_MARK,
     META_DELIMITER,
+    OUT_OF_SCOPE_NOTES,
     UNKNOWN_NORMS_NOTES,
     answer_language,
     article_body,
@@ -209,7 +210,11 @@ class ExtractiveAnswer:
 
     @component.output_types(replies=list[ChatMessage], answer=str)
     def run(
-        self, question: str, documents: list[Document], citations: list[dict[str, Any]] | None = None
+        self,
+        question: str,
+        documents: list[Document],
+        citations: list[dict[str, Any]] | None = None,
+        out_of_scope: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Answers from the documents alone.
@@ -220,6 +225,8 @@ class ExtractiveAnswer:
         :param citations: The question's citations as `CitationDetector` found them (`law_id`, `law`, `article`,
             `span` in `question`), so the pipeline reads the question with the citation grammar once; `None`
             (nothing connected) reads them from `question` here.
+        :param out_of_scope: The branch of law the question is about when the corpus does not hold its statutes
+            (`ScopeChecker.out_of_scope`): said on the first line, before the nearest passages.
         :returns: A dictionary with:
             - `replies`: one assistant message holding `answer` (a drop-in for a chat generator's output).
             - `answer`: the quotes with their citations, the extractive-answer note and the `===META===` block.
@@ -230,6 +237,10 @@ class ExtractiveAnswer:
         # norms the question cites that the corpus lacks: said first, so no quote passes for theirs
         missing = unknown_norms(found_citations)
         notice = [neutralize(UNKNOWN_NORMS_NOTES[language].format(norms="; ".join(missing))), ""] if missing else []
+        # a matter whose statutes the corpus lacks: the quotes are the nearest it has, not that matter's law
+        matters = [matter.strip() for matter in out_of_scope or [] if isinstance(matter, str) and matter.strip()]
+        if matters:
+            notice += [neutralize(OUT_OF_SCOPE_NOTES[language].format(matters=" / ".join(matters))), ""]
         # each block split by its own language's abbreviations ("Dec. Legislativo", "Proc." end no Portuguese sentence)
         sentences = {
             i: split_sentences(article_body(doc), lang=doc.meta.get("lang", "es")) for i, doc in enumerate(documents)

@@ -120,6 +120,11 @@ _CONTEXT_TEMPLATE = (
 
 ---
 @unknown@ {{ unknown_norms | join("; ") }}
+{%- endif %}
+{%- if out_of_scope %}
+
+---
+@out_of_scope@ {{ out_of_scope | join("; ") }}
 {%- endif %}"""
 )
 CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
@@ -135,6 +140,8 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
         "ni DROP.)",
         "unknown": "Normas que cita la pregunta y que no están en el corpus indexado (dilo en la respuesta y no les "
         "atribuyas el contenido de ningún fragmento):",
+        "out_of_scope": "La pregunta parece tratar de una materia cuya normativa no está en el corpus indexado (dilo "
+        "al principio de la respuesta; los fragmentos son lo más cercano que contiene y pueden no responderla):",
     },
     "pt": {
         "intro": "Fragmentos de legislação recuperados para esta consulta. Cada fragmento traz o seu número entre "
@@ -148,6 +155,8 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
         "DROP.)",
         "unknown": "Normas citadas na pergunta que não estão no corpus indexado (diga isso na resposta e não lhes "
         "atribua o conteúdo de nenhum fragmento):",
+        "out_of_scope": "A pergunta parece tratar de uma matéria cuja legislação não está no corpus indexado (diga "
+        "isso no início da resposta; os fragmentos são o mais próximo que ele contém e podem não respondê-la):",
     },
 }
 # The extractive answer's first line when the question cites norms the laws table does not hold
@@ -155,6 +164,14 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
 UNKNOWN_NORMS_NOTES: Final[dict[str, str]] = {
     "es": "No están en el corpus indexado, y lo que sigue no procede de ellas: {norms}.",
     "pt": "Não estão no corpus indexado, e o que segue não vem delas: {norms}.",
+}
+# The extractive answer's first line when the question is about a branch of law whose statutes the corpus does not
+# hold (`ScopeChecker`): the passages that follow are the nearest it has, not that matter's law.
+OUT_OF_SCOPE_NOTES: Final[dict[str, str]] = {
+    "es": "Tu pregunta parece tratar de {matters}, cuya normativa no está en el corpus indexado: lo que sigue es lo "
+    "más cercano que contiene y puede no responderla.",
+    "pt": "Sua pergunta parece tratar de {matters}, cuja legislação não está no corpus indexado: o que segue é o "
+    "mais próximo que ele contém e pode não respondê-la.",
 }
 ANSWER_LANGUAGES: Final[tuple[str, ...]] = tuple(CONTEXT_LABELS)
 

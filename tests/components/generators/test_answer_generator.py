@@ -61,6 +61,9 @@ def test_run_gives_the_extractive_fallback_the_citations_it_is_given():
     ]
     assert quotes[0][0].endswith("(ET, art. 14)")  # the cited article first
     assert quotes[1][0].endswith("(ET, art. 38)")  # nothing cited: the retrieval's best block first
+    notice = generator.run(prompt=PROMPT, question="¿qué pena tiene un hurto?", documents=CONTEXT,
+                           out_of_scope=["derecho penal"])["replies"][0].text
+    assert notice.startswith("Tu pregunta parece tratar de derecho penal")
 
 
 def test_run_timeout_falls_back():

@@ -232,3 +232,21 @@ def test_run_uses_the_citations_it_is_given_instead_of_reading_the_question(docs
 def test_run_rejects_citations_it_cannot_read(docs, citations):
     with pytest.raises(ValueError, match="citation"):
         ExtractiveAnswer().run(question=VACATIONS, documents=docs, citations=citations)
+
+
+def test_run_says_first_that_the_question_is_about_a_matter_the_corpus_lacks(docs):
+    answer = ExtractiveAnswer().run(question="mi casero no me devuelve la fianza, ¿cuántos días tiene?",
+                                    documents=docs, out_of_scope=["arrendamientos urbanos"])["answer"]
+    first, rest = answer.split("\n", 1)
+    assert first == ("Tu pregunta parece tratar de arrendamientos urbanos, cuya normativa no está en el corpus "
+                     "indexado: lo que sigue es lo más cercano que contiene y puede no responderla.")
+    assert "(ET, art. 38)" in rest or "(ET, art. 14)" in rest  # the nearest passages still follow, under their names
+    pt = ExtractiveAnswer().run(question="o inquilino parou de pagar o aluguel, e agora?", documents=docs,
+                                out_of_scope=["locação de imóveis"])["answer"]
+    assert pt.startswith("Sua pergunta parece tratar de locação de imóveis, cuja legislação não está no corpus")
+    for none in (None, [], [" "]):
+        assert not ExtractiveAnswer().run(question=VACATIONS, documents=docs, out_of_scope=none)["answer"].startswith(
+            "Tu pregunta parece")
+    empty = ExtractiveAnswer().run(question="¿qué pena tiene un hurto?", documents=[],
+                                   out_of_scope=["derecho penal"])["answer"]
+    assert empty.startswith("Tu pregunta parece tratar de derecho penal")
