@@ -12,6 +12,11 @@ os.environ.setdefault("HAYSTACK_DESERIALIZATION_ALLOWLIST", "components.*,pipeli
 # A developer's ./.env (the README's docker-compose set-up writes one) must not point the suite at real servers:
 # the unit tests use temporary embedded stores; the integration tests read the server variables from the environment.
 os.environ.setdefault("LEXHAY_ENV_FILE", os.devnull)
+# Nor may the LLMs a developer happened to install: without a setting, every LLM stage would use the default local
+# model whenever it is in the model cache (`make models-llm`), and the suite would run it on every question (minutes
+# per test on CPU, answers that differ from the deterministic paths the tests assert). Tests of an LLM path name
+# their generator (a scripted one, the small bundled model, a fake endpoint) or set LEXHAY_LLM themselves.
+os.environ.setdefault("LEXHAY_LLM", "none")
 
 from tests.corpus_helpers import CORPUS  # noqa: E402
 

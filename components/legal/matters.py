@@ -80,4 +80,3 @@ def _load(path: str) -> tuple[Matter, ...]:
             )
         )
     return tuple(matters)
-
