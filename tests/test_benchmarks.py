@@ -98,7 +98,7 @@ def test_the_off_topic_questions_name_no_norm_and_balance_languages_and_kinds():
 
 
 def test_the_held_out_other_law_questions_name_no_norm_and_balance_languages():
-    """The scope notice's held-out set: 15 Spanish and 15 Portuguese questions about branches of law the corpus lacks."""
+    """The scope notice's held-out set: 15 Spanish, 15 Portuguese questions on branches of law the corpus lacks."""
     from components.legal.citations import CitationGrammar
     from components.legal.legal_text import detect_query_language
     from components.legal.matters import load_matters

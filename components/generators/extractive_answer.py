@@ -233,7 +233,10 @@ class ExtractiveAnswer:
         """
         language = answer_language(question, documents)
         texts = EXTRACTIVE_TEXTS[language]
-        found_citations = self._citations.extract(question) if citations is None else _checked_citations(citations, question)
+        if citations is None:
+            found_citations = self._citations.extract(question)
+        else:
+            found_citations = _checked_citations(citations, question)
         # norms the question cites that the corpus lacks: said first, so no quote passes for theirs
         missing = unknown_norms(found_citations)
         notice = [neutralize(UNKNOWN_NORMS_NOTES[language].format(norms="; ".join(missing))), ""] if missing else []

