@@ -72,6 +72,15 @@ def auc(positive: list[float], negative: list[float]) -> float:
     return float((p > n).mean() + 0.5 * (p == n).mean())
 
 
+def aucs_by_language(signal: str, inside: list[dict], outside: list[dict]) -> list[float]:
+    """`auc` of the records' `signal`, in-domain (`inside`) vs `outside`: all records, then Spanish, then Portuguese."""
+    return [
+        auc([r[signal] for r in inside if lang in (None, r["language"])],
+            [r[signal] for r in outside if lang in (None, r["language"])])
+        for lang in (None, "es", "pt")
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", default=str(ROOT / ".lexhay"))
@@ -118,6 +127,9 @@ def main() -> int:
                 "set": name, "id": item["id"], "kind": item.get("kind", "in-domain"),
                 "language": detect_query_language(question, default="es") or "es", "route": result["route"],
                 "ms": ms, "out_of_scope": bool(scope["out_of_scope"]), "scope_margin": scope["margin"],
+                # higher = more in scope, as the gate signals: minus the margin; a question not checked (it cites a
+                # norm) counts as in scope
+                "in_scope": -scope["margin"] if scope["margin"] is not None else 1.0,
                 "best": cosines[0], "mean5": float(np.mean(cosines[:5])),
                 "z": float((cosines[0] - bg.mean()) / (bg.std() or 1.0)),
             })
@@ -146,8 +158,7 @@ def main() -> int:
     inside = [r for r in records if r["set"] not in OUTSIDE_SETS]
     outside = [r for r in records if r["set"] == "off-topic"]
     for signal in ("best", "mean5", "z"):
-        aucs = [auc([r[signal] for r in inside if lang in (None, r["language"])],
-                    [r[signal] for r in outside if lang in (None, r["language"])]) for lang in (None, "es", "pt")]
+        aucs = aucs_by_language(signal, inside, outside)
         at_floor = ""
         if signal == "best":
             kept = sum(r["best"] >= floor_cosine for r in inside) / len(inside)
@@ -156,16 +167,13 @@ def main() -> int:
         table.add_row(signal, *(f"{a:.3f}" for a in aucs), at_floor)
     console.print(table)
 
-    # the scope margin: a questions's best matter phrase minus its nearest block (not measured when it cites a norm)
+    # the scope margin: a question's best matter phrase minus its nearest block (not measured when it cites a norm)
     table = Table(title="scope margin (ScopeChecker): in-domain vs other-law questions")
     for col in ("other-law set", "AUC all", "AUC es", "AUC pt", "in-domain noticed / other-law noticed"):
         table.add_column(col)
     for name in OUTSIDE_SETS:
         other = [r for r in records if r["set"] == name and r["kind"] == "other-law"]
-        aucs = [auc([-(r["scope_margin"] if r["scope_margin"] is not None else -1.0) for r in inside
-                     if lang in (None, r["language"])],
-                    [-(r["scope_margin"] if r["scope_margin"] is not None else -1.0) for r in other
-                     if lang in (None, r["language"])]) for lang in (None, "es", "pt")]
+        aucs = aucs_by_language("in_scope", inside, other)
         noticed = f"{sum(r['out_of_scope'] for r in inside)}/{len(inside)} / {sum(r['out_of_scope'] for r in other)}/" \
                   f"{len(other)}"
         table.add_row(name, *(f"{a:.3f}" for a in aucs), noticed)
