@@ -4,6 +4,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components.document_stores.vector_search import search_dense, supports_vector_search
 from components.legal.access import and_filters
 from components.legal.ids import DENSE_SCORE, PARENT_FILTER, parent_key
 
@@ -130,16 +131,10 @@ class BlockFetcher:
         if not ids or not query_embedding:
             return {}
         restriction = and_filters({"field": "id", "operator": "in", "value": list(ids)}, filters)
-        store = self.document_store
+        if not supports_vector_search(self.document_store):
+            return {}
         try:
-            if hasattr(store, "query_batch"):
-                hits = store.query_batch([{"mode": "dense", "embedding": list(query_embedding),
-                                           "filters": restriction, "top_k": len(ids)}])[0]
-            elif hasattr(store, "_query_by_embedding"):  # qdrant-haystack's QdrantDocumentStore
-                hits = store._query_by_embedding(query_embedding=list(query_embedding), filters=restriction,
-                                                 top_k=len(ids))
-            else:
-                return {}
+            hits = search_dense(self.document_store, query_embedding, filters=restriction, top_k=len(ids))
         except ValueError as error:  # e.g. an embedding of another model's dimension: no evidence, no failure
             logger.warning("BlockFetcher: carried-over blocks not scored: {error}", error=str(error))
             return {}

@@ -7,6 +7,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import SparseEmbedding
 
+from components.document_stores.vector_search import search_batch
 from components.legal.access import and_filters
 from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS, DENSE_SCORE, check_named_laws, parent_key
 from components.legal.legal_text import detect_query_language
@@ -179,7 +180,6 @@ class HybridRetriever:
         self.fusion = fusion
         self.dense_share = dense_share
         self.coverage_pivot = coverage_pivot
-        self._qdrant_retrievers: dict[str, Any] | None = None
         self._lexical_retriever: Any | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -496,53 +496,18 @@ class HybridRetriever:
         prefetch_k: int,
     ) -> list[list[Document]]:
         """Run `(mode, filters)` searches: one batched call on the embedded store, one call each on a server."""
-        if hasattr(self.document_store, "query_batch"):
-            requests = [
-                {
-                    "mode": mode,
-                    "embedding": embedding if mode != "sparse" else None,
-                    "sparse_embedding": sparse if mode != "dense" else None,
-                    "filters": f,
-                    "top_k": top_k,
-                    **({"prefetch_k": prefetch_k} if mode == "hybrid" else {}),
-                }
-                for mode, f in searches
-            ]
-            return self.document_store.query_batch(requests)
-        return [self._qdrant_search(mode, embedding, sparse, f, top_k) for mode, f in searches]
-
-    def _qdrant_search(
-        self,
-        mode: str,
-        embedding: list[float] | None,
-        sparse: SparseEmbedding | None,
-        filters: dict[str, Any] | None,
-        top_k: int,
-    ) -> list[Document]:
-        """Scale-out path: qdrant-haystack's own retrievers on a `QdrantDocumentStore`."""
-        if self._qdrant_retrievers is None:
-            from haystack_integrations.components.retrievers.qdrant import (
-                QdrantEmbeddingRetriever,
-                QdrantHybridRetriever,
-                QdrantSparseEmbeddingRetriever,
-            )
-
-            store = self.document_store
-            self._qdrant_retrievers = {
-                "hybrid": QdrantHybridRetriever(document_store=store),
-                "dense": QdrantEmbeddingRetriever(document_store=store),
-                "sparse": QdrantSparseEmbeddingRetriever(document_store=store),
+        requests = [
+            {
+                "mode": mode,
+                "embedding": embedding if mode != "sparse" else None,
+                "sparse_embedding": sparse if mode != "dense" else None,
+                "filters": f,
+                "top_k": top_k,
+                **({"prefetch_k": prefetch_k} if mode == "hybrid" else {}),
             }
-        retriever = self._qdrant_retrievers[mode]
-        if mode == "hybrid":
-            result = retriever.run(
-                query_embedding=embedding, query_sparse_embedding=sparse, filters=filters, top_k=top_k
-            )
-        elif mode == "dense":
-            result = retriever.run(query_embedding=embedding, filters=filters, top_k=top_k)
-        else:
-            result = retriever.run(query_sparse_embedding=sparse, filters=filters, top_k=top_k)
-        return result["documents"]
+            for mode, f in searches
+        ]
+        return search_batch(self.document_store, requests)
 
 
 def _ranked(

@@ -9,6 +9,7 @@ import numpy as np
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.core.serialization import component_to_dict
 
+from components.document_stores.vector_search import search_dense
 from components.legal.answer_format import answer_language
 from components.legal.matters import Matter, load_matters
 from components.utils.nested import nested_init_parameters, warm_up_nested
@@ -45,8 +46,8 @@ class ScopeChecker:
 
     `out_of_scope` holds the label of the closest such matter in the answer's language (`answer_language`: the
     question's, else the nearest block's), which the answer prompt and the extractive answer put in their notice
-    ("derecho penal"); `margin` reports the difference measured (None when not checked). Stores: the embedded one
-    (`query_dense`) and a Qdrant server (qdrant-haystack's `QdrantEmbeddingRetriever`, cosine similarity).
+    ("derecho penal"); `margin` reports the difference measured (None when not checked). Stores: the embedded one and a
+    Qdrant server with cosine similarity (`components.document_stores.vector_search`).
 
     ### Usage example
 
@@ -97,7 +98,6 @@ class ScopeChecker:
         self._matters: tuple[Matter, ...] = load_matters(matters_path)
         self._owners: list[int] = [i for i, matter in enumerate(self._matters) for _ in matter.prototypes()]
         self._prototypes: np.ndarray | None = None
-        self._qdrant_retriever: Any = None
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -186,15 +186,5 @@ class ScopeChecker:
 
     def _nearest(self, embedding: list[float], filters: dict[str, Any] | None) -> Document | None:
         """The store's block nearest to `embedding` among those `filters` select (its `score`: the cosine)."""
-        search = getattr(self.document_store, "query_dense", None)
-        if search is not None:
-            hits = search(embedding, filters=filters, top_k=1)
-        else:
-            if self._qdrant_retriever is None:
-                from haystack_integrations.components.retrievers.qdrant import (  # noqa: PLC0415
-                    QdrantEmbeddingRetriever,
-                )
-
-                self._qdrant_retriever = QdrantEmbeddingRetriever(document_store=self.document_store)
-            hits = self._qdrant_retriever.run(query_embedding=embedding, filters=filters, top_k=1)["documents"]
+        hits = search_dense(self.document_store, embedding, filters=filters, top_k=1)
         return hits[0] if hits else None

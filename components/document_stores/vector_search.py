@@ -1,0 +1,108 @@
+"""The one place where the stages that search by vector tell the embedded store and a Qdrant server apart."""
+
+from typing import Any
+
+from haystack import Document
+
+MODES = ("dense", "sparse", "hybrid")
+
+
+def supports_vector_search(document_store: Any) -> bool:
+    """Whether `document_store` can be searched by vector: the embedded store or a Qdrant server."""
+    return hasattr(document_store, "query_batch") or _is_qdrant(document_store)
+
+
+def search_batch(document_store: Any, requests: list[dict[str, Any]]) -> list[list[Document]]:
+    """
+    Dense, sparse and hybrid searches on either vector store lexhay runs on, one result list per request.
+
+    - The embedded `EdgeDocumentStore` runs the requests in one planned `query_batch` call.
+    - qdrant-haystack's `QdrantDocumentStore` (a Qdrant server) runs each request through the integration's own
+      retrievers: `QdrantEmbeddingRetriever`, `QdrantSparseEmbeddingRetriever`, `QdrantHybridRetriever`. They are
+      imported on first use, so a deployment without the integration never imports it. The server fuses a hybrid
+      request itself; `prefetch_k` applies to the embedded store only.
+
+    `HybridRetriever`, `ScopeChecker` and `BlockFetcher` search through here. Each stage would otherwise carry
+    its own copy of the dispatch, and the copies drift apart. Nothing is kept between calls: the pipeline
+    loader points a component at a shared store after its init, and a search always reaches the store the
+    component holds at that moment.
+
+    A request is a dict in `EdgeDocumentStore.query_batch`'s format: `mode` (`dense`, `sparse` or `hybrid`), the
+    vectors the mode needs (`embedding`, `sparse_embedding`), and optionally `filters`, `top_k` (default 10) and
+    `prefetch_k`.
+
+    Usage example:
+    ```python
+    from components.document_stores.edge_document_store import EdgeDocumentStore
+    from components.document_stores.vector_search import search_batch
+
+    dense_hits, sparse_hits = search_batch(EdgeDocumentStore(path=".lexhay"), [
+        {"mode": "dense", "embedding": query_vector, "top_k": 20},
+        {"mode": "sparse", "sparse_embedding": query_sparse, "top_k": 20},
+    ])
+    ```
+
+    :param document_store: An `EdgeDocumentStore` or a qdrant-haystack `QdrantDocumentStore`.
+    :param requests: The searches.
+    :returns: One list of Documents per request, in the order of `requests`, best first, each with its `score`.
+    :raises TypeError: The store is neither of the two.
+    :raises ValueError: A request is malformed (unknown mode, missing vector).
+    """
+    if hasattr(document_store, "query_batch"):
+        return document_store.query_batch(requests)
+    if not _is_qdrant(document_store):
+        raise TypeError(
+            "Vector search needs an EdgeDocumentStore or a qdrant-haystack QdrantDocumentStore, "
+            f"got {type(document_store)}"
+        )
+    return [_qdrant_search(document_store, request) for request in requests]
+
+
+def search_dense(
+    document_store: Any, embedding: list[float], *, filters: dict[str, Any] | None = None, top_k: int = 10
+) -> list[Document]:
+    """
+    The documents nearest to a dense query vector (`search_batch` with one dense request).
+
+    :param document_store: An `EdgeDocumentStore` or a qdrant-haystack `QdrantDocumentStore`.
+    :param embedding: The query vector.
+    :param filters: Haystack filters applied before ranking.
+    :param top_k: How many documents at most.
+    :returns: Documents, best first, `score` the similarity.
+    """
+    request = {"mode": "dense", "embedding": list(embedding), "filters": filters, "top_k": top_k}
+    return search_batch(document_store, [request])[0]
+
+
+def _qdrant_search(document_store: Any, request: dict[str, Any]) -> list[Document]:
+    from haystack_integrations.components.retrievers.qdrant import (  # noqa: PLC0415
+        QdrantEmbeddingRetriever,
+        QdrantHybridRetriever,
+        QdrantSparseEmbeddingRetriever,
+    )
+
+    mode = request.get("mode")
+    if mode not in MODES:
+        raise ValueError(f"A search request's mode must be one of {MODES}, got {mode!r}")
+    dense = {"query_embedding": request.get("embedding")}
+    sparse = {"query_sparse_embedding": request.get("sparse_embedding")}
+    retriever, vectors = {
+        "dense": (QdrantEmbeddingRetriever, dense),
+        "sparse": (QdrantSparseEmbeddingRetriever, sparse),
+        "hybrid": (QdrantHybridRetriever, {**dense, **sparse}),
+    }[mode]
+    missing = [name for name, value in vectors.items() if value is None]
+    if missing:
+        raise ValueError(f"A {mode} search request needs {', '.join(missing)}")
+    result = retriever(document_store=document_store).run(
+        **vectors, filters=request.get("filters"), top_k=request.get("top_k", 10)
+    )
+    return result["documents"]
+
+
+def _is_qdrant(document_store: Any) -> bool:
+    """A qdrant-haystack `QdrantDocumentStore`, told by its class without importing the integration."""
+    return any(
+        cls.__name__ == "QdrantDocumentStore" and cls.__module__.startswith("haystack_integrations.")
+        for cls in type(document_store).__mro__
+    )

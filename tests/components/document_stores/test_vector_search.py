@@ -1,0 +1,87 @@
+import pytest
+from haystack import Document
+from haystack.dataclasses import SparseEmbedding
+from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+from components.document_stores.edge_document_store import EdgeDocumentStore
+from components.document_stores.vector_search import search_batch, search_dense, supports_vector_search
+from components.embedders.sparse_embedder import SparseDocumentEmbedder, SparseTextEmbedder
+
+# 4-d toy dense space: axis 0 holidays, 1 dismissal, 2 strike, 3 pensions
+PASSAGES = [
+    ("vacaciones", "Vacaciones anuales retribuidas de treinta días naturales.", [1, 0, 0, 0], "es"),
+    ("despido", "El despido disciplinario se notificará por escrito al trabajador.", [0, 1, 0, 0], "es"),
+    ("huelga", "Se reconoce el derecho a la huelga de los trabajadores.", [0, 0, 1, 0], "es"),
+    ("ferias", "Férias anuais remuneradas de trinta dias corridos.", [0.9, 0, 0, 0.1], "pt"),
+]
+PORTUGUESE = {"field": "meta.lang", "operator": "==", "value": "pt"}
+
+
+def _documents() -> list[Document]:
+    docs = [Document(id=i, content=text, embedding=vec, meta={"lang": lang}) for i, text, vec, lang in PASSAGES]
+    return SparseDocumentEmbedder().run(documents=docs)["documents"]
+
+
+def _sparse(text: str) -> SparseEmbedding:
+    return SparseTextEmbedder().run(text=text)["sparse_embedding"]
+
+
+@pytest.fixture(params=["edge", "qdrant"])
+def store(request, tmp_path):
+    if request.param == "edge":
+        store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    else:
+        from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+        store = QdrantDocumentStore(
+            location=":memory:", embedding_dim=4, use_sparse_embeddings=True, sparse_idf=True, similarity="cosine"
+        )
+    store.write_documents(_documents())
+    yield store
+    if request.param == "edge":
+        store.close()
+
+
+def test_both_stores_are_supported_and_others_are_not(store):
+    assert supports_vector_search(store)
+    assert not supports_vector_search(InMemoryDocumentStore())
+    assert not supports_vector_search(object())
+
+
+def test_dense_search_ranks_by_cosine_and_applies_filters(store):
+    hits = search_dense(store, [1, 0, 0, 0], top_k=2)
+    assert [hit.id for hit in hits] == ["vacaciones", "ferias"]
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4) and hits[0].score > hits[1].score
+    assert [hit.id for hit in search_dense(store, [1, 0, 0, 0], filters=PORTUGUESE, top_k=3)] == ["ferias"]
+
+
+def test_batch_answers_each_request_in_order(store):
+    dense, sparse, hybrid = search_batch(
+        store,
+        [
+            {"mode": "dense", "embedding": [0, 0, 1, 0], "top_k": 1},
+            {"mode": "sparse", "sparse_embedding": _sparse("despido disciplinario"), "top_k": 1},
+            {
+                "mode": "hybrid",
+                "embedding": [0, 1, 0, 0],
+                "sparse_embedding": _sparse("despido"),
+                "filters": {"field": "meta.lang", "operator": "==", "value": "es"},
+                "top_k": 3,
+            },
+        ],
+    )
+    assert [hit.id for hit in dense] == ["huelga"]
+    assert [hit.id for hit in sparse] == ["despido"]
+    assert hybrid[0].id == "despido" and "ferias" not in {hit.id for hit in hybrid}
+
+
+def test_malformed_requests_are_refused(store):
+    with pytest.raises(ValueError):
+        search_batch(store, [{"mode": "semantic", "embedding": [1, 0, 0, 0]}])
+    with pytest.raises(ValueError):
+        search_batch(store, [{"mode": "hybrid", "embedding": [1, 0, 0, 0]}])
+
+
+def test_a_store_without_vector_search_is_a_type_error():
+    with pytest.raises(TypeError, match="EdgeDocumentStore or a qdrant-haystack QdrantDocumentStore"):
+        search_dense(InMemoryDocumentStore(), [1, 0, 0, 0])
