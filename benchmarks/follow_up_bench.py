@@ -9,14 +9,18 @@ pair, `ask` runs the first question, then the follow-up twice, in alternating or
 
 - `alone`: the follow-up as a new conversation;
 - `follow-up`: with the conversation (`history`: the first question and its answer) and the previous answer's
-  blocks (`previous_chunk_ids`, the carryover), as the SDK, the CLI and the HTTP API send them.
+  blocks (`previous_chunk_ids`, the carryover), as the SDK, the CLI and the HTTP API send them;
+- `follow-up+llm` (with `--follow-up-llm MODEL`): the same, with `DecomposeQuery` asking that local model for the
+  follow-up's queries (`llm_on_follow_up`); the answer is written as in the other modes (`--llm`).
 
 Reported per language and overall: how often the answer cites a labelled article (`cites`), how often its first
 citation is labelled (`first`), the REJECT share, with 95% bootstrap intervals, and the paired difference follow-up
-minus alone; `ask` p50. Without an LLM (the default here, `--llm` to choose one) the follow-up is searched as
-written and the carried blocks are merged with what it retrieves, graded by their own similarity to it.
+minus alone (and follow-up+llm minus follow-up); `ask` p50. Without an LLM (the default here, `--llm` to choose
+one) the follow-up is searched as written and the carried blocks are merged with what it retrieves, graded by their
+own similarity to it.
 
     .venv/bin/python benchmarks/follow_up_bench.py --store /tmp/store   # a copy: the store opens in one process
+    .venv/bin/python benchmarks/follow_up_bench.py --store /tmp/store --follow-up-llm qwen2.5-coder-1.5b
 """
 
 import argparse
@@ -36,6 +40,7 @@ setup_environment()
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from components.generators.llm_backends import LocalLlamaChatGenerator  # noqa: E402
 from components.legal.legal_text import detect_query_language  # noqa: E402
 from pipelines.evaluation import article_key, format_ci, load_labelled, paired_bootstrap  # noqa: E402
 from pipelines.sdk import LexHay  # noqa: E402
@@ -60,46 +65,63 @@ def main() -> int:
     parser.add_argument("--store", default=str(ROOT / ".lexhay"))
     parser.add_argument("--pairs", default=str(FOLLOW_UPS))
     parser.add_argument("--llm", default="none", help="LEXHAY_LLM for the run (default: none, the extractive path)")
+    parser.add_argument("--follow-up-llm", default=None,
+                        help="a local model (registry name or GGUF path) DecomposeQuery asks about each follow-up, "
+                             "as a third mode")
     parser.add_argument("--json", default=None, help="write the per-pair records to this file")
     args = parser.parse_args()
     os.environ["LEXHAY_LLM"] = args.llm
 
     pairs = load_labelled(args.pairs)  # each with `first`, the question the follow-up goes on from
     lex = LexHay(store_path=args.store)
+    decompose = lex.pipeline("query").get_component("decompose")
+    deployed = (decompose.chat_generator, decompose.llm_on_follow_up)
+    follow_up_llm = None
+    modes = MODES
+    if args.follow_up_llm:
+        follow_up_llm = LocalLlamaChatGenerator(model=args.follow_up_llm)
+        follow_up_llm.warm_up()
+        modes = (*MODES, "follow-up+llm")
     records = []
     for index, pair in enumerate(pairs):
         lex.clear_caches()
         first = lex.ask(pair["first"])
         history = [{"role": "user", "content": pair["first"]}, {"role": "assistant", "content": first["answer"]}]
         record = {"id": pair["id"], "language": detect_query_language(pair["question"], default="es") or "es"}
-        for mode in MODES if index % 2 == 0 else MODES[::-1]:
+        for mode in modes if index % 2 == 0 else modes[::-1]:
             lex.clear_caches()
             kwargs = {"history": history, "previous_chunk_ids": first["context_chunk_ids"]} if mode != "alone" else {}
+            decompose.chat_generator, decompose.llm_on_follow_up = (
+                (follow_up_llm, True) if mode == "follow-up+llm" else deployed
+            )
             started = time.perf_counter()
             result = lex.ask(pair["question"], **kwargs)
             record[f"{mode} ms"] = (time.perf_counter() - started) * 1000
             record[f"{mode} cites"], record[f"{mode} first"] = cited(result, pair["relevant"])
             record[f"{mode} rejected"] = float(result["route"] == "REJECT")
             record[f"{mode} citations"] = [[c["law_short"], c["article"]] for c in result["citations"]]
+            record[f"{mode} queries"] = result["trace"].get("queries")
+        decompose.chat_generator, decompose.llm_on_follow_up = deployed
         records.append(record)
     if args.json:
         Path(args.json).write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
 
     table = Table(title=f"Follow-up questions, ask (LEXHAY_LLM={args.llm}): share [95% interval]")
-    for column in ("pairs", "metric", *MODES, "follow-up - alone [95%]"):
+    comparisons = [("follow-up", "alone")] + ([("follow-up+llm", "follow-up")] if follow_up_llm else [])
+    for column in ("pairs", "metric", *modes, *(f"{a} - {b} [95%]" for a, b in comparisons)):
         table.add_column(column)
     for language in ("es", "pt", None):
         rows = [r for r in records if language in (None, r["language"])]
         if not rows:
             continue
         for metric in ("cites", "first", "rejected"):
-            values = {mode: [r[f"{mode} {metric}"] for r in rows] for mode in MODES}
-            diff = paired_bootstrap(values["follow-up"], values["alone"])
-            table.add_row(f"{language or 'all'} ({len(rows)})", metric, *(format_ci(values[m], 2) for m in MODES),
-                          f"{diff['diff']:+.2f} [{diff['low']:+.2f}, {diff['high']:+.2f}]")
+            values = {mode: [r[f"{mode} {metric}"] for r in rows] for mode in modes}
+            diffs = [paired_bootstrap(values[a], values[b]) for a, b in comparisons]
+            table.add_row(f"{language or 'all'} ({len(rows)})", metric, *(format_ci(values[m], 2) for m in modes),
+                          *(f"{d['diff']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]" for d in diffs))
     console.print(table)
     console.print("ask p50 ms: " + ", ".join(
-        f"{mode} {statistics.median(r[f'{mode} ms'] for r in records):.0f}" for mode in MODES))
+        f"{mode} {statistics.median(r[f'{mode} ms'] for r in records):.0f}" for mode in modes))
     return 0
 
 

@@ -187,6 +187,12 @@ def _last_question(history: list[ChatMessage] | None) -> str | None:
     return None
 
 
+def _with_previous(query: str, previous: str) -> str:
+    """A follow-up read with the question before it (its first `MAX_QUERY_CHARS // 2` characters, so that a long
+    story does not drown the follow-up's words)."""
+    return " ".join(f"{previous[:MAX_QUERY_CHARS // 2]} {query}".split())
+
+
 def _queries_from_reply(parsed: Any, raw: str, *, follow_up: bool, limit: int) -> tuple[list[str] | None, str]:
     """
     The queries an LLM reply gives, and how they were read.
@@ -227,14 +233,19 @@ class DecomposeQuery:
     (benchmarks/answer_bench.py measures them against the plain question). The statute's vocabulary reaches BM25
     through the retrieval chain's `TermExpander`, for every query.
 
-    Follow-up (`carryover` holds the chunk ids of the previous answer): the question alone lacks its context,
-    so the LLM gets the system prompt, the last 4 messages of the conversation (200 characters each) and the
-    question, plus the equivalences found in it, and returns keyword queries only for new concepts, at most 3;
-    `[]` means "nothing new": retrieval is skipped and the carryover is used. A reply that is not JSON but one
-    line of text is used as a single query. Without an LLM, or when the call fails (error, timeout, unusable
-    reply), the fallback searches the follow-up read with the question before it, then the follow-up's keywords
-    (without the words that merely ask to go on, "explícamelo mejor": nothing new means no query) plus their
-    statutory terms.
+    Follow-up (`carryover` holds the chunk ids of the previous answer): the question alone lacks its context.
+    It is searched read with the question before it ("¿Cuántos días de vacaciones tengo? ¿y me las pueden
+    pagar?": the previous turn supplies the matter, the follow-up the new question, and the embedding model
+    reads the two as one question), then by its keywords (without the words that merely ask to go on,
+    "explícamelo mejor": nothing new means no query, and the carryover is used) plus their statutory terms.
+    No LLM is asked unless `llm_on_follow_up` is set; then the LLM gets the system prompt, the last 4 messages
+    of the conversation (200 characters each) and the question, plus the equivalences found in it, and returns
+    keyword queries only for new concepts, at most 3, which follow the conversation-read question (`[]` means
+    "nothing new": retrieval is skipped). A reply that is not JSON but one line of text is used as a single
+    query; when the call fails (error, timeout, unusable reply) the deterministic queries are used. Why off:
+    with the default local model, the LLM's queries alone found the labelled article in far fewer follow-up
+    answers than the deterministic queries, and after the conversation-read question they added nothing but
+    seconds of latency (benchmarks/follow_up_bench.py).
 
     Usage example:
 
@@ -261,12 +272,13 @@ class DecomposeQuery:
         equivalences_file: str | None = None,
         timeout: float | None = None,
         llm_on_first_question: bool = False,
+        llm_on_follow_up: bool = False,
     ) -> None:
         """
         Create a DecomposeQuery.
 
         :param chat_generator: A Haystack chat generator (`OpenAIChatGenerator`, `LocalLlamaChatGenerator`, ...)
-            for follow-ups (and first questions with `llm_on_first_question`); `None` always uses the
+            for the questions `llm_on_first_question` and `llm_on_follow_up` send to it; `None` always uses the
             deterministic queries.
         :param max_queries: Most queries returned for a first question (follow-ups: at most 3, or fewer when
             this is lower).
@@ -277,6 +289,8 @@ class DecomposeQuery:
         :param llm_on_first_question: Whether a first question also goes to the LLM, whose keyword queries are
             added after the deterministic ones (off: with the models measured, they ranked the governing article
             lower; see above).
+        :param llm_on_follow_up: Whether a follow-up goes to the LLM, whose keyword queries for the follow-up's new
+            concepts are added after the follow-up read with the question before it (off: see above).
         :raises ValueError: `max_queries` < 1, `timeout` <= 0, or an unreadable equivalences file.
         """
         if max_queries < 1:
@@ -289,6 +303,7 @@ class DecomposeQuery:
         self.equivalences_file = equivalences_file
         self.timeout = timeout
         self.llm_on_first_question = llm_on_first_question
+        self.llm_on_follow_up = llm_on_follow_up
         self.equivalences = load_equivalences(equivalences_file)
 
     def to_dict(self) -> dict[str, Any]:
@@ -304,6 +319,7 @@ class DecomposeQuery:
             equivalences_file=self.equivalences_file,
             timeout=self.timeout,
             llm_on_first_question=self.llm_on_first_question,
+            llm_on_follow_up=self.llm_on_follow_up,
         )
 
     @classmethod
@@ -368,7 +384,8 @@ class DecomposeQuery:
             "llm_reply": None,
         }
         queries: list[str] | None = None
-        asks_llm = follow_up or self.llm_on_first_question
+        asks_llm = self.llm_on_follow_up if follow_up else self.llm_on_first_question
+        previous = _last_question(history)
         path = "no_llm"
         if self.chat_generator is not None and asks_llm:
             messages = self._messages(query, history, follow_up=follow_up, matches=matches, limit=limit)
@@ -378,7 +395,7 @@ class DecomposeQuery:
             trace["llm_reply"] = raw
             queries, path = _queries_from_reply(parsed, raw, follow_up=follow_up, limit=limit)
         if queries is None:
-            queries = self._deterministic(query, follow_up=follow_up, limit=limit, previous=_last_question(history))
+            queries = self._deterministic(query, follow_up=follow_up, limit=limit, previous=previous)
             if asks_llm:
                 trace.update(path="fallback", fallback_reason=path)
             else:
@@ -386,6 +403,8 @@ class DecomposeQuery:
         else:
             if not follow_up:  # the question as written stays the first query
                 queries = dedup([*self._deterministic(query, follow_up=False, limit=limit), *queries])[:limit]
+            elif queries and previous:  # so does a follow-up read with the question before it
+                queries = dedup([_with_previous(query, previous), *queries])[:limit]
             trace.update(path=path, fallback_reason=None)
         trace.update(
             queries=queries,
@@ -431,5 +450,5 @@ class DecomposeQuery:
                 terms = self.equivalences.terms(concept, language)
                 queries.append(" ".join(dedup([*keywords, *terms])[:MAX_FALLBACK_TERMS]))
         if queries and previous:
-            queries.insert(0, " ".join(f"{previous[:MAX_QUERY_CHARS // 2]} {query}".split()))
+            queries.insert(0, _with_previous(query, previous))
         return dedup(queries)[:limit]

@@ -435,7 +435,8 @@ def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
                          history=[ChatMessage.from_user("¿contrato de interinidad?"),
                                   ChatMessage.from_assistant(result["answer"])])
         assert follow["route"] == "ACCEPT" and follow["citations"]
-        assert follow["fallbacks"]["decompose"] is True  # a follow-up wants the LLM; without one, its keywords
+        assert follow["fallbacks"]["decompose"] is False  # the LLM is not asked about a follow-up by default
+        assert follow["trace"]["queries"][0] == "¿contrato de interinidad? ¿Y cuánto dura?"  # read with the question before
         # carried-over ids are graded on their own similarity to the new question (issue 12): a question that
         # says nothing ("¿Y eso?") is not vouched for by the ids a caller sends, whatever they are
         vague = lex.ask("¿Y eso?", previous_chunk_ids=result["context_chunk_ids"])

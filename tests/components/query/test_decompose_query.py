@@ -64,16 +64,17 @@ def test_to_dict_without_generator():
     assert DecomposeQuery(max_queries=3).to_dict() == {
         "type": "components.query.decompose_query.DecomposeQuery",
         "init_parameters": {"enabled": True, "chat_generator": None, "max_queries": 3, "equivalences_file": None,
-                            "timeout": None, "llm_on_first_question": False},
+                            "timeout": None, "llm_on_first_question": False, "llm_on_follow_up": False},
     }
     assert DecomposeQuery.from_dict(DecomposeQuery(max_queries=3).to_dict()).chat_generator is None
 
 
 def test_to_dict_from_dict_with_nested_generators(monkeypatch):
     scripted = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["paro"]']), timeout=5.0,
-                              llm_on_first_question=True)
+                              llm_on_first_question=True, llm_on_follow_up=True)
     data = scripted.to_dict()
     assert data["init_parameters"]["llm_on_first_question"] is True
+    assert data["init_parameters"]["llm_on_follow_up"] is True
     assert data["init_parameters"]["chat_generator"] == {
         "type": "tests.scripted_llm.ScriptedChatGenerator",
         "init_parameters": {"replies": ['["paro"]'], "error": None, "delay": 0.0},
@@ -81,7 +82,7 @@ def test_to_dict_from_dict_with_nested_generators(monkeypatch):
     restored = DecomposeQuery.from_dict(data)
     assert isinstance(restored.chat_generator, ScriptedChatGenerator)
     assert restored.to_dict() == data
-    assert restored.llm_on_first_question is True
+    assert restored.llm_on_first_question is True and restored.llm_on_follow_up is True
     assert restored.run(query="¿Y el paro?", carryover=["c1"])["queries"] == ["paro"]
 
     local = DecomposeQuery(chat_generator=LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b", timeout=30.0))
@@ -96,7 +97,8 @@ def test_to_dict_from_dict_with_nested_generators(monkeypatch):
 
 def test_pipeline_yaml_round_trip():
     pipeline = Pipeline()
-    pipeline.add_component("decompose", DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["paro"]'])))
+    llm = ScriptedChatGenerator(replies=['["paro"]'])
+    pipeline.add_component("decompose", DecomposeQuery(chat_generator=llm, llm_on_follow_up=True))
     loaded = Pipeline.loads(pipeline.dumps())
     result = loaded.run({"decompose": {"query": "¿Y el paro?", "carryover": ["c1"]}})
     assert result["decompose"]["queries"] == ["paro"]
@@ -135,12 +137,28 @@ def test_run_first_question_sends_system_and_user():
     assert "- vacaciones -> vacaciones anuales retribuidas disfrute" in messages[1].text
 
 
+def test_follow_up_is_not_sent_to_the_llm_by_default():
+    llm = ScriptedChatGenerator(replies=['["sanción incumplimiento empresario vacaciones reclamación"]'])
+    history = [ChatMessage.from_user("¿Cuántos días de vacaciones tengo al año?"),
+               ChatMessage.from_assistant("Treinta días naturales (ET, art. 38).")]
+    result = DecomposeQuery(chat_generator=llm).run(query="¿y me las pueden pagar en vez de disfrutarlas?",
+                                                    history=history, carryover=["c1"])
+    assert llm.calls == []
+    assert result["queries"][0] == (
+        "¿Cuántos días de vacaciones tengo al año? ¿y me las pueden pagar en vez de disfrutarlas?")
+    assert result["fallback"] is False
+    assert result["trace"]["mode"] == "follow_up" and result["trace"]["path"] == "deterministic"
+
+
 def test_run_follow_up_sends_the_last_four_history_messages_truncated():
     llm = ScriptedChatGenerator(replies=['["sanción incumplimiento empresario vacaciones reclamación"]'])
     history = _history()
-    decomposer = DecomposeQuery(chat_generator=llm)
+    decomposer = DecomposeQuery(chat_generator=llm, llm_on_follow_up=True)
     result = decomposer.run(query="¿Y si no me las dan?", history=history, carryover=["c1", "c2"])
-    assert result["queries"] == ["sanción incumplimiento empresario vacaciones reclamación"]
+    # the follow-up read with the conversation's last question first, then the LLM's queries
+    assert result["queries"] == ["¿Y quién fija las fechas? ¿Y si no me las dan?",
+                                 "sanción incumplimiento empresario vacaciones reclamación"]
+    assert result["trace"]["path"] == "llm"
     assert result["trace"]["mode"] == "follow_up" and result["trace"]["carryover"] == 2
     (messages,) = llm.calls
     assert len(messages) == 6
@@ -154,7 +172,8 @@ def test_run_follow_up_sends_the_last_four_history_messages_truncated():
 
 def test_run_follow_up_empty_list_skips_retrieval():
     llm = ScriptedChatGenerator(replies=["[]"])
-    result = DecomposeQuery(chat_generator=llm).run(query="¿Puedes explicarlo mejor?", carryover=["c1"])
+    result = DecomposeQuery(chat_generator=llm, llm_on_follow_up=True).run(
+        query="¿Puedes explicarlo mejor?", history=_history(), carryover=["c1"])
     assert result["queries"] == []
     assert result["fallback"] is False
     assert result["trace"]["skip_retrieval"] is True
@@ -162,7 +181,7 @@ def test_run_follow_up_empty_list_skips_retrieval():
 
 def test_run_follow_up_returns_at_most_three():
     reply = json.dumps(["permiso matrimonio", "permiso mudanza", "permiso exámenes", "permiso lactancia"])
-    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply])).run(
+    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply]), llm_on_follow_up=True).run(
         query="¿Y los demás permisos?", carryover=["c1"])
     assert result["queries"] == ["permiso matrimonio", "permiso mudanza", "permiso exámenes"]
 
@@ -170,11 +189,12 @@ def test_run_follow_up_returns_at_most_three():
 def test_run_parses_fenced_json_and_cleans_queries():
     queries = ["vacaciones anuales artículo 38 disfrute", "Vacaciones anuales disfrute", "calendario vacaciones", "x"]
     reply = f"```json\n{json.dumps(queries, ensure_ascii=False)}\n```"
-    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply]), max_queries=2).run(
-        query="¿Y cuándo se disfrutan?", carryover=["c1"])
+    result = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply]), max_queries=2,
+                            llm_on_follow_up=True).run(query="¿Y cuándo se disfrutan?", carryover=["c1"])
     # article numbers removed, duplicates (case-insensitive) dropped, capped at max_queries
     assert result["queries"] == ["vacaciones anuales disfrute", "calendario vacaciones"]
-    wrapped = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['{"queries": ["prestación desempleo"]}']))
+    wrapped = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['{"queries": ["prestación desempleo"]}']),
+                             llm_on_follow_up=True)
     assert wrapped.run(query="¿Y el paro?", carryover=["c1"])["queries"] == ["prestación desempleo"]
     # a first question (llm_on_first_question): the deterministic query stays first, within max_queries
     first = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=[reply]), max_queries=2,
@@ -184,7 +204,8 @@ def test_run_parses_fenced_json_and_cleans_queries():
 
 def test_run_invalid_json_uses_the_reply_text_as_one_query():
     llm = ScriptedChatGenerator(replies=["vacaciones anuales retribuidas días"])
-    result = DecomposeQuery(chat_generator=llm).run(query="¿Y cuántas me quedan?", carryover=["c1"])
+    result = DecomposeQuery(chat_generator=llm, llm_on_follow_up=True).run(query="¿Y cuántas me quedan?",
+                                                                         carryover=["c1"])
     assert result["queries"] == ["vacaciones anuales retribuidas días"]
     assert result["fallback"] is False and result["trace"]["path"] == "llm_text"
 
@@ -227,8 +248,8 @@ def test_fallback_when_the_generator_raises_or_is_too_slow():
     assert down["fallback"] is True and down["trace"]["fallback_reason"] == "llm_error"
     assert down["queries"] == [SICK_LEAVE]
 
-    follow_up = DecomposeQuery(chat_generator=ScriptedChatGenerator(error="connection refused")).run(
-        query="¿Y con la baja médica?", carryover=["c1"])
+    follow_up = DecomposeQuery(chat_generator=ScriptedChatGenerator(error="connection refused"),
+                               llm_on_follow_up=True).run(query="¿Y con la baja médica?", carryover=["c1"])
     assert follow_up["fallback"] is True and follow_up["trace"]["fallback_reason"] == "llm_error"
     assert follow_up["queries"] == ["baja médica incapacidad temporal prestación"]
 
@@ -275,7 +296,8 @@ def test_fallback_follow_up_reads_the_follow_up_with_the_question_before_it():
 
 def test_follow_up_prompt_and_hints_speak_the_questions_language():
     llm = ScriptedChatGenerator(replies=['["dispensa sem justa causa aviso prévio"]'])
-    DecomposeQuery(chat_generator=llm).run(query="E se eu for mandado embora?", carryover=["c1"])
+    DecomposeQuery(chat_generator=llm, llm_on_follow_up=True).run(query="E se eu for mandado embora?",
+                                                                  carryover=["c1"])
     (messages,) = llm.calls
     assert "brasileña" in messages[0].text and "idioma de la pregunta" in messages[0].text
     assert "Equivalências aplicáveis" in messages[-1].text
@@ -346,7 +368,8 @@ def test_run_with_openai_chat_generator_against_a_local_http_server(monkeypatch)
         monkeypatch.setenv("LEXHAY_LLM_MODEL", "test-model")
         llm = default_chat_generator(timeout=10)
         assert isinstance(llm, OpenAIChatGenerator)
-        result = DecomposeQuery(chat_generator=llm).run(query="¿Y si no me las dan?", carryover=["c1"])
+        result = DecomposeQuery(chat_generator=llm, llm_on_follow_up=True).run(query="¿Y si no me las dan?",
+                                                                             carryover=["c1"])
     finally:
         server.shutdown()
         server.server_close()
