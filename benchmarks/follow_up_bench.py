@@ -1,25 +1,28 @@
 #!/usr/bin/env python
 """
-Follow-up benchmark (not a test): does a follow-up question ("¿y me las pueden pagar?") get the article it is about
-when the conversation and the previous answer's blocks come with it?
+Conversation benchmark (not a test): does a turn of a conversation get the article it is about, whether it goes on
+from the previous question ("¿y me las pueden pagar?") or asks a new one ("¿cuánto dura el periodo de prueba?")?
 
-The set is the project's own (`benchmarks/questions/follow-up/follow-up.jsonl`: 10 Spanish and 10 Portuguese pairs
-of a first question and an elliptical follow-up, the follow-up labelled with the article that answers it). For each
-pair, `ask` runs the first question, then the follow-up twice, in alternating order:
+Two kinds of pairs, each a first question and a turn labelled with the article that answers it:
+- follow-ups (`--pairs`, default `benchmarks/questions/follow-up/follow-up.jsonl`: 10 Spanish and 10 Portuguese
+  pairs of a first question and an elliptical follow-up; `follow-up-holdout.jsonl` holds 20 more);
+- topic switches (`--switch FILE`, repeatable, a labelled question set such as `../shared/eval/dev-labor-es.jsonl`):
+  each question of the file asked after the question before it, a new question in the same conversation.
 
-- `alone`: the follow-up as a new conversation;
-- `follow-up`: with the conversation (`history`: the first question and its answer) and the previous answer's
-  blocks (`previous_chunk_ids`, the carryover), as the SDK, the CLI and the HTTP API send them;
-- `follow-up+llm` (with `--follow-up-llm MODEL`): the same, with `DecomposeQuery` asking that local model for the
-  follow-up's queries (`llm_on_follow_up`); the answer is written as in the other modes (`--llm`).
+For each pair, `ask` runs the first question, then the turn in each mode, in alternating order:
+- `alone`: the turn as a new conversation;
+- `carryover`: with the conversation (`history`: the first question and its answer) and the previous answer's
+  blocks (`previous_chunk_ids`), as the SDK, the CLI and the HTTP API send them;
+- `history`: with the conversation only, as a plain OpenAI-compatible chat client sends it;
+- `carryover+llm` (with `--follow-up-llm MODEL`): `carryover`, with `DecomposeQuery` asking that local model for
+  the turn's queries (`llm_on_follow_up`); the answer is written as in the other modes (`--llm`).
 
-Reported per language and overall: how often the answer cites a labelled article (`cites`), how often its first
-citation is labelled (`first`), the REJECT share, with 95% bootstrap intervals, and the paired difference follow-up
-minus alone (and follow-up+llm minus follow-up); `ask` p50. Without an LLM (the default here, `--llm` to choose
-one) the follow-up is searched as written and the carried blocks are merged with what it retrieves, graded by their
-own similarity to it.
+Reported per set and language: how often the answer cites a labelled article (`cites`), how often its first
+citation is labelled (`first`), the REJECT share, with 95% bootstrap intervals, and the paired differences of each
+conversation mode to `alone`; `ask` p50.
 
     .venv/bin/python benchmarks/follow_up_bench.py --store /tmp/store   # a copy: the store opens in one process
+    .venv/bin/python benchmarks/follow_up_bench.py --store /tmp/store --switch ../shared/eval/dev-labor-es.jsonl
     .venv/bin/python benchmarks/follow_up_bench.py --store /tmp/store --follow-up-llm qwen2.5-coder-1.5b
 """
 
@@ -47,7 +50,7 @@ from pipelines.sdk import LexHay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLLOW_UPS = ROOT / "benchmarks" / "questions" / "follow-up" / "follow-up.jsonl"
-MODES = ("alone", "follow-up")
+MODES = ("alone", "carryover", "history")
 console = Console(width=200)
 
 
@@ -60,19 +63,32 @@ def cited(result: dict, relevant: set[tuple[str, str]]) -> tuple[float, float]:
     return float(any(k in relevant for k in keys)), float(bool(keys) and keys[0] in relevant)
 
 
+def conversation_pairs(path: str, *, switch: bool) -> list[tuple[str, dict]]:
+    """(first question, labelled turn) pairs: a follow-up file's `first` and `question`, or, for a topic switch,
+    each question of a labelled set after the question before it."""
+    items = load_labelled(path)
+    if not switch:
+        return [(item["first"], item) for item in items]
+    return [(items[i - 1]["question"], items[i]) for i in range(1, len(items))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--store", default=str(ROOT / ".lexhay"))
-    parser.add_argument("--pairs", default=str(FOLLOW_UPS))
+    parser.add_argument("--pairs", default=str(FOLLOW_UPS), help="a follow-up pairs file ('' for none)")
+    parser.add_argument("--switch", action="append", default=[],
+                        help="a labelled question set whose questions are asked one after another (repeatable)")
     parser.add_argument("--llm", default="none", help="LEXHAY_LLM for the run (default: none, the extractive path)")
     parser.add_argument("--follow-up-llm", default=None,
-                        help="a local model (registry name or GGUF path) DecomposeQuery asks about each follow-up, "
-                             "as a third mode")
+                        help="a local model (registry name or GGUF path) DecomposeQuery asks about each turn, "
+                             "as another mode")
     parser.add_argument("--json", default=None, help="write the per-pair records to this file")
     args = parser.parse_args()
     os.environ["LEXHAY_LLM"] = args.llm
 
-    pairs = load_labelled(args.pairs)  # each with `first`, the question the follow-up goes on from
+    sets = ([(Path(args.pairs).stem, conversation_pairs(args.pairs, switch=False))] if args.pairs else []) + [
+        (f"switch {Path(path).stem}", conversation_pairs(path, switch=True)) for path in args.switch
+    ]
     lex = LexHay(store_path=args.store)
     decompose = lex.pipeline("query").get_component("decompose")
     deployed = (decompose.chat_generator, decompose.llm_on_follow_up)
@@ -81,44 +97,51 @@ def main() -> int:
     if args.follow_up_llm:
         follow_up_llm = LocalLlamaChatGenerator(model=args.follow_up_llm)
         follow_up_llm.warm_up()
-        modes = (*MODES, "follow-up+llm")
+        modes = (*MODES, "carryover+llm")
     records = []
-    for index, pair in enumerate(pairs):
-        lex.clear_caches()
-        first = lex.ask(pair["first"])
-        history = [{"role": "user", "content": pair["first"]}, {"role": "assistant", "content": first["answer"]}]
-        record = {"id": pair["id"], "language": detect_query_language(pair["question"], default="es") or "es"}
-        for mode in modes if index % 2 == 0 else modes[::-1]:
+    for name, pairs in sets:
+        for index, (first_question, pair) in enumerate(pairs):
             lex.clear_caches()
-            kwargs = {"history": history, "previous_chunk_ids": first["context_chunk_ids"]} if mode != "alone" else {}
-            decompose.chat_generator, decompose.llm_on_follow_up = (
-                (follow_up_llm, True) if mode == "follow-up+llm" else deployed
-            )
-            started = time.perf_counter()
-            result = lex.ask(pair["question"], **kwargs)
-            record[f"{mode} ms"] = (time.perf_counter() - started) * 1000
-            record[f"{mode} cites"], record[f"{mode} first"] = cited(result, pair["relevant"])
-            record[f"{mode} rejected"] = float(result["route"] == "REJECT")
-            record[f"{mode} citations"] = [[c["law_short"], c["article"]] for c in result["citations"]]
-            record[f"{mode} queries"] = result["trace"].get("queries")
-        decompose.chat_generator, decompose.llm_on_follow_up = deployed
-        records.append(record)
+            first = lex.ask(first_question)
+            history = [{"role": "user", "content": first_question}, {"role": "assistant", "content": first["answer"]}]
+            language = detect_query_language(pair["question"], default="es") or "es"
+            record = {"set": name, "id": pair["id"], "language": language}
+            for mode in modes if index % 2 == 0 else modes[::-1]:
+                lex.clear_caches()
+                kwargs = {
+                    "alone": {},
+                    "history": {"history": history},
+                }.get(mode, {"history": history, "previous_chunk_ids": first["context_chunk_ids"]})
+                decompose.chat_generator, decompose.llm_on_follow_up = (
+                    (follow_up_llm, True) if mode == "carryover+llm" else deployed
+                )
+                started = time.perf_counter()
+                result = lex.ask(pair["question"], **kwargs)
+                record[f"{mode} ms"] = (time.perf_counter() - started) * 1000
+                record[f"{mode} cites"], record[f"{mode} first"] = cited(result, pair["relevant"])
+                record[f"{mode} rejected"] = float(result["route"] == "REJECT")
+                record[f"{mode} citations"] = [[c["law_short"], c["article"]] for c in result["citations"]]
+                record[f"{mode} queries"] = result["trace"].get("queries")
+            decompose.chat_generator, decompose.llm_on_follow_up = deployed
+            records.append(record)
     if args.json:
         Path(args.json).write_text(json.dumps(records, ensure_ascii=False, indent=1), encoding="utf-8")
 
-    table = Table(title=f"Follow-up questions, ask (LEXHAY_LLM={args.llm}): share [95% interval]")
-    comparisons = [("follow-up", "alone")] + ([("follow-up+llm", "follow-up")] if follow_up_llm else [])
+    table = Table(title=f"Conversation turns, ask (LEXHAY_LLM={args.llm}): share [95% interval]")
+    comparisons = [(mode, "alone") for mode in modes if mode != "alone"]
     for column in ("pairs", "metric", *modes, *(f"{a} - {b} [95%]" for a, b in comparisons)):
         table.add_column(column)
-    for language in ("es", "pt", None):
-        rows = [r for r in records if language in (None, r["language"])]
-        if not rows:
-            continue
-        for metric in ("cites", "first", "rejected"):
-            values = {mode: [r[f"{mode} {metric}"] for r in rows] for mode in modes}
-            diffs = [paired_bootstrap(values[a], values[b]) for a, b in comparisons]
-            table.add_row(f"{language or 'all'} ({len(rows)})", metric, *(format_ci(values[m], 2) for m in modes),
-                          *(f"{d['diff']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]" for d in diffs))
+    for name, _ in sets:
+        for language in ("es", "pt", None):
+            rows = [r for r in records if r["set"] == name and language in (None, r["language"])]
+            if not rows or (language is None and len({r["language"] for r in rows}) == 1):
+                continue
+            for metric in ("cites", "first", "rejected"):
+                values = {mode: [r[f"{mode} {metric}"] for r in rows] for mode in modes}
+                diffs = [paired_bootstrap(values[a], values[b]) for a, b in comparisons]
+                table.add_row(f"{name} {language or 'all'} ({len(rows)})", metric,
+                              *(format_ci(values[m], 2) for m in modes),
+                              *(f"{d['diff']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]" for d in diffs))
     console.print(table)
     console.print("ask p50 ms: " + ", ".join(
         f"{mode} {statistics.median(r[f'{mode} ms'] for r in records):.0f}" for mode in modes))

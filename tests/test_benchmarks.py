@@ -145,3 +145,16 @@ def test_follow_up_bench_counts_a_labelled_citation_and_a_labelled_first_one():
     assert cited(result, expected) == (1.0, 0.0)
     assert cited({"citations": list(reversed(result["citations"]))}, expected) == (1.0, 1.0)
     assert cited({"citations": []}, expected) == (0.0, 0.0)
+
+
+def test_follow_up_bench_pairs_a_follow_up_file_and_a_topic_switch_set(tmp_path):
+    bench = _bench("follow_up_bench")
+    follow_ups = bench.conversation_pairs(str(bench.FOLLOW_UPS), switch=False)
+    assert len(follow_ups) == 20 and all(first == pair["first"] for first, pair in follow_ups)
+    labelled = tmp_path / "set.jsonl"
+    labelled.write_text("\n".join(
+        f'{{"id": "q{i}", "question": "pregunta {i}", "expected": [{{"law": "ET", "article": "{i}"}}]}}'
+        for i in range(3)) + "\n", encoding="utf-8")
+    switches = bench.conversation_pairs(str(labelled), switch=True)
+    # each question after the one before it; the first question of the set only opens the conversation
+    assert [(first, pair["id"]) for first, pair in switches] == [("pregunta 0", "q1"), ("pregunta 1", "q2")]

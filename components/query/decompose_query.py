@@ -233,19 +233,30 @@ class DecomposeQuery:
     (benchmarks/answer_bench.py measures them against the plain question). The statute's vocabulary reaches BM25
     through the retrieval chain's `TermExpander`, for every query.
 
-    Follow-up (`carryover` holds the chunk ids of the previous answer): the question alone lacks its context.
-    It is searched read with the question before it ("¿Cuántos días de vacaciones tengo? ¿y me las pueden
-    pagar?": the previous turn supplies the matter, the follow-up the new question, and the embedding model
-    reads the two as one question), then by its keywords (without the words that merely ask to go on,
-    "explícamelo mejor": nothing new means no query, and the carryover is used) plus their statutory terms.
-    No LLM is asked unless `llm_on_follow_up` is set; then the LLM gets the system prompt, the last 4 messages
-    of the conversation (200 characters each) and the question, plus the equivalences found in it, and returns
-    keyword queries only for new concepts, at most 3, which follow the conversation-read question (`[]` means
-    "nothing new": retrieval is skipped). A reply that is not JSON but one line of text is used as a single
-    query; when the call fails (error, timeout, unusable reply) the deterministic queries are used. Why off:
-    with the default local model, the LLM's queries alone found the labelled article in far fewer follow-up
-    answers than the deterministic queries, and after the conversation-read question they added nothing but
-    seconds of latency (benchmarks/follow_up_bench.py).
+    A turn of a conversation (`history` holds an earlier user question, or `carryover` the chunk ids of the
+    previous answer) may go on from the previous question ("¿y me las pueden pagar?") or ask a new one ("¿cuánto
+    dura el periodo de prueba?"); nothing in its text tells the two apart reliably.
+    - With the previous answer's blocks carried over, the turn is taken to go on from it: it is searched read
+      with the question before it ("¿Cuántos días de vacaciones tengo? ¿y me las pueden pagar?": the previous
+      question supplies the matter, the embedding model reads the two as one question), then by its keywords
+      plus their statutory terms, one query per concept; a turn that asks nothing new ("explícamelo mejor") is
+      not searched, the carried blocks answer it.
+    - With the conversation alone (what a plain OpenAI-compatible chat client sends), the turn is searched under
+      both readings, as written and read with the question before it, and `MultiQueryRetriever` fuses the two
+      rankings; a turn that asks nothing new is searched read with the question before it.
+    - With carried-over blocks but no conversation: the turn's keywords plus their statutory terms.
+    Why: without carried blocks, a follow-up searched as written lost its matter, and a new question searched
+    only read with the previous one lost its own; both readings keep new questions as good as asked alone and
+    find a follow-up's article far more often. With carried blocks, the first reading alone found follow-ups'
+    articles more often than both, and new questions' less often (benchmarks/follow_up_bench.py).
+
+    No LLM is asked about a turn unless `llm_on_follow_up` is set; then the LLM gets the system prompt, the last
+    4 messages of the conversation (200 characters each) and the question, plus the equivalences found in it,
+    and returns keyword queries for the turn's new concepts, at most 3 queries in all, which follow the
+    deterministic ones. A reply that is not JSON but one line of text is used as a single query; when the call fails
+    (error, timeout, unusable reply) the deterministic queries are used. Why off: with the default local model,
+    the LLM's queries alone found the labelled article in far fewer follow-up answers than the deterministic
+    queries, and after the conversation-read question they added nothing but seconds of latency.
 
     Usage example:
 
@@ -353,14 +364,15 @@ class DecomposeQuery:
         Decomposes a question into search queries.
 
         :param query: The user's question.
-        :param history: The conversation so far (follow-up mode sends its last 4 messages to the LLM).
-        :param carryover: Ids of the chunks used by the previous answer; non-empty = follow-up mode.
+        :param history: The conversation so far; an earlier user question makes this a conversation turn
+            (`follow_up` mode; the LLM, when asked, gets its last 4 messages).
+        :param carryover: Ids of the chunks used by the previous answer; non-empty = `follow_up` mode too.
         :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
         :returns: A dictionary with:
             - `queries`: 1 to `max_queries` search queries; in follow-up mode 0 to 3, where `[]` means "skip
               retrieval and use the carryover".
-            - `fallback`: `True` when the LLM was to be asked (a follow-up, or `llm_on_first_question`) but the
-              deterministic path produced the queries.
+            - `fallback`: `True` when the LLM was to be asked (`llm_on_follow_up` / `llm_on_first_question`)
+              but the deterministic path produced the queries.
             - `trace`: `mode` (`first_question` / `follow_up`), `path` (`deterministic` for a first question
               the LLM is not asked about, `llm`, `llm_text` for a plain-text reply used as one query, or
               `fallback`), `fallback_reason` (`no_llm`, `llm_error`, `empty_reply`, `malformed_json`),
@@ -373,7 +385,8 @@ class DecomposeQuery:
             trace = {"mode": "disabled", "path": "disabled", "queries": [query.strip()]}
             return {"queries": [query.strip()], "fallback": False, "trace": trace}
         started = time.perf_counter()
-        follow_up = bool(carryover)
+        previous = _last_question(history)
+        follow_up = bool(carryover) or previous is not None
         limit = min(FOLLOWUP_MAX_QUERIES, self.max_queries) if follow_up else self.max_queries
         matches = self.equivalences.matches(query)
         trace: dict[str, Any] = {
@@ -385,7 +398,6 @@ class DecomposeQuery:
         }
         queries: list[str] | None = None
         asks_llm = self.llm_on_follow_up if follow_up else self.llm_on_first_question
-        previous = _last_question(history)
         path = "no_llm"
         if self.chat_generator is not None and asks_llm:
             messages = self._messages(query, history, follow_up=follow_up, matches=matches, limit=limit)
@@ -395,7 +407,9 @@ class DecomposeQuery:
             trace["llm_reply"] = raw
             queries, path = _queries_from_reply(parsed, raw, follow_up=follow_up, limit=limit)
         if queries is None:
-            queries = self._deterministic(query, follow_up=follow_up, limit=limit, previous=previous)
+            queries = self._deterministic(
+                query, follow_up=follow_up, limit=limit, previous=previous, carryover=bool(carryover)
+            )
             if asks_llm:
                 trace.update(path="fallback", fallback_reason=path)
             else:
@@ -403,8 +417,11 @@ class DecomposeQuery:
         else:
             if not follow_up:  # the question as written stays the first query
                 queries = dedup([*self._deterministic(query, follow_up=False, limit=limit), *queries])[:limit]
-            elif queries and previous:  # so does a follow-up read with the question before it
-                queries = dedup([_with_previous(query, previous), *queries])[:limit]
+            elif previous is not None:  # so do the turn's two readings; the LLM only adds queries
+                readings = self._deterministic(
+                    query, follow_up=True, limit=limit, previous=previous, carryover=bool(carryover)
+                )
+                queries = dedup([*readings, *queries])[:limit]
             trace.update(path=path, fallback_reason=None)
         trace.update(
             queries=queries,
@@ -430,25 +447,43 @@ class DecomposeQuery:
         system = ChatMessage.from_system(FOLLOWUP_SYSTEM_PROMPT.format(max_queries=limit))
         return [system, *_recent_history(history), user]
 
-    def _deterministic(self, query: str, *, follow_up: bool, limit: int, previous: str | None = None) -> list[str]:
+    def _deterministic(
+        self,
+        query: str,
+        *,
+        follow_up: bool,
+        limit: int,
+        previous: str | None = None,
+        carryover: bool = False,
+    ) -> list[str]:
         """
         Deterministic queries. A first question: the question as written, then, when it compares concepts, one
-        query per concept (its words). A follow-up: one query per concept, its keywords plus their statutory terms
-        (nothing left, nothing new: no query), after the follow-up read with the question before it (`previous`,
-        the conversation's last user turn, its first `MAX_QUERY_CHARS // 2` characters so that a long story does
-        not drown the follow-up's words): "¿y me las pueden pagar?" says what it asks, the question before says
-        what about ("¿cuántos días de vacaciones tengo?"), and the dense side reads the two as one question.
+        query per concept (its words).
+
+        A turn of a conversation (`previous`: the conversation's last user question; its first
+        `MAX_QUERY_CHARS // 2` characters, so that a long story does not drown the turn's words):
+        - without carried-over blocks: the turn as written, then the turn read with `previous`, for the retriever
+          to fuse; a turn that asks nothing new (only words that ask to go on): read with `previous` only;
+        - with them (`carryover`): the turn read with `previous`, then one query per concept, its keywords plus
+          their statutory terms; nothing new: no query (the carried blocks answer it).
+
+        Carried-over blocks without the conversation: one query per concept, its keywords plus their statutory
+        terms; nothing left, nothing new: no query.
         """
         concepts = split_concepts(query)
         if not follow_up:
             return dedup([" ".join(query.split()), *(concepts if len(concepts) > 1 else [])])[:limit]
         language = detect_query_language(query, default="es")  # the whole question tells it better than a part
+        keywords = [extract_keywords(c, extra_stopwords=FOLLOWUP_FILLER, language=language) for c in concepts]
+        if previous is not None and not carryover:
+            if any(keywords):
+                return dedup([" ".join(query.split()), _with_previous(query, previous)])[:limit]
+            return [_with_previous(query, previous)]
         queries = []
-        for concept in concepts:
-            keywords = extract_keywords(concept, extra_stopwords=FOLLOWUP_FILLER, language=language)
-            if keywords:
+        for concept, words in zip(concepts, keywords):
+            if words:
                 terms = self.equivalences.terms(concept, language)
-                queries.append(" ".join(dedup([*keywords, *terms])[:MAX_FALLBACK_TERMS]))
-        if queries and previous:
+                queries.append(" ".join(dedup([*words, *terms])[:MAX_FALLBACK_TERMS]))
+        if queries and previous is not None:
             queries.insert(0, _with_previous(query, previous))
         return dedup(queries)[:limit]

@@ -21,9 +21,12 @@ class MultiQueryRetriever:
     Runs the foundation retrieval chain for each of several queries and merges the parent blocks they find.
 
     For every query the `RetrievalChain` runs (dense + sparse query embedding -> `HybridRetriever` ->
-    `ParentResolver` -> optional `LegalReranker`), the queries in parallel threads. The parent blocks of all queries
-    are merged by id, each keeping its best score; the queries that found a block are listed in its
-    `meta["matched_queries"]`. This is the retrieval step after `DecomposeQuery` (1-4 search queries) and HyDE: a
+    `ParentResolver` -> optional `LegalReranker`), the queries in parallel threads. The rankings of several
+    queries are fused by reciprocal rank fusion (`rrf_k`): a block found by several queries, such as the two
+    readings of a conversation turn (as written, and read with the question before it), comes before a block
+    only one of them ranks as high. The fused scores are scaled so that the first block keeps the best score any
+    query gave, the scale of the cited and carried-over blocks the query pipeline merges them with. One query's
+    blocks keep the chain's scores. The queries that found a block are listed in its `meta["matched_queries"]`. This is the retrieval step after `DecomposeQuery` (1-4 search queries) and HyDE: a
     `hypothetical_document` replaces the text embedded on the dense side for every query, while the BM25 side keeps
     each query's words.
 
@@ -39,7 +42,9 @@ class MultiQueryRetriever:
     ```
     """
 
-    def __init__(self, *, chain: Any, top_k: int = 30, max_workers: int = 4, require_filters: bool = False) -> None:
+    def __init__(
+        self, *, chain: Any, top_k: int = 30, max_workers: int = 4, require_filters: bool = False, rrf_k: int = 2
+    ) -> None:
         """
         Create a MultiQueryRetriever.
 
@@ -49,7 +54,10 @@ class MultiQueryRetriever:
         :param max_workers: Maximum number of queries retrieved at the same time (threads).
         :param require_filters: Refuse to run without `filters` (the query pipeline sets it: every run there must
             carry the request's access filter, including the runs of the CRAG retry loop).
-        :raises ValueError: A chain without `run`, or a non-positive `top_k` / `max_workers`.
+        :param rrf_k: The rank constant of the fusion of several queries' rankings: a block at rank r of a query
+            adds `1 / (rrf_k + r)`. Small, as in `HybridRetriever`'s fusion: the first ranks of a few short
+            rankings are what counts.
+        :raises ValueError: A chain without `run`, a non-positive `top_k` / `max_workers`, or a negative `rrf_k`.
         """
         if not callable(getattr(chain, "run", None)):
             raise ValueError(f"chain must be a Haystack component with a run() method, got {chain!r}")
@@ -57,10 +65,13 @@ class MultiQueryRetriever:
             raise ValueError(f"top_k must be > 0, got {top_k}")
         if max_workers <= 0:
             raise ValueError(f"max_workers must be > 0, got {max_workers}")
+        if rrf_k < 0:
+            raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
         self.chain = chain
         self.top_k = top_k
         self.max_workers = max_workers
         self.require_filters = require_filters
+        self.rrf_k = rrf_k
         self._is_warmed_up = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,6 +86,7 @@ class MultiQueryRetriever:
             top_k=self.top_k,
             max_workers=self.max_workers,
             require_filters=self.require_filters,
+            rrf_k=self.rrf_k,
         )
 
     @classmethod
@@ -123,8 +135,8 @@ class MultiQueryRetriever:
             every query's chain (its retriever also searches within them, its re-ranker puts their blocks first).
         :param question: The user's question the queries were made from, passed on to every query's chain: its
             re-ranker puts the question's jurisdiction first even for a query such as "pagar", which shows none.
-        :returns: `documents`: merged parent blocks sorted by their best score, at most `top_k`, each with
-            `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query run, for the trace;
+        :returns: `documents`: merged parent blocks, best first (several queries: fused, see the class docstring),
+            at most `top_k`, each with `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query run, for the trace;
             `applied_filters`: the `filters` used (a loop passes them on to the next run, see `CRAGRouter`).
         :raises ValueError: `queries` is not a list of strings, `top_k` is not positive, or `filters` is missing
             while `require_filters` is set.
@@ -157,18 +169,7 @@ class MultiQueryRetriever:
             futures = [pool.submit(contextvars.copy_context().run, retrieve, query) for query in kept]
             results = [future.result() for future in futures]
 
-        best: dict[str, Document] = {}
-        matched: dict[str, list[str]] = {}
-        for query, (documents, _) in zip(kept, results):
-            for doc in documents:
-                matched.setdefault(doc.id, []).append(query)
-                if doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
-                    best[doc.id] = doc
-        ranked = sorted(best.values(), key=lambda d: d.score or 0.0, reverse=True)[:top_k]
-        documents = [
-            Document(id=d.id, content=d.content, meta={**d.meta, "matched_queries": matched[d.id]}, score=d.score)
-            for d in ranked
-        ]
+        documents = self._fused([(query, docs) for query, (docs, _) in zip(kept, results)], top_k)
         per_query = [
             {"query": query, "hits": len(docs), "ms": round(ms, 1)} for query, (docs, ms) in zip(kept, results)
         ]
@@ -178,3 +179,31 @@ class MultiQueryRetriever:
             n_docs=len(documents),
         )
         return {"documents": documents, "per_query": per_query, "applied_filters": filters}
+
+    def _fused(self, rankings: list[tuple[str, list[Document]]], top_k: int) -> list[Document]:
+        """The blocks of the queries' rankings, one per id, best first, at most `top_k` (see the class docstring)."""
+        best: dict[str, Document] = {}
+        matched: dict[str, list[str]] = {}
+        fused: dict[str, float] = {}
+        for query, documents in rankings:
+            ranked = sorted(documents, key=lambda d: d.score or 0.0, reverse=True)
+            for rank, doc in enumerate(ranked, start=1):
+                matched.setdefault(doc.id, []).append(query)
+                fused[doc.id] = fused.get(doc.id, 0.0) + 1.0 / (self.rrf_k + rank)
+                if doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
+                    best[doc.id] = doc
+        if len(rankings) == 1:
+            scores = {doc_id: best[doc_id].score or 0.0 for doc_id in best}
+        else:
+            scale = max((d.score or 0.0) for d in best.values()) / max(fused.values()) if fused else 0.0
+            scores = {doc_id: value * scale for doc_id, value in fused.items()}
+        order = sorted(scores, key=scores.__getitem__, reverse=True)[:top_k]
+        return [
+            Document(
+                id=doc_id,
+                content=best[doc_id].content,
+                meta={**best[doc_id].meta, "matched_queries": matched[doc_id]},
+                score=scores[doc_id],
+            )
+            for doc_id in order
+        ]

@@ -154,9 +154,10 @@ def test_run_follow_up_sends_the_last_four_history_messages_truncated():
     llm = ScriptedChatGenerator(replies=['["sanción incumplimiento empresario vacaciones reclamación"]'])
     history = _history()
     decomposer = DecomposeQuery(chat_generator=llm, llm_on_follow_up=True)
-    result = decomposer.run(query="¿Y si no me las dan?", history=history, carryover=["c1", "c2"])
-    # the follow-up read with the conversation's last question first, then the LLM's queries
-    assert result["queries"] == ["¿Y quién fija las fechas? ¿Y si no me las dan?",
+    result = decomposer.run(query="¿Y si no me las pagan?", history=history, carryover=["c1", "c2"])
+    # the deterministic queries (the turn read with the conversation's last question, its keywords), then the
+    # LLM's, at most 3
+    assert result["queries"] == ["¿Y quién fija las fechas? ¿Y si no me las pagan?", "pagan",
                                  "sanción incumplimiento empresario vacaciones reclamación"]
     assert result["trace"]["path"] == "llm"
     assert result["trace"]["mode"] == "follow_up" and result["trace"]["carryover"] == 2
@@ -167,7 +168,12 @@ def test_run_follow_up_sends_the_last_four_history_messages_truncated():
         assert sent.role == original.role
         assert sent.text == original.text[:200] and len(sent.text) <= 200
     assert len(history[-3].text) > 200  # the truncation was exercised
-    assert messages[5].role == ChatRole.USER and messages[5].text == "Pregunta: ¿Y si no me las dan?"
+    assert messages[5].role == ChatRole.USER and messages[5].text == "Pregunta: ¿Y si no me las pagan?"
+    # a turn that asks nothing new by its words: the LLM's queries only add to the (no) deterministic ones
+    nothing_new = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["vacaciones no disfrutadas"]']),
+                                 llm_on_follow_up=True).run(query="¿Y si no me las dan?", history=history,
+                                                            carryover=["c1"])
+    assert nothing_new["queries"] == ["vacaciones no disfrutadas"]
 
 
 def test_run_follow_up_empty_list_skips_retrieval():
@@ -274,22 +280,36 @@ def test_fallback_follow_up():
     assert "dispensa" in notice and "rescisão" in notice
 
 
-def test_fallback_follow_up_reads_the_follow_up_with_the_question_before_it():
+def test_a_conversation_turn_is_searched_as_written_and_read_with_the_question_before_it():
     from haystack.dataclasses import ChatMessage
 
     decomposer = DecomposeQuery()
     history = [ChatMessage.from_user("¿Cuántos días de vacaciones tengo al año?"),
                ChatMessage.from_assistant("Treinta días naturales (ET, art. 38).")]
-    queries = decomposer.run(query="¿y me las pueden pagar en vez de disfrutarlas?", history=history,
-                             carryover=["c1"])["queries"]
-    assert queries[0] == "¿Cuántos días de vacaciones tengo al año? ¿y me las pueden pagar en vez de disfrutarlas?"
-    assert len(queries) > 1 and "pagar" in queries[1]  # the follow-up's own keywords still follow
-    # the last user turn is the one a follow-up goes on from; nothing new still means no query
+    follow_up = "¿y me las pueden pagar en vez de disfrutarlas?"
+    read_with_previous = "¿Cuántos días de vacaciones tengo al año? ¿y me las pueden pagar en vez de disfrutarlas?"
+    # an OpenAI chat client's history alone: the turn's two readings, for the retriever to fuse
+    result = decomposer.run(query=follow_up, history=history)
+    assert result["queries"] == [follow_up, read_with_previous] and result["trace"]["mode"] == "follow_up"
+    assert decomposer.run(query="¿Cuánto dura el periodo de prueba?", history=history)["queries"] == [
+        "¿Cuánto dura el periodo de prueba?", "¿Cuántos días de vacaciones tengo al año? ¿Cuánto dura el periodo de prueba?"]
+    # with the previous answer's blocks carried over: read with the question before it, then its keywords
+    carried = decomposer.run(query=follow_up, history=history, carryover=["c1"])["queries"]
+    assert carried[0] == read_with_previous and len(carried) > 1 and "pagar" in carried[1]
+    # the last user turn is the one a turn goes on from
     longer = [ChatMessage.from_user("¿Qué es un ERTE?"), *history]
     assert decomposer.run(query="¿y si estoy de baja?", history=longer, carryover=["c1"])["queries"][0].startswith(
         "¿Cuántos días de vacaciones")
+    assert decomposer.run(query="¿y si estoy de baja?", history=longer)["queries"][1].startswith(
+        "¿Cuántos días de vacaciones")
+    # nothing new: the carried-over blocks answer it; without them, the previous question's matter is searched
     assert decomposer.run(query="¿Puedes explicarlo mejor?", history=history, carryover=["c1"])["queries"] == []
-    # no conversation: the keywords alone, as before
+    assert decomposer.run(query="¿Puedes explicarlo mejor?", history=history)["queries"] == [
+        "¿Cuántos días de vacaciones tengo al año? ¿Puedes explicarlo mejor?"]
+    # a first question (no earlier user turn) is not a conversation turn
+    first = decomposer.run(query=follow_up, history=[ChatMessage.from_assistant("Hola, ¿en qué te ayudo?")])
+    assert first["queries"] == [follow_up] and first["trace"]["mode"] == "first_question"
+    # carried-over blocks without the conversation: the keywords and their statutory terms
     alone = decomposer.run(query="¿y me las pueden pagar en vez de disfrutarlas?", carryover=["c1"])["queries"]
     assert alone and all("vacaciones" not in q for q in alone)
 

