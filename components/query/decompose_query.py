@@ -414,14 +414,11 @@ class DecomposeQuery:
                 trace.update(path="fallback", fallback_reason=path)
             else:
                 trace.update(path="deterministic", fallback_reason=None)
-        else:
-            if not follow_up:  # the question as written stays the first query
-                queries = dedup([*self._deterministic(query, follow_up=False, limit=limit), *queries])[:limit]
-            elif previous is not None:  # so do the turn's two readings; the LLM only adds queries
-                readings = self._deterministic(
-                    query, follow_up=True, limit=limit, previous=previous, carryover=bool(carryover)
-                )
-                queries = dedup([*readings, *queries])[:limit]
+        else:  # the LLM only adds queries: the deterministic ones (the question as written, a turn's readings) first
+            deterministic = self._deterministic(
+                query, follow_up=follow_up, limit=limit, previous=previous, carryover=bool(carryover)
+            )
+            queries = dedup([*deterministic, *queries])[:limit]
             trace.update(path=path, fallback_reason=None)
         trace.update(
             queries=queries,
