@@ -437,6 +437,11 @@ def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
         assert follow["route"] == "ACCEPT" and follow["citations"]
         assert follow["fallbacks"]["decompose"] is False  # the LLM is not asked about a follow-up by default
         assert follow["trace"]["queries"][0] == "¿contrato de interinidad? ¿Y cuánto dura?"  # read with the question before
+        # the conversation without the previous answer's blocks (a plain OpenAI chat client): both readings
+        chat = lex.ask("¿Y cuánto dura?", history=[ChatMessage.from_user("¿contrato de interinidad?"),
+                                                   ChatMessage.from_assistant(result["answer"])])
+        assert chat["trace"]["queries"] == ["¿Y cuánto dura?", "¿contrato de interinidad? ¿Y cuánto dura?"]
+        assert chat["route"] == "ACCEPT" and chat["citations"][0]["law_id"] == "BOE-A-1999-346"
         # carried-over ids are graded on their own similarity to the new question (issue 12): a question that
         # says nothing ("¿Y eso?") is not vouched for by the ids a caller sends, whatever they are
         vague = lex.ask("¿Y eso?", previous_chunk_ids=result["context_chunk_ids"])
