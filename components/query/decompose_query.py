@@ -2,11 +2,11 @@
 """
 Query decomposition: a user's question in colloquial Spanish or Portuguese -> 1-4 search queries.
 
-`DecomposeQuery` searches a first question as the user wrote it (one more query per concept it compares), and asks
-a chat generator for the keyword queries of a follow-up (the chunks of the previous answer carried over), falling
-back to deterministic queries when no LLM is configured or the call fails. The colloquial -> legal equivalence
-table (`components/legal/data/equivalences.yaml`, read through the shared `components.legal.terms`) gives the LLM
-its hints and the follow-up fallback its statutory terms.
+`DecomposeQuery` searches a first question as the user wrote it (one more query per concept it compares), and a turn
+of a conversation read with the question before it (see the class docstring). A chat generator, where a deployment
+asks for it, adds keyword queries after the deterministic ones; when the call fails the deterministic queries are
+used alone. The colloquial -> legal equivalence table (`components/legal/data/equivalences.yaml`, read through the
+shared `components.legal.terms`) gives the LLM its hints and a follow-up's keyword queries their statutory terms.
 """
 
 import re
@@ -300,8 +300,8 @@ class DecomposeQuery:
         :param llm_on_first_question: Whether a first question also goes to the LLM, whose keyword queries are
             added after the deterministic ones (off: with the models measured, they ranked the governing article
             lower; see above).
-        :param llm_on_follow_up: Whether a follow-up goes to the LLM, whose keyword queries for the follow-up's new
-            concepts are added after the follow-up read with the question before it (off: see above).
+        :param llm_on_follow_up: Whether a conversation turn goes to the LLM, whose keyword queries for the turn's
+            new concepts are added after the deterministic ones (off: see above).
         :raises ValueError: `max_queries` < 1, `timeout` <= 0, or an unreadable equivalences file.
         """
         if max_queries < 1:
@@ -406,18 +406,17 @@ class DecomposeQuery:
             )
             trace["llm_reply"] = raw
             queries, path = _queries_from_reply(parsed, raw, follow_up=follow_up, limit=limit)
+        # the LLM only adds queries: the deterministic ones (the question as written, a turn's readings) come first
+        deterministic = self._deterministic(
+            query, follow_up=follow_up, limit=limit, previous=previous, carryover=bool(carryover)
+        )
         if queries is None:
-            queries = self._deterministic(
-                query, follow_up=follow_up, limit=limit, previous=previous, carryover=bool(carryover)
-            )
+            queries = deterministic
             if asks_llm:
                 trace.update(path="fallback", fallback_reason=path)
             else:
                 trace.update(path="deterministic", fallback_reason=None)
-        else:  # the LLM only adds queries: the deterministic ones (the question as written, a turn's readings) first
-            deterministic = self._deterministic(
-                query, follow_up=follow_up, limit=limit, previous=previous, carryover=bool(carryover)
-            )
+        else:
             queries = dedup([*deterministic, *queries])[:limit]
             trace.update(path=path, fallback_reason=None)
         trace.update(

@@ -12,6 +12,7 @@ from components.legal.access import and_filters
 from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS, DENSE_SCORE, check_named_laws, parent_key
 from components.legal.legal_text import detect_query_language
 from components.legal.terms import lexical_coverage
+from components.utils.fusion import rrf_scores
 
 logger = logging.getLogger(__name__)
 
@@ -370,23 +371,21 @@ class HybridRetriever:
         `limit`: the most chunks returned (all when `None`). `sparse_weight`: the BM25 list's weight for this
         query (`lexical_weight`); `None` = the init `sparse_weight`.
         """
-        scores: dict[str, float] = {}
         chunks: dict[str, list[Document]] = {}
         cosine: dict[str, float] = {}  # best dense similarity per parent: an absolute relevance signal (CRAG)
-        lexical = self.sparse_weight if sparse_weight is None else sparse_weight
-        for hits, weight in ((dense, self.dense_weight), (sparse, lexical)):
-            rank = 0
-            seen: set[str] = set()
+        rankings: list[list[str]] = []  # each list's parents, in the order of their best chunk
+        for hits in (dense, sparse):
+            ranking: dict[str, None] = {}  # ordered set
             for doc in hits:
                 key = parent_key(doc)
                 if hits is dense and doc.score is not None:
                     cosine[key] = max(cosine.get(key, doc.score), doc.score)
-                if key in seen:
-                    continue
-                seen.add(key)
-                scores[key] = scores.get(key, 0.0) + weight / (self.rrf_k + rank + 1)
-                chunks.setdefault(key, []).append(doc)
-                rank += 1
+                if key not in ranking:
+                    ranking[key] = None
+                    chunks.setdefault(key, []).append(doc)
+            rankings.append(list(ranking))
+        lexical = self.sparse_weight if sparse_weight is None else sparse_weight
+        scores = rrf_scores(rankings, k=self.rrf_k, weights=[self.dense_weight, lexical])
         missing = [key for key in scores if key not in cosine]
         if missing and query_embedding is not None:
             cosine.update(self._stored_cosines(missing, query_embedding))

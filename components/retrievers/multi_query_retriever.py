@@ -8,6 +8,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.core.serialization import component_to_dict
 
+from components.utils.fusion import rrf_scores
 from components.utils.nested import nested_init_parameters, warm_up_nested
 
 logger = logging.getLogger(__name__)
@@ -26,9 +27,9 @@ class MultiQueryRetriever:
     readings of a conversation turn (as written, and read with the question before it), comes before a block
     only one of them ranks as high. The fused scores are scaled so that the first block keeps the best score any
     query gave, the scale of the cited and carried-over blocks the query pipeline merges them with. One query's
-    blocks keep the chain's scores. The queries that found a block are listed in its `meta["matched_queries"]`. This is the retrieval step after `DecomposeQuery` (1-4 search queries) and HyDE: a
-    `hypothetical_document` replaces the text embedded on the dense side for every query, while the BM25 side keeps
-    each query's words.
+    blocks keep the chain's scores. The queries that found a block are listed in its `meta["matched_queries"]`.
+    This is the retrieval step after `DecomposeQuery` (1-4 search queries) and HyDE: a `hypothetical_document`
+    replaces the text embedded on the dense side for every query, while the BM25 side keeps each query's words.
 
     ### Usage example
 
@@ -136,7 +137,8 @@ class MultiQueryRetriever:
         :param question: The user's question the queries were made from, passed on to every query's chain: its
             re-ranker puts the question's jurisdiction first even for a query such as "pagar", which shows none.
         :returns: `documents`: merged parent blocks, best first (several queries: fused, see the class docstring),
-            at most `top_k`, each with `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query run, for the trace;
+            at most `top_k`, each with `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query
+            run, for the trace;
             `applied_filters`: the `filters` used (a loop passes them on to the next run, see `CRAGRouter`).
         :raises ValueError: `queries` is not a list of strings, `top_k` is not positive, or `filters` is missing
             while `require_filters` is set.
@@ -184,14 +186,15 @@ class MultiQueryRetriever:
         """The blocks of the queries' rankings, one per id, best first, at most `top_k` (see the class docstring)."""
         best: dict[str, Document] = {}
         matched: dict[str, list[str]] = {}
-        fused: dict[str, float] = {}
+        ids: list[list[str]] = []
         for query, documents in rankings:
             ranked = sorted(documents, key=lambda d: d.score or 0.0, reverse=True)
-            for rank, doc in enumerate(ranked, start=1):
+            ids.append([doc.id for doc in ranked])
+            for doc in ranked:
                 matched.setdefault(doc.id, []).append(query)
-                fused[doc.id] = fused.get(doc.id, 0.0) + 1.0 / (self.rrf_k + rank)
                 if doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
                     best[doc.id] = doc
+        fused = rrf_scores(ids, k=self.rrf_k)
         if len(rankings) == 1:
             scores = {doc_id: best[doc_id].score or 0.0 for doc_id in best}
         else:

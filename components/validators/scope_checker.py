@@ -169,7 +169,9 @@ class ScopeChecker:
         self.warm_up()
         assert self._prototypes is not None
         embedding = self.text_embedder.run(text=query)["embedding"]
-        nearest = self._nearest(embedding, filters)
+        # the block nearest to the question among those the caller can read (its `score`: the cosine)
+        hits = search_dense(self.document_store, embedding, filters=filters, top_k=1)
+        nearest = hits[0] if hits else None
         if nearest is None or nearest.score is None:
             return {"out_of_scope": [], "margin": None}
         vector = np.asarray(embedding, dtype=np.float32)
@@ -183,8 +185,3 @@ class ScopeChecker:
         label = matter.labels[answer_language(query, [nearest])]
         logger.debug("ScopeChecker: {matter} (margin {margin:.3f})", matter=matter.id, margin=margin)
         return {"out_of_scope": [label], "margin": margin}
-
-    def _nearest(self, embedding: list[float], filters: dict[str, Any] | None) -> Document | None:
-        """The store's block nearest to `embedding` among those `filters` select (its `score`: the cosine)."""
-        hits = search_dense(self.document_store, embedding, filters=filters, top_k=1)
-        return hits[0] if hits else None
