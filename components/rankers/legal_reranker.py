@@ -171,7 +171,7 @@ class LegalReranker:
         :param max_length: Token limit of the model's input (`None`: 512 for `cross_encoder` and `embedding`,
             384 per block for `llm`).
         :param use_logprobs: `llm`: yes/no with logprobs (`True`), batched 0-10 grades (`False`), or `None` for
-            logprobs with OpenAI-compatible generators only.
+            logprobs with the generators that return them (OpenAI, Azure OpenAI, the local model).
         :param llm_timeout: `llm`: seconds allowed to one LLM call.
         :param cache_ttl: Seconds a cached score (and block vector) stays valid.
         :param cache_size: Most cached scores (and, separately, block vectors: float32, 3 kB each for 768 dims).

@@ -47,6 +47,8 @@ YES_NO_SYSTEM_PROMPT = (
 YES_NO_USER_TEMPLATE = "Pregunta: {query}\n\nPasaje:\n{passage}\n\n¿Ayuda a responder la pregunta? (sí/no):"
 YES_TOKENS = ("si", "yes", "sim")
 NO_TOKENS = ("no", "nao")
+# chat generators whose replies carry OpenAI logprobs (llama.cpp's server behind LocalLlamaChatGenerator does)
+LOGPROBS_GENERATORS = ("OpenAIChatGenerator", "AzureOpenAIChatGenerator", "LocalLlamaChatGenerator")
 _LEADING_WORD = re.compile(r"^\W*(\w+)")
 
 
@@ -317,10 +319,10 @@ class LLMPointwiseScorer:
     """
     Pointwise relevance from any Haystack chat generator.
 
-    - `logprobs` mode (OpenAI-compatible endpoints, `OpenAIChatGenerator`): one yes/no question per passage,
-      sent `batch_size` at a time in parallel, with `logprobs`; the score is P(yes) / (P(yes) + P(no)) from the
-      first token's top logprobs (a reply without logprobs counts 1.0 for yes, 0.0 for no).
-    - `grade` mode (local models, anything else): one prompt grades `batch_size` numbered passages 0-10 as JSON
+    - `logprobs` mode (OpenAI-compatible endpoints and the local model: `LOGPROBS_GENERATORS`): one yes/no question
+      per passage, sent `batch_size` at a time in parallel, with `logprobs`; the score is P(yes) / (P(yes) + P(no))
+      from the first token's top logprobs (a reply without logprobs counts 1.0 for yes, 0.0 for no).
+    - `grade` mode (any other generator): one prompt grades `batch_size` numbered passages 0-10 as JSON
       (a grammar constrains the local model's reply); the score is grade / 10.
 
     A passage whose call failed, timed out or whose reply could not be read scores `None`; the caller falls back.
@@ -352,7 +354,8 @@ class LLMPointwiseScorer:
         :param batch_size: Passages per grading prompt, or parallel yes/no calls in logprobs mode.
         :param max_length: Approximate token limit of one passage (counted as 4 characters a token).
         :param use_logprobs: `True` for yes/no with logprobs, `False` for batched 0-10 grades, `None` = logprobs
-            for OpenAI-compatible generators (`OpenAIChatGenerator`, `AzureOpenAIChatGenerator`), grades otherwise.
+            for the generators that return them (`LOGPROBS_GENERATORS`: OpenAI, Azure OpenAI, the local model),
+            grades otherwise.
         :param timeout: Seconds allowed to one LLM call (`None` = the generator's own limit).
         :param meta_fields_to_embed: Meta fields shown before each passage.
         """
@@ -375,8 +378,8 @@ class LLMPointwiseScorer:
     def mode(self) -> str:
         """`logprobs` or `grade` (see the class docstring)."""
         if self.use_logprobs is None:
-            openai_like = type(self.chat_generator).__name__ in ("OpenAIChatGenerator", "AzureOpenAIChatGenerator")
-            return "logprobs" if openai_like else "grade"
+            with_logprobs = type(self.chat_generator).__name__ in LOGPROBS_GENERATORS
+            return "logprobs" if with_logprobs else "grade"
         return "logprobs" if self.use_logprobs else "grade"
 
     def warm_up(self) -> None:
@@ -479,14 +482,19 @@ def yes_probability(logprobs: Any) -> float | None:
     """
     P(yes) / (P(yes) + P(no)) from OpenAI-style logprobs of the reply's first token.
 
+    A candidate counts for yes when its word is a yes word or the start of one and of no no word (a BPE
+    vocabulary may split "sí" into "s" + "í", so the first token is "s"), and for no likewise.
+
     :param logprobs: `{"content": [{"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}, ...]}` (what
-        Haystack's `OpenAIChatGenerator` puts in a reply's `meta["logprobs"]`).
+        Haystack's `OpenAIChatGenerator` puts in a reply's `meta["logprobs"]`), or a streamed reply's list of them,
+        one per chunk (what it puts there when streaming, as `LocalLlamaChatGenerator` always does).
     :returns: The probability, or `None` when neither a yes nor a no token is among the first token's candidates.
     """
     try:
-        first = logprobs["content"][0]
+        parts = logprobs if isinstance(logprobs, list) else [logprobs]
+        first = next(part["content"][0] for part in parts if part and part.get("content"))
         candidates = first.get("top_logprobs") or [first]
-    except (KeyError, IndexError, TypeError, AttributeError):
+    except (KeyError, IndexError, TypeError, AttributeError, StopIteration):
         return None
     yes = no = 0.0
     for candidate in candidates:
@@ -495,8 +503,14 @@ def yes_probability(logprobs: Any) -> float | None:
             p = math.exp(float(candidate.get("logprob")))
         except (TypeError, ValueError):
             continue
-        if word in YES_TOKENS:
+        says_yes, says_no = _starts_one_of(word, YES_TOKENS), _starts_one_of(word, NO_TOKENS)
+        if says_yes and not says_no:
             yes += p
-        elif word in NO_TOKENS:
+        elif says_no and not says_yes:
             no += p
     return yes / (yes + no) if yes + no > 0 else None
+
+
+def _starts_one_of(word: str, words: Sequence[str]) -> bool:
+    """Whether `word` is one of `words` or the start of one."""
+    return bool(word) and any(full.startswith(word) for full in words)

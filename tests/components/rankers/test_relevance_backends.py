@@ -8,6 +8,7 @@ from haystack import Document
 from haystack.components.generators.chat import OpenAIChatGenerator
 from haystack.utils import Secret
 
+from components.generators.llm_backends import LocalLlamaChatGenerator
 from components.legal.legal_text import split_sentences
 from components.rankers.relevance_backends import (
     GRADE_SYSTEM_PROMPT,
@@ -177,6 +178,8 @@ def test_llm_init_validation():
     llm = OpenAIChatGenerator(api_key=Secret.from_token("x"), model="m")
     assert LLMPointwiseScorer(chat_generator=llm).mode == "logprobs"
     assert LLMPointwiseScorer(chat_generator=llm, use_logprobs=False).mode == "grade"
+    local = LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b")  # llama.cpp's server returns logprobs too
+    assert LLMPointwiseScorer(chat_generator=local).mode == "logprobs"
 
 
 def test_llm_grades_batches_of_passages(blocks):
@@ -211,6 +214,18 @@ def test_yes_probability_from_openai_logprobs():
     assert yes_probability({"content": [{"token": "no", "logprob": 0.0}]}) == 0.0
     assert yes_probability({"content": [{"token": "Quizá", "logprob": 0.0}]}) is None
     assert yes_probability(None) is None and yes_probability({"content": []}) is None
+
+
+def test_yes_probability_from_a_streamed_reply_split_by_bpe():
+    # a streamed reply carries one logprobs entry per chunk; Qwen's vocabulary splits "sí" into "s" + "í"
+    first = {"token": "s", "logprob": math.log(0.5), "top_logprobs": [
+        {"token": "s", "logprob": math.log(0.5)}, {"token": "No", "logprob": math.log(0.2)},
+        {"token": "no", "logprob": math.log(0.1)}, {"token": "S", "logprob": math.log(0.1)},
+        {"token": "Se", "logprob": math.log(0.05)}, {"token": "n", "logprob": math.log(0.05)}]}
+    streamed = [{"content": []}, {"content": [first]}, {"content": [{"token": "í", "logprob": 0.0}]}]
+    assert yes_probability(streamed) == pytest.approx(0.6 / 0.95)
+    assert yes_probability([{"content": [{"token": "nã", "logprob": 0.0}]}]) == 0.0
+    assert yes_probability([]) is None and yes_probability([{"content": []}]) is None
 
 
 def test_llm_logprobs_with_a_real_openai_client_on_a_local_server(blocks):
