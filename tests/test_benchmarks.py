@@ -158,3 +158,20 @@ def test_follow_up_bench_pairs_a_follow_up_file_and_a_topic_switch_set(tmp_path)
     switches = bench.conversation_pairs(str(labelled), switch=True)
     # each question after the one before it; the first question of the set only opens the conversation
     assert [(first, pair["id"]) for first, pair in switches] == [("pregunta 0", "q1"), ("pregunta 1", "q2")]
+
+
+def test_llm_relevance_bench_resorts_the_judged_head_only():
+    """The head the LLM judged is re-sorted by the blend; w 0 keeps full's order, the tail never moves, an unjudged
+    passage keeps its full score; cross-validation picks w 0 when the LLM only ever moves the right article down."""
+    bench = _bench("llm_relevance_bench")
+    row = {"keys": [["ET", "56"], ["ET", "59"], ["ET", "52"], ["LGSS", "268"]], "scores": [1.0, 0.9, 0.5, 0.4],
+           "llm": [0.1, 0.9, None], "relevant": [["ET", "56"]]}
+    assert bench.reorder(row, 0.0) == [("ET", "56"), ("ET", "59"), ("ET", "52"), ("LGSS", "268")]
+    # w 0.5: 56 -> 0.5 + 0.5 * 0.1 / 0.9 = 0.556, 59 -> 0.45 + 0.5 = 0.95, 52 (unjudged) -> 0.5
+    assert bench.reorder(row, 0.5) == [("ET", "59"), ("ET", "56"), ("ET", "52"), ("LGSS", "268")]
+    assert bench.reorder(row, 1.0)[:2] == [("ET", "59"), ("ET", "52")] and bench.reorder(row, 1.0)[3] == (
+        "LGSS", "268")
+    ndcg, hit1 = bench.per_question([row], 0.5)
+    assert hit1 == [0.0] and 0 < ndcg[0] < 1
+    mean, chosen = bench.cross_validated([row, dict(row), dict(row), dict(row)])
+    assert set(chosen) == {0.0} and mean == 1.0

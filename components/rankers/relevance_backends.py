@@ -351,7 +351,8 @@ class LLMPointwiseScorer:
         Create an LLMPointwiseScorer.
 
         :param chat_generator: Any Haystack chat generator (`run(messages, generation_kwargs)`).
-        :param batch_size: Passages per grading prompt, or parallel yes/no calls in logprobs mode.
+        :param batch_size: Passages per grading prompt, or parallel yes/no calls in logprobs mode (one at a time
+            with the local model).
         :param max_length: Approximate token limit of one passage (counted as 4 characters a token).
         :param use_logprobs: `True` for yes/no with logprobs, `False` for batched 0-10 grades, `None` = logprobs
             for the generators that return them (`LOGPROBS_GENERATORS`: OpenAI, Azure OpenAI, the local model),
@@ -383,10 +384,16 @@ class LLMPointwiseScorer:
         return "logprobs" if self.use_logprobs else "grade"
 
     def warm_up(self) -> None:
-        """Warm up the chat generator (once)."""
+        """Warm up the chat generator (once); warns when it is a bundled local model."""
         if not self._warm:
             warm_up_generator(self.chat_generator)
             self._warm = True
+            if _bundled_model(self.chat_generator):
+                logger.warning(
+                    "LLM relevance with the bundled local model: it judged passages worse than the retrieval "
+                    "scores on every dev set and takes seconds per passage (benchmarks/llm_relevance_bench.py); "
+                    "the llm backend is meant for a capable endpoint (LEXHAY_LLM_BASE_URL / OPENAI_API_KEY)"
+                )
 
     def _passage(self, document: Document) -> str:
         """`law_short · article_title` on a line, then the content cut at a sentence within `max_length`."""
@@ -401,7 +408,9 @@ class LLMPointwiseScorer:
             return []
         self.warm_up()
         if self.mode == "logprobs":
-            with ThreadPoolExecutor(max_workers=self.batch_size, thread_name_prefix="lexhay-llm-rel") as pool:
+            # the local model decodes one request at a time: parallel calls would only queue, their deadlines running
+            workers = 1 if _bundled_model(self.chat_generator) else self.batch_size
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lexhay-llm-rel") as pool:
                 return list(pool.map(lambda d: self._yes_no(query, d), documents))
         scores: list[float | None] = []
         for start in range(0, len(documents), self.batch_size):
@@ -471,6 +480,11 @@ def _chat_reply(
 
     text = chat_text(_Recorder(), messages, generation_kwargs=generation_kwargs, timeout=timeout)
     return holder.get("reply") if text is not None else None
+
+
+def _bundled_model(generator: Any) -> bool:
+    """Whether `generator` runs the bundled local model (llama.cpp in this process, one request at a time)."""
+    return type(generator).__name__ == "LocalLlamaChatGenerator"
 
 
 def _first_word(text: str) -> str:

@@ -1,6 +1,7 @@
 import json
 import math
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -180,6 +181,46 @@ def test_llm_init_validation():
     assert LLMPointwiseScorer(chat_generator=llm, use_logprobs=False).mode == "grade"
     local = LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b")  # llama.cpp's server returns logprobs too
     assert LLMPointwiseScorer(chat_generator=local).mode == "logprobs"
+
+
+def test_llm_scorer_warns_that_the_bundled_model_is_a_poor_judge(monkeypatch, caplog):
+    monkeypatch.setattr(LocalLlamaChatGenerator, "warm_up", lambda self: None)  # no model loaded
+    local = LLMPointwiseScorer(chat_generator=LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b"))
+    with caplog.at_level("WARNING"):
+        local.warm_up()
+        local.warm_up()
+    warnings = [r for r in caplog.records if "bundled local model" in r.getMessage()]
+    assert len(warnings) == 1 and "llm_relevance_bench" in warnings[0].getMessage()
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        LLMPointwiseScorer(chat_generator=ScriptedChatGenerator()).warm_up()
+    assert not [r for r in caplog.records if "bundled local model" in r.getMessage()]
+
+
+def test_llm_yes_no_with_the_local_model_one_call_at_a_time(monkeypatch, blocks):
+    """The local model decodes one request at a time: its yes/no calls are made in turn (parallel calls would only
+    queue with their deadlines running), and its streamed logprobs are read."""
+    from haystack.dataclasses import ChatMessage
+
+    running, peak, lock = [0], [0], threading.Lock()
+
+    def run(messages, generation_kwargs=None, **_):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+        yes = "Vacaciones" in messages[-1].text
+        chunk = {"content": [{"token": "s" if yes else "no", "logprob": 0.0}]}
+        return {"replies": [ChatMessage.from_assistant("sí" if yes else "no", meta={"logprobs": [chunk]})]}
+
+    local = LocalLlamaChatGenerator(model="qwen2.5-coder-0.5b")
+    monkeypatch.setattr(local, "warm_up", lambda: None)
+    monkeypatch.setattr(local, "run", run)
+    scorer = LLMPointwiseScorer(chat_generator=local, batch_size=5)
+    assert scorer.score(QUERY, blocks) == [1.0, 0.0, 0.0]
+    assert peak[0] == 1
 
 
 def test_llm_grades_batches_of_passages(blocks):
