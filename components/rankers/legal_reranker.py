@@ -72,8 +72,9 @@ class LegalReranker:
       whole block re-embedded per query by the dense model (`max_length` 512 tokens), blended half and half with
       the retrieval score (`retrieval_blend` 0.5): what the stored full-length vectors now give at no query cost.
     - `cross_encoder`: a sentence-transformers cross-encoder (`model`: local folder or hub name), sigmoid scores.
-    - `llm`: pointwise scores from `chat_generator` (P(yes) from logprobs on OpenAI-compatible endpoints, batched
-      0-10 grades otherwise). A block the LLM could not score keeps its retrieval relevance (reported in `stats`).
+    - `llm`: pointwise scores from `chat_generator` (P(yes) from logprobs on OpenAI-compatible endpoints and the
+      local model, batched 0-10 grades otherwise). A block the LLM could not score keeps its retrieval relevance
+      (reported in `stats`). Meant for a capable endpoint: the bundled local models judge worse than `retrieval`.
 
     Jurisdiction (`jurisdiction_first`, on by default): the corpus holds the law of Spain and of Brazil, which
     regulate the same matters, so a question in Spanish about holidays is close in meaning to the CLT's articles on
