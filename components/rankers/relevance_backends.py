@@ -391,7 +391,7 @@ class LLMPointwiseScorer:
             if _bundled_model(self.chat_generator):
                 logger.warning(
                     "LLM relevance with the bundled local model: it judged passages worse than the retrieval "
-                    "scores on every dev set and takes seconds per passage (benchmarks/llm_relevance_bench.py); "
+                    "scores on the labour dev sets and takes seconds per passage (benchmarks/llm_relevance_bench.py); "
                     "the llm backend is meant for a capable endpoint (LEXHAY_LLM_BASE_URL / OPENAI_API_KEY)"
                 )
 
@@ -429,8 +429,7 @@ class LLMPointwiseScorer:
         probability = yes_probability(reply.meta.get("logprobs"))
         if probability is not None:
             return probability
-        word = _first_word(reply.text or "")
-        return 1.0 if word in YES_TOKENS else 0.0 if word in NO_TOKENS else None
+        return _yes_no_word(_first_word(reply.text or ""))
 
     def _grade(self, query: str, documents: list[Document]) -> list[float | None]:
         n = len(documents)
@@ -497,7 +496,7 @@ def yes_probability(logprobs: Any) -> float | None:
     P(yes) / (P(yes) + P(no)) from OpenAI-style logprobs of the reply's first token.
 
     A candidate counts for yes when its word is a yes word or the start of one and of no no word (a BPE
-    vocabulary may split "sí" into "s" + "í", so the first token is "s"), and for no likewise.
+    vocabulary may split "sí" into "s" + "í", so the first token is "s"), and for no likewise (`_yes_no_word`).
 
     :param logprobs: `{"content": [{"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}, ...]}` (what
         Haystack's `OpenAIChatGenerator` puts in a reply's `meta["logprobs"]`), or a streamed reply's list of them,
@@ -517,14 +516,16 @@ def yes_probability(logprobs: Any) -> float | None:
             p = math.exp(float(candidate.get("logprob")))
         except (TypeError, ValueError):
             continue
-        says_yes, says_no = _starts_one_of(word, YES_TOKENS), _starts_one_of(word, NO_TOKENS)
-        if says_yes and not says_no:
+        answer = _yes_no_word(word)
+        if answer == 1.0:
             yes += p
-        elif says_no and not says_yes:
+        elif answer == 0.0:
             no += p
     return yes / (yes + no) if yes + no > 0 else None
 
 
-def _starts_one_of(word: str, words: Sequence[str]) -> bool:
-    """Whether `word` is one of `words` or the start of one."""
-    return bool(word) and any(full.startswith(word) for full in words)
+def _yes_no_word(word: str) -> float | None:
+    """1.0 for a yes word or the start of one only ("s" of "sí"), 0.0 for a no word likewise, else `None`."""
+    says_yes = bool(word) and any(full.startswith(word) for full in YES_TOKENS)
+    says_no = bool(word) and any(full.startswith(word) for full in NO_TOKENS)
+    return 1.0 if says_yes and not says_no else 0.0 if says_no and not says_yes else None

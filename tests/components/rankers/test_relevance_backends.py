@@ -223,6 +223,13 @@ def test_llm_yes_no_with_the_local_model_one_call_at_a_time(monkeypatch, blocks)
     assert peak[0] == 1
 
 
+def test_llm_yes_no_without_logprobs_reads_the_reply_word(blocks):
+    """A reply without logprobs is read by its first word, a yes or no word or the start of one only."""
+    llm = ScriptedChatGenerator(replies=["s", "Nã", "quizá"])
+    scorer = LLMPointwiseScorer(chat_generator=llm, batch_size=1, use_logprobs=True)
+    assert scorer.score(QUERY, blocks) == [1.0, 0.0, None]
+
+
 def test_llm_grades_batches_of_passages(blocks):
     llm = ScriptedChatGenerator(replies=['{"scores": [9, 2]}', "```json\n[4]\n```"])
     scorer = LLMPointwiseScorer(chat_generator=llm, batch_size=2, max_length=64)
