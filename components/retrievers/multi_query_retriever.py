@@ -194,10 +194,10 @@ class MultiQueryRetriever:
                 matched.setdefault(doc.id, []).append(query)
                 if doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
                     best[doc.id] = doc
-        fused = rrf_scores(ids, k=self.rrf_k)
         if len(rankings) == 1:
             scores = {doc_id: best[doc_id].score or 0.0 for doc_id in best}
         else:
+            fused = rrf_scores(ids, k=self.rrf_k)
             scale = max((d.score or 0.0) for d in best.values()) / max(fused.values()) if fused else 0.0
             scores = {doc_id: value * scale for doc_id, value in fused.items()}
         order = sorted(scores, key=scores.__getitem__, reverse=True)[:top_k]
