@@ -549,12 +549,12 @@ class EdgeDocumentStore:
         """
         The meta and the stored dense vector of each of `ids` the store holds (whatever `return_embedding` says).
 
-        Used to reuse the vector of an unchanged block when re-indexing, and to score stored blocks against a
-        query without re-embedding them. An empty store (no dense vector configured yet) returns `{}`.
+        Used to reuse the vector of an unchanged block when re-indexing. An empty store (no dense vector configured
+        yet) returns `{}`.
 
         :param ids: Document ids.
         :param with_meta: Read each point's payload for its meta; `False` reads the vectors alone (the meta is then
-            `{}`): a query-time lookup needs no payload, whose conversion costs more than the read itself.
+            `{}`): a caller that needs no payload skips its conversion, which costs more than the read itself.
         :returns: id -> (meta, dense vector or `None` for a point without one).
         """
         by_point = {_point_id(i): i for i in ids}

@@ -4,6 +4,8 @@ from typing import Any
 
 from haystack import Document
 
+from components.legal.access import and_filters
+
 MODES = ("dense", "sparse", "hybrid")
 
 
@@ -72,6 +74,31 @@ def search_dense(
     """
     request = {"mode": "dense", "embedding": list(embedding), "filters": filters, "top_k": top_k}
     return search_batch(document_store, [request])[0]
+
+
+def similarity_by_id(
+    document_store: Any, embedding: list[float], ids: list[str], *, filters: dict[str, Any] | None = None
+) -> dict[str, float]:
+    """
+    The similarity of a query vector to the stored dense vector of each of `ids`: one dense search restricted to them.
+
+    Scores blocks that reached a ranking some other way (found by BM25 alone, carried over from the last turn)
+    on their meaning, with the vectors already stored: nothing is embedded again, and the same request works on
+    both stores. A block without a dense vector, or one `filters` excludes, gets no score.
+
+    :param document_store: An `EdgeDocumentStore` or a qdrant-haystack `QdrantDocumentStore`.
+    :param embedding: The query vector.
+    :param ids: Document ids.
+    :param filters: Haystack filters the blocks must also pass.
+    :returns: id -> similarity, for each of `ids` found.
+    :raises ValueError: The query vector does not fit the store (e.g. another model's dimension).
+    """
+    unique = list(dict.fromkeys(ids))
+    if not unique:
+        return {}
+    restriction = and_filters({"field": "id", "operator": "in", "value": unique}, filters)
+    hits = search_dense(document_store, embedding, filters=restriction, top_k=len(unique))
+    return {hit.id: float(hit.score) for hit in hits if hit.score is not None}
 
 
 def _qdrant_search(document_store: Any, request: dict[str, Any]) -> list[Document]:

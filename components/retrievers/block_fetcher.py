@@ -4,7 +4,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.document_stores.vector_search import search_dense, supports_vector_search
+from components.document_stores.vector_search import similarity_by_id, supports_vector_search
 from components.legal.access import and_filters
 from components.legal.ids import DENSE_SCORE, PARENT_FILTER, parent_key
 
@@ -128,17 +128,13 @@ class BlockFetcher:
         self, ids: list[str], query_embedding: list[float] | None, filters: dict[str, Any] | None
     ) -> dict[str, float]:
         """Dense similarity of blocks `ids` to the query, from their stored vectors (one search restricted to them)."""
-        if not ids or not query_embedding:
-            return {}
-        restriction = and_filters({"field": "id", "operator": "in", "value": list(ids)}, filters)
-        if not supports_vector_search(self.document_store):
+        if not ids or not query_embedding or not supports_vector_search(self.document_store):
             return {}
         try:
-            hits = search_dense(self.document_store, query_embedding, filters=restriction, top_k=len(ids))
+            return similarity_by_id(self.document_store, query_embedding, ids, filters=filters)
         except ValueError as error:  # e.g. an embedding of another model's dimension: no evidence, no failure
             logger.warning("BlockFetcher: carried-over blocks not scored: {error}", error=str(error))
             return {}
-        return {hit.id: float(hit.score) for hit in hits if hit.score is not None}
 
     def _read_ids(self, ids: list[str], filters: dict[str, Any] | None) -> list[Document]:
         """Documents of `ids` the restriction lets through (all of them without one)."""

@@ -7,7 +7,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import SparseEmbedding
 
-from components.document_stores.vector_search import search_batch
+from components.document_stores.vector_search import search_batch, similarity_by_id
 from components.legal.access import and_filters
 from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS, DENSE_SCORE, check_named_laws, parent_key
 from components.legal.legal_text import detect_query_language
@@ -401,8 +401,8 @@ class HybridRetriever:
         """
         Score-level fusion per parent: `dense_share * minmax(cosine) + (1 - dense_share) * minmax(best BM25)`.
 
-        A parent the dense search did not return gets its cosine from its stored vector (one store read for all
-        of them), so a block found by BM25 alone is still judged on its meaning; a parent the BM25 search did not
+        A parent the dense search did not return gets its cosine from its stored vector (one dense search restricted to
+        them), so a block found by BM25 alone is still judged on its meaning; a parent the BM25 search did not
         return gets BM25 0.
         """
         cosine: dict[str, float] = {}
@@ -437,20 +437,8 @@ class HybridRetriever:
         return _ranked(scores, chunks, cosine, limit)
 
     def _stored_cosines(self, parent_ids: list[str], query_embedding: list[float]) -> dict[str, float]:
-        """Cosine of the query and the stored dense vector of each parent (embedded store only; `{}` elsewhere)."""
-        lookup = getattr(self.document_store, "dense_vectors_by_id", None)
-        if lookup is None:
-            return {}
-        import numpy as np  # noqa: PLC0415
-
-        found = {pid: vec for pid, (_, vec) in lookup(parent_ids, with_meta=False).items() if vec is not None}
-        if not found:
-            return {}
-        query = np.asarray(query_embedding, dtype=np.float32)
-        query /= np.linalg.norm(query) or 1.0
-        matrix = np.asarray(list(found.values()), dtype=np.float32)
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        return dict(zip(found, (matrix @ query).tolist()))
+        """Cosine of the query and the stored dense vector of each parent (one dense search restricted to them)."""
+        return similarity_by_id(self.document_store, query_embedding, parent_ids)
 
     def _ranked_lists(
         self,

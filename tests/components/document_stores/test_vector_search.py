@@ -4,7 +4,12 @@ from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from components.document_stores.edge_document_store import EdgeDocumentStore
-from components.document_stores.vector_search import search_batch, search_dense, supports_vector_search
+from components.document_stores.vector_search import (
+    search_batch,
+    search_dense,
+    similarity_by_id,
+    supports_vector_search,
+)
 from components.embedders.sparse_embedder import SparseDocumentEmbedder, SparseTextEmbedder
 
 # 4-d toy dense space: axis 0 holidays, 1 dismissal, 2 strike, 3 pensions
@@ -73,6 +78,17 @@ def test_batch_answers_each_request_in_order(store):
     assert [hit.id for hit in dense] == ["huelga"]
     assert [hit.id for hit in sparse] == ["despido"]
     assert hybrid[0].id == "despido" and "ferias" not in {hit.id for hit in hybrid}
+
+
+def test_similarity_by_id_scores_exactly_the_named_blocks_on_both_stores(store):
+    # the stored vectors, whatever the nearest neighbours are: "despido" is orthogonal to the query, "ferias" close
+    scores = similarity_by_id(store, [1, 0, 0, 0], ["despido", "ferias", "missing", "ferias"])
+    assert set(scores) == {"despido", "ferias"}
+    assert scores["despido"] == pytest.approx(0.0, abs=1e-4)
+    assert scores["ferias"] == pytest.approx(0.9 / (0.9**2 + 0.1**2) ** 0.5, abs=1e-4)
+    # a block the filters exclude gets no score; no ids, no search
+    assert set(similarity_by_id(store, [1, 0, 0, 0], ["despido", "ferias"], filters=PORTUGUESE)) == {"ferias"}
+    assert similarity_by_id(store, [1, 0, 0, 0], []) == {}
 
 
 def test_malformed_requests_are_refused(store):

@@ -120,6 +120,15 @@ def test_run_on_qdrant_server_store_in_memory_mode():
     only_sent = r.run(query_embedding=[1, 0, 0, 0], query_sparse_embedding=_sparse("vacaciones"), collections=["sentencias"])["documents"]
     assert [d.id for d in only_sent] == ["v-sent"]
 
+    # a parent BM25 alone found is judged on its meaning on a server too (its stored vector, read by a search)
+    dense = [Document(id="v-norm", content="v", meta={"level": "parent"}, score=0.99)]
+    bm25_only = [Document(id="h-norm", content="h", meta={"level": "parent"}, score=3.0)]
+    fused = {d.id: d for d in r._fuse_by_parent(dense, bm25_only, [0.6, 0, 0.8, 0])}
+    assert fused["h-norm"].meta["dense_score"] == pytest.approx(0.8, abs=1e-4)
+    scored = {d.id: d for d in HybridRetriever(document_store=qdrant, fusion="score")._fuse_scores(
+        dense, bm25_only, [0.6, 0, 0.8, 0])}
+    assert scored["h-norm"].meta["dense_score"] == pytest.approx(0.8, abs=1e-4)
+
 
 def test_parent_level_fusion_collapses_children_and_weights_lists(store):
     r = HybridRetriever(document_store=store, rrf_k=2, dense_weight=1.1, sparse_weight=1.0)
