@@ -101,6 +101,29 @@ def similarity_by_id(
     return {hit.id: float(hit.score) for hit in hits if hit.score is not None}
 
 
+def stored_vectors(document_store: Any, ids: list[str]) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
+    """
+    The meta and the stored dense vector of each of `ids` the store holds.
+
+    Indexing reads them to keep the vector of a block whose embedded text did not change. The embedded store
+    reads its points directly (`EdgeDocumentStore.dense_vectors_by_id`); any other Haystack document store (a
+    Qdrant server included, whose reads return the vectors) answers a filter on the ids.
+
+    :param document_store: An `EdgeDocumentStore` or any Haystack document store.
+    :param ids: Document ids.
+    :returns: id -> (meta, dense vector, or `None` for a document without one), for each of `ids` found.
+    """
+    unique = list(dict.fromkeys(ids))
+    if not unique:
+        return {}
+    if hasattr(document_store, "dense_vectors_by_id"):
+        return document_store.dense_vectors_by_id(unique)
+    documents = document_store.filter_documents({"field": "id", "operator": "in", "value": unique})
+    return {
+        doc.id: (dict(doc.meta), list(doc.embedding) if doc.embedding is not None else None) for doc in documents
+    }
+
+
 def _qdrant_search(document_store: Any, request: dict[str, Any]) -> list[Document]:
     from haystack_integrations.components.retrievers.qdrant import (  # noqa: PLC0415
         QdrantEmbeddingRetriever,

@@ -31,6 +31,7 @@ from typing import Any  # noqa: E402
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging, tracing  # noqa: E402
 
+from components.document_stores.vector_search import stored_vectors  # noqa: E402
 from components.embedders.openvino_backend import (  # noqa: E402
     OpenVINOEncoder,
     dense_backend,
@@ -255,9 +256,10 @@ class DenseDocumentEmbedder:
             limit). The default, 1024, embeds every parent block of lexhay's splitter (at most ~2,200 characters)
             whole: the block vector then carries the relevance a longer re-embedding would give at query time.
         :param document_store:
-            The store the documents are written to (`EdgeDocumentStore`): a document whose id the store already
-            holds with the same `meta["embedding_hash"]` (model, token limit and embedded text unchanged) gets the
-            stored vector instead of being embedded again. `None` embeds every document.
+            The store the documents are written to (the embedded store, a Qdrant server or any Haystack document
+            store): a document whose id the store already holds with the same `meta["embedding_hash"]` (model,
+            token limit and embedded text unchanged) gets the stored vector instead of being embedded again.
+            `None` embeds every document.
         :raises ValueError: An invalid `model`, `batch_size`, `dtype` or `max_seq_length`.
         """
         _validate(model, batch_size, dtype)
@@ -377,10 +379,9 @@ class DenseDocumentEmbedder:
 
     def _stored_vectors(self, documents: list[Document], hashes: list[str]) -> dict[int, list[float]]:
         """Vectors the store already holds for these documents with the same embedding hash, by position."""
-        lookup = getattr(self.document_store, "dense_vectors_by_id", None)
-        if lookup is None:
+        if self.document_store is None:
             return {}
-        found = lookup([doc.id for doc in documents])
+        found = stored_vectors(self.document_store, [doc.id for doc in documents])
         out = {}
         for i, (doc, digest) in enumerate(zip(documents, hashes, strict=True)):
             meta, vector = found.get(doc.id, (None, None))

