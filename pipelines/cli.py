@@ -140,7 +140,7 @@ def _print_results(item: dict[str, Any], docs: list[Any], fmt: str) -> None:
     for col in ("#", "law", "article", "title", "score"):
         table.add_column(col)
     for rank, row in enumerate(rows, start=1):
-        table.add_row(str(rank), row["law_short"] or row["law_id"], row["article"], row["title"], f"{row['score']:.4f}")
+        table.add_row(str(rank), row["law_short"] or row["law_id"], row["label"], row["title"], f"{row['score']:.4f}")
     out.print(table)
 
 
@@ -172,7 +172,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         for col in ("law", "article", "title", "chunk_id"):
             table.add_column(col)
         for c in result["citations"]:
-            table.add_row(c.get("law_short") or c["law_id"], c["article"], c["title"], c["chunk_id"][:12])
+            table.add_row(c.get("law_short") or c["law_id"], c["label"], c["title"], c["chunk_id"][:12])
         out.print(table)
     for u in result["unverified_citations"]:
         err.print(f"[yellow]unverified citation[/yellow] {u['text']} ({u['reason']})")

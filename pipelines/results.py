@@ -2,8 +2,8 @@
 Result rows: how a retrieved `Document` is shown to callers, in one place for the CLI, the HTTP API and the SDK.
 
 - `document_row`: the full block (`id`, `score`, `content`, `meta`): the HTTP `/retrieve/run` results.
-- `article_row`: the article-level summary (`law_id`, `article`, `score`, `chunk_id`, `title`, `law_short`): the
-  CLI's batch JSONL contract (the quality harness reads it) and its tables.
+- `article_row`: the article-level summary (`law_id`, `article`, `score`, `chunk_id`, `title`, `law_short`,
+  `label`): the CLI's batch JSONL contract (the quality harness reads it) and its tables.
 - `QueryResult` (with `Citation`): what `LexHay.ask` returns, declared once for the SDK, the CLI (`lexhay ask
   --json` writes it as is), the HTTP `/ask/run` response and the OpenAI-compatible chat (its `lexhay` field).
 """
@@ -11,6 +11,8 @@ Result rows: how a retrieved `Document` is shown to callers, in one place for th
 from typing import Any, TypedDict
 
 from haystack import Document
+
+from components.legal.answer_format import article_citation
 
 
 class Citation(TypedDict):
@@ -21,6 +23,7 @@ class Citation(TypedDict):
     title: str  # the article's title, "" when it has none
     chunk_id: str  # the id of the cited block (a parent block)
     law_short: str | None  # the law's short name (ET, CF88, ...), when known
+    label: str  # the article as a citation names it, spelled as the statute writes it: "art. 38", "art. 391-A"
 
 
 class QueryResult(TypedDict):
@@ -59,7 +62,10 @@ def document_row(doc: Document) -> dict[str, Any]:
 
 
 def article_row(doc: Document) -> dict[str, Any]:
-    """An article-level result: law_id, article, score (6 decimals), chunk_id, title, law_short."""
+    """
+    An article-level result: law_id, article (the store's key), score (6 decimals), chunk_id, title, law_short, label
+    (the article as a citation names it: "art. 391-A").
+    """
     return {
         "law_id": doc.meta.get("law_id"),
         "article": doc.meta.get("article"),
@@ -67,4 +73,5 @@ def article_row(doc: Document) -> dict[str, Any]:
         "chunk_id": doc.id,
         "title": doc.meta.get("article_title") or "",
         "law_short": doc.meta.get("law_short") or "",
+        "label": article_citation(doc.meta),
     }

@@ -26,6 +26,7 @@ from components.legal.access import (
     owner_condition,
     tenant_meta,
 )
+from components.legal.answer_format import article_citation
 from components.legal.ids import SOURCE_DIGEST
 from components.retrievers.retrieval_chain import CITATION_STAGES
 from components.utils.stage_runner import pipeline_stages, run_stages
@@ -569,7 +570,7 @@ class LexHay:
         :param streaming_callback: Called with each token of the LLM answer as it is generated (`StreamingChunk`,
             `===META===` block included); not called for the extractive answer or a cached one.
         :returns: A `QueryResult` (`pipelines.results`): `answer`, `citations` (`law_id`, `article`, `title`,
-            `chunk_id`, `law_short`), `context_chunk_ids`, `need`,
+            `chunk_id`, `law_short`, `label`: "art. 391-A"), `context_chunk_ids`, `need`,
             `route` (ACCEPT / REJECT), `fallbacks` (which stages ran without the LLM), `unverified_citations`,
             `flags` (the flags this request ran with) and `trace`: the request's `PipelineTrace` (`request_id`,
             `stages` with per-stage ms and input / output summaries, `decisions`, `totals`, `cache` hit rates; see
@@ -703,7 +704,8 @@ class LexHay:
                 (c["law_id"], c["article"]) for c in citations
             }:
                 citations.append({"law_id": key[0], "article": key[1], "title": d.meta.get("article_title") or "",
-                                  "chunk_id": d.id, "law_short": d.meta.get("law_short")})
+                                  "chunk_id": d.id, "law_short": d.meta.get("law_short"),
+                                  "label": article_citation(d.meta)})
         trace["meta_warnings"] = parsed["warnings"]
         return {
             "answer": out["verifier"]["answer"],

@@ -21,12 +21,13 @@ from components.legal.answer_format import (
     UNKNOWN_NORMS_NOTES,
     answer_language,
     article_body,
+    article_citation,
     law_name,
     neutralize,
 )
 from components.legal.citations import CitationGrammar, unknown_norms
 from components.legal.ids import REPEALED
-from components.legal.legal_text import fold_accents, split_sentences
+from components.legal.legal_text import split_sentences
 from components.legal.terms import stems
 
 logger = logging.getLogger(__name__)
@@ -84,13 +85,7 @@ _ENUMERATOR_RE = re.compile(r"^(?:\d+(?:\.\d+)*(?:\s+bis)?\.|[a-zñ]\)|[a-zñ]\.
 def citation(document: Document, language: str = "es") -> str:
     """How a quote from the block is cited: "ET, art. 38"; "ET, disposición adicional primera"; "CLT, art. 477"."""
     meta = document.meta
-    label = str(meta.get("article_label") or "")
-    if fold_accents(label).lower().startswith("articulo "):
-        article = f"art. {label.split(None, 1)[1]}"
-    elif label:
-        article = label[0].lower() + label[1:]
-    else:
-        article = f"art. {meta['article']}" if meta.get("article") else ""
+    article = article_citation(meta)
     cited = f"{law_name(document)}, {article}" if article else law_name(document)
     note = EXTRACTIVE_TEXTS.get(language, EXTRACTIVE_TEXTS["es"])["repealed"]
     return f"{cited}; {note}" if meta.get("status") == REPEALED else cited

@@ -208,6 +208,19 @@ def law_name(document: Document) -> str:
     return str(meta.get("law_short") or meta.get("law_title") or meta.get("law_id") or "Norma")
 
 
+def article_citation(meta: dict[str, Any]) -> str:
+    """
+    An article as a citation names it, spelled as the statute writes it: "art. 38", "art. 391-A" (the store's key is
+    "391-a"), "disposición adicional primera"; "art. <key>" without a label, "" without an article.
+    """
+    label = str(meta.get("article_label") or "")
+    if fold_accents(label).lower().startswith("articulo "):
+        return f"art. {label.split(None, 1)[1]}"
+    if label:
+        return label[0].lower() + label[1:]
+    return f"art. {meta['article']}" if meta.get("article") else ""
+
+
 def article_heading(document: Document) -> str:
     """The block's article label and title: "Artículo 38. Vacaciones anuales" ("Artículo 38" without a title)."""
     meta = document.meta

@@ -184,6 +184,7 @@ def test_ask_answers_with_citations_and_carryover(served):
     assert result["route"] == "ACCEPT" and result["fallbacks"]["answer"] is True  # no LLM: the extractive answer
     assert "(RD 2720/1998, art. 4)" in result["answer"]
     assert (RD_ID, "4") in {(c["law_id"], c["article"]) for c in result["citations"]}
+    assert {c["label"] for c in result["citations"] if c["article"] == "4"} == {"art. 4"}  # as the answer cites it
     assert result["context_chunk_ids"]
     follow = server.http.post("/ask/run", json={
         "question": "¿Y cuánto dura?", "previous_chunk_ids": result["context_chunk_ids"],

@@ -42,7 +42,11 @@ def test_result_rows():
                    meta={"law_id": "L1", "article": "38", "article_title": "Vacaciones", "law_short": "ET"})
     assert document_row(doc) == {"id": "c1", "score": 0.1234567891, "content": "Texto", "meta": doc.meta}
     assert article_row(doc) == {"law_id": "L1", "article": "38", "score": 0.123457, "chunk_id": "c1",
-                                "title": "Vacaciones", "law_short": "ET"}
+                                "title": "Vacaciones", "law_short": "ET", "label": "art. 38"}
+    # a lettered article: the store's key is lower case, the label spells it as the statute does
+    clt = Document(id="c2", content="Texto", meta={"law_id": "DEL-5452-1943", "article": "391-a",
+                                                    "article_label": "Art. 391-A", "law_short": "CLT"})
+    assert article_row(clt)["article"] == "391-a" and article_row(clt)["label"] == "art. 391-A"
     assert document_row(Document(content="x"))["score"] is None and article_row(Document(content="x"))["title"] == ""
 
 
