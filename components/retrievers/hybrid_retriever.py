@@ -401,9 +401,9 @@ class HybridRetriever:
         """
         Score-level fusion per parent: `dense_share * minmax(cosine) + (1 - dense_share) * minmax(best BM25)`.
 
-        A parent the dense search did not return gets its cosine from its stored vector (one dense search restricted to
-        them), so a block found by BM25 alone is still judged on its meaning; a parent the BM25 search did not
-        return gets BM25 0.
+        A parent the dense search did not return gets its cosine from its stored vector (one dense search
+        restricted to them), so a block found by BM25 alone is still judged on its meaning; a parent the BM25
+        search did not return gets BM25 0.
         """
         cosine: dict[str, float] = {}
         lexical: dict[str, float] = {}
