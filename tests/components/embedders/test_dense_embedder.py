@@ -330,7 +330,6 @@ def test_unchanged_documents_reuse_their_stored_vector():
     assert reuse.to_dict()["init_parameters"]["document_store"]["type"] == "tests.fake.Store"
 
 
-
 def test_a_qdrant_server_store_gives_back_unchanged_vectors_too():
     """Re-indexing into a Qdrant server (no embedded-store method) keeps the vector of an unchanged block."""
     from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
@@ -347,6 +346,7 @@ def test_a_qdrant_server_store_gives_back_unchanged_vectors_too():
     assert reuse.reused == 1
     assert again[0].embedding == pytest.approx([384**-0.5] * 384, abs=1e-6)  # the sentinel, as stored (normalized)
     assert again[1].embedding != pytest.approx(first["documents"][1].embedding, abs=1e-6)  # changed text: embedded
+
 
 @pytest.mark.model
 def test_embeddinggemma_openvino_vectors_agree_with_torch(monkeypatch):
