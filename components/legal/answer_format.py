@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from haystack import Document
 
-from components.legal.ids import PARTIALLY_REPEALED, REPEALED
+from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, PARTIALLY_REPEALED, REPEALED
 from components.legal.legal_text import detect_query_language, fold_accents
 
 META_DELIMITER: Final[str] = "===META==="
@@ -212,13 +212,30 @@ def article_citation(meta: dict[str, Any]) -> str:
     """
     An article as a citation names it, spelled as the statute writes it: "art. 38", "art. 391-A" (the store's key is
     "391-a"), "disposición adicional primera"; "art. <key>" without a label, "" without an article.
+
+    The provisions numbered apart from the body name where they stand, since their numbers repeat the body's: the
+    Brazilian Constitution's transitional act ("art. 10 do ADCT", key `adct-10`; CF88 art. 10 is another article)
+    and the decree that approves a texto refundido ("disposición derogatoria única del Real Decreto Legislativo
+    2/2015", key `rd-dd`).
     """
     label = str(meta.get("article_label") or "")
+    key = str(meta.get("article") or "")
     if fold_accents(label).lower().startswith("articulo "):
-        return f"art. {label.split(None, 1)[1]}"
-    if label:
-        return label[0].lower() + label[1:]
-    return f"art. {meta['article']}" if meta.get("article") else ""
+        cited = f"art. {label.split(None, 1)[1]}"
+    elif label:
+        cited = label[0].lower() + label[1:]
+    else:
+        cited = f"art. {key}" if key else ""
+    if cited and key.startswith(ADCT_PREFIX):
+        return f"{cited} do ADCT"
+    if cited and key.startswith(APPROVAL_PREFIX):
+        path = meta.get("heading_path")
+        instrument = path[0] if isinstance(path, list) and path else ""
+        instrument = re.sub(r"\s*\(aprobación\)\s*$", "", str(instrument)).strip()
+        number = str(meta.get("official_number") or "").strip()
+        if instrument:
+            return f"{cited} del {instrument} {number}".rstrip()
+    return cited
 
 
 def article_heading(document: Document) -> str:

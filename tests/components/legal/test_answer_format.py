@@ -10,3 +10,16 @@ def test_article_citation_spells_the_article_as_the_statute_writes_it():
         "disposición adicional primera")
     assert article_citation({"article": "7"}) == "art. 7"  # no label: the key
     assert article_citation({}) == ""
+
+
+def test_provisions_numbered_apart_say_where_they_stand():
+    # the ADCT repeats the Constitution's numbers: CF88 art. 10 and ADCT art. 10 are different articles
+    adct = {"article": "adct-10", "article_label": "Art. 10",
+            "heading_path": ["Ato das Disposições Constitucionais Transitórias"]}
+    assert article_citation(adct) == "art. 10 do ADCT"
+    assert article_citation({"article": "10", "article_label": "Art. 10"}) == "art. 10"
+    # the approving decree of a texto refundido, whose provisions the store keys apart from the code's own
+    approval = {"article": "rd-dd", "article_label": "Disposición derogatoria única", "official_number": "2/2015",
+                "heading_path": ["Real Decreto Legislativo (aprobación)"]}
+    assert article_citation(approval) == "disposición derogatoria única del Real Decreto Legislativo 2/2015"
+    assert article_citation({**approval, "heading_path": None}) == "disposición derogatoria única"
