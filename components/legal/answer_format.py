@@ -208,40 +208,50 @@ def law_name(document: Document) -> str:
     return str(meta.get("law_short") or meta.get("law_title") or meta.get("law_id") or "Norma")
 
 
+def numbered_apart(meta: dict[str, Any]) -> str:
+    """
+    Where a provision numbered apart from the body stands, since its number repeats the body's: "do ADCT" for the
+    Brazilian Constitution's transitional act (key `adct-10`; CF88 art. 10 is another article), "del Real Decreto
+    Legislativo 2/2015" for the decree that approves a texto refundido (key `rd-dd`); "" for the body's own.
+    """
+    key = str(meta.get("article") or "")
+    if key.startswith(ADCT_PREFIX):
+        return "do ADCT"
+    if key.startswith(APPROVAL_PREFIX):
+        path = meta.get("heading_path")
+        instrument = re.sub(r"\s*\(aprobación\)\s*$", "", str(path[0]) if isinstance(path, list) and path else "")
+        number = str(meta.get("official_number") or "").strip()
+        return f"del {instrument.strip()} {number}".rstrip() if instrument.strip() else ""
+    return ""
+
+
 def article_citation(meta: dict[str, Any]) -> str:
     """
     An article as a citation names it, spelled as the statute writes it: "art. 38", "art. 391-A" (the store's key is
-    "391-a"), "disposición adicional primera"; "art. <key>" without a label, "" without an article.
-
-    The provisions numbered apart from the body name where they stand, since their numbers repeat the body's: the
-    Brazilian Constitution's transitional act ("art. 10 do ADCT", key `adct-10`; CF88 art. 10 is another article)
-    and the decree that approves a texto refundido ("disposición derogatoria única del Real Decreto Legislativo
-    2/2015", key `rd-dd`).
+    "391-a"), "disposición adicional primera", "art. 10 do ADCT" (`numbered_apart`); "art. <key>" without a label,
+    "" without an article.
     """
     label = str(meta.get("article_label") or "")
-    key = str(meta.get("article") or "")
     if fold_accents(label).lower().startswith("articulo "):
         cited = f"art. {label.split(None, 1)[1]}"
     elif label:
         cited = label[0].lower() + label[1:]
     else:
-        cited = f"art. {key}" if key else ""
-    if cited and key.startswith(ADCT_PREFIX):
-        return f"{cited} do ADCT"
-    if cited and key.startswith(APPROVAL_PREFIX):
-        path = meta.get("heading_path")
-        instrument = path[0] if isinstance(path, list) and path else ""
-        instrument = re.sub(r"\s*\(aprobación\)\s*$", "", str(instrument)).strip()
-        number = str(meta.get("official_number") or "").strip()
-        if instrument:
-            return f"{cited} del {instrument} {number}".rstrip()
-    return cited
+        cited = f"art. {meta['article']}" if meta.get("article") else ""
+    where = numbered_apart(meta) if cited else ""
+    return f"{cited} {where}" if where else cited
 
 
-def article_heading(document: Document) -> str:
-    """The block's article label and title: "Artículo 38. Vacaciones anuales" ("Artículo 38" without a title)."""
+def article_heading(document: Document, *, located: bool = False) -> str:
+    """
+    The block's article label and title: "Artículo 38. Vacaciones anuales" ("Artículo 38" without a title).
+
+    `located`: a provision numbered apart says where it stands ("Art. 10 do ADCT"), as the answer must cite it.
+    """
     meta = document.meta
     label = str(meta.get("article_label") or (f"Artículo {meta['article']}" if meta.get("article") else ""))
+    where = numbered_apart(meta) if located and label else ""
+    label = f"{label} {where}" if where else label
     title = str(meta.get("article_title") or "").strip().rstrip(".")
     return f"{label}. {title}" if label and title else label or title
 
@@ -271,7 +281,7 @@ def context_block(document: Document) -> dict[str, str]:
     from the document (text, titles, chapter path, summary) is `neutralize`d (an uploaded file sets them all).
     """
     meta = document.meta
-    heading = article_heading(document)
+    heading = article_heading(document, located=True)  # the LLM cites what the header names
     header = f"{law_name(document)} > {heading}" if heading else law_name(document)
     return {
         "header": " ".join(neutralize(header).split()),

@@ -23,3 +23,18 @@ def test_provisions_numbered_apart_say_where_they_stand():
                 "heading_path": ["Real Decreto Legislativo (aprobación)"]}
     assert article_citation(approval) == "disposición derogatoria única del Real Decreto Legislativo 2/2015"
     assert article_citation({**approval, "heading_path": None}) == "disposición derogatoria única"
+
+
+def test_the_llm_reads_a_provision_numbered_apart_under_the_name_it_must_cite():
+    from haystack import Document
+
+    from components.legal.answer_format import article_heading, context_block
+
+    adct = Document(id="b", content="Art. 10. Até que seja promulgada a lei complementar...", meta={
+        "law_short": "CF88", "article": "adct-10", "article_label": "Art. 10",
+        "heading_path": ["Ato das Disposições Constitucionais Transitórias"]})
+    assert context_block(adct)["header"] == "CF88 > Art. 10 do ADCT"
+    assert article_heading(adct) == "Art. 10"  # the breadcrumb embedded at indexing carries the heading path already
+    body = Document(id="c", content="x", meta={"law_short": "ET", "article": "38", "article_label": "Artículo 38",
+                                                "article_title": "Vacaciones anuales"})
+    assert context_block(body)["header"] == "ET > Artículo 38. Vacaciones anuales"
