@@ -218,10 +218,9 @@ def numbered_apart(meta: dict[str, Any]) -> str:
     if key.startswith(ADCT_PREFIX):
         return "do ADCT"
     if key.startswith(APPROVAL_PREFIX):
-        path = meta.get("heading_path")
-        instrument = re.sub(r"\s*\(aprobación\)\s*$", "", str(path[0]) if isinstance(path, list) and path else "")
-        number = str(meta.get("official_number") or "").strip()
-        return f"del {instrument.strip()} {number}".rstrip() if instrument.strip() else ""
+        # the law's title is the approving decree's: "Real Decreto Legislativo 2/2015, de 23 de octubre, por el que ..."
+        decree = str(meta.get("law_title") or "").split(",", 1)[0].strip()
+        return f"del {decree}" if decree else ""
     return ""
 
 

@@ -19,10 +19,12 @@ def test_provisions_numbered_apart_say_where_they_stand():
     assert article_citation(adct) == "art. 10 do ADCT"
     assert article_citation({"article": "10", "article_label": "Art. 10"}) == "art. 10"
     # the approving decree of a texto refundido, whose provisions the store keys apart from the code's own
-    approval = {"article": "rd-dd", "article_label": "Disposición derogatoria única", "official_number": "2/2015",
+    approval = {"article": "rd-dd", "article_label": "Disposición derogatoria única",
+                "law_title": "Real Decreto Legislativo 2/2015, de 23 de octubre, por el que se aprueba el texto "
+                             "refundido de la Ley del Estatuto de los Trabajadores",
                 "heading_path": ["Real Decreto Legislativo (aprobación)"]}
     assert article_citation(approval) == "disposición derogatoria única del Real Decreto Legislativo 2/2015"
-    assert article_citation({**approval, "heading_path": None}) == "disposición derogatoria única"
+    assert article_citation({**approval, "law_title": None}) == "disposición derogatoria única"
 
 
 def test_the_llm_reads_a_provision_numbered_apart_under_the_name_it_must_cite():
