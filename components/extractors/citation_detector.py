@@ -4,7 +4,7 @@ from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict, logging
 
-from components.legal.citations import CitationGrammar, citation_filters, unknown_norms
+from components.legal.citations import CitationGrammar, citation_filters, not_in_corpus
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +24,8 @@ class CitationDetector:
     forms are read too: "art. 477 da CLT", "§ 8º do art. 477", "CLT 59-A", "artigo 7º, inciso XVII, da CF",
     "art. 10, II, b, do ADCT". A norm named as people type it ("es verdad que la constitucion dice...", "o que a clt
     fala") counts too (the grammar's `colloquial` reading). Case law ("Súmula 331 do TST", CNJ process numbers
-    "0001234-56.2023.5.02.0001") is reported apart in `case_law`: statutes hold none of it, so it fetches nothing.
+    "0001234-56.2023.5.02.0001") is reported apart in `case_law`: statutes hold none of it, so it fetches nothing, and
+    it is listed in `unknown_norms` too, for the answer to say it is not in the corpus.
 
     ### Usage example
 
@@ -81,7 +82,8 @@ class CitationDetector:
             (`CitationGrammar.extract_case_law`: `kind`, `number`, `court`, `text`, `span`); `named_laws`: the law
             ids of the known norms the question names or cites, in order (`HybridRetriever` also searches within
             them); `unknown_norms`: the norms it names or cites that the laws table does not hold ("Código Penal",
-            "Lei 8.078/1990"), in order: nothing is fetched for them, and the answer says they are not in the corpus.
+            "Lei 8.078/1990"), then its case law as written ("Súmula 331 do TST"), in order: nothing is fetched for
+            them, and the answer says they are not in the corpus.
         """
         found = self.grammar.extract(query, colloquial=True)
         cited_laws = {c["law_id"] or c["law"] for c in found if c["article"]}
@@ -95,11 +97,12 @@ class CitationDetector:
             citations.append(citation)
         if citations:
             logger.debug("Citations in query: {citations}", citations=[(c["law"], c["article"]) for c in citations])
+        case_law = self.grammar.extract_case_law(query)
         return {
             "citations": citations,
             "filters": citation_filters(citations),
             "has_citations": bool(citations),
-            "case_law": self.grammar.extract_case_law(query),
+            "case_law": case_law,
             "named_laws": list(dict.fromkeys(c["law_id"] for c in citations if c["law_id"])),
-            "unknown_norms": unknown_norms(citations),
+            "unknown_norms": not_in_corpus(citations, case_law),
         }

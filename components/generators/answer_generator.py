@@ -85,6 +85,7 @@ class AnswerGenerator:
         streaming_callback: Callable[[StreamingChunk], None] | None = None,
         citations: list[dict[str, Any]] | None = None,
         out_of_scope: list[str] | None = None,
+        unknown_norms: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Answer the question.
@@ -98,6 +99,8 @@ class AnswerGenerator:
             which quotes a cited article first; `None` lets it read them from `question`.
         :param out_of_scope: The branch of law the question is about when the corpus lacks its statutes
             (`ScopeChecker.out_of_scope`), for the extractive fallback's notice (the LLM has it in its prompt).
+        :param unknown_norms: The norms and case law the question cites that the corpus lacks
+            (`CitationDetector.unknown_norms`), for the extractive fallback's notice; `None` lets it read them.
         :returns: `replies` (one assistant message: answer + META block) and `fallback` (True = extractive).
         """
         if self.chat_generator is not None:
@@ -106,6 +109,10 @@ class AnswerGenerator:
                 return {"replies": [ChatMessage.from_assistant(text)], "fallback": False}
             logger.warning("The LLM gave no answer; using the extractive answer")
         extractive = self.extractive.run(
-            question=question, documents=documents, citations=citations, out_of_scope=out_of_scope
+            question=question,
+            documents=documents,
+            citations=citations,
+            out_of_scope=out_of_scope,
+            unknown_norms=unknown_norms,
         )
         return {"replies": extractive["replies"], "fallback": True}

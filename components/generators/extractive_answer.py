@@ -24,10 +24,11 @@ from components.legal.answer_format import (
     article_citation,
     law_name,
     neutralize,
+    unit_label,
 )
-from components.legal.citations import CitationGrammar, unknown_norms
+from components.legal.citations import CitationGrammar, not_in_corpus, pinpoint
 from components.legal.ids import REPEALED
-from components.legal.legal_text import split_sentences
+from components.legal.legal_text import split_sentences, unit_range
 from components.legal.terms import stems
 
 logger = logging.getLogger(__name__)
@@ -82,10 +83,15 @@ ARTICLE_MIN_RATIO = 0.5  # a 2nd or 3rd article is quoted only when its best sen
 _ENUMERATOR_RE = re.compile(r"^(?:\d+(?:\.\d+)*(?:\s+bis)?\.|[a-zñ]\)|[a-zñ]\.)\s+")
 
 
-def citation(document: Document, language: str = "es") -> str:
-    """How a quote from the block is cited: "ET, art. 38"; "ET, disposición adicional primera"; "CLT, art. 477"."""
+def citation(document: Document, language: str = "es", units: list[tuple[str, str]] | None = None) -> str:
+    """
+    How a quote from the block is cited: "ET, art. 38"; "ET, disposición adicional primera"; "CLT, art. 477"; with
+    the subdivision quoted (`units`), "CLT, art. 477, § 8º", in the statute's language.
+    """
     meta = document.meta
     article = article_citation(meta)
+    if article and units:
+        article = f"{article}, {unit_label(units, str(meta.get('lang') or language))}"
     cited = f"{law_name(document)}, {article}" if article else law_name(document)
     note = EXTRACTIVE_TEXTS.get(language, EXTRACTIVE_TEXTS["es"])["repealed"]
     return f"{cited}; {note}" if meta.get("status") == REPEALED else cited
@@ -121,6 +127,15 @@ def _checked_citations(citations: Any, question: str) -> list[dict[str, Any]]:
     return citations
 
 
+def _key(document: Document) -> tuple[Any, Any]:
+    return (document.meta.get("law_id"), document.meta.get("article"))
+
+
+def _part(document: Document) -> int:
+    part = document.meta.get("part")
+    return part if isinstance(part, int) else 0
+
+
 def _quote(sentences: list[str], positions: list[int]) -> str:
     """The chosen sentences in their order in the article; a gap between non-adjacent ones is marked."""
     parts = [_clean(sentences[positions[0]])]
@@ -142,6 +157,9 @@ class ExtractiveAnswer:
     `max_articles` in all of the blocks whose best sentence scores at least half as much as the best-scoring one;
     from each, its `max_sentences` best sentences in text order (a quoted block sharing no term: its opening
     sentences). When no sentence shares a term with the question, the beginning of the first block is quoted.
+    A citation that names a subdivision ("art. 477, § 8º, da CLT", "artículo 38.2 del ET", "inciso XVII do art. 7º")
+    gets that subdivision quoted, from its first sentence (after the sentence that introduces an inciso or a letter),
+    across the article's parts, and cited as such: "(CLT, art. 477, § 8º)".
 
     The reply ends with the `===META===` block `AnswerMetaParser` reads: `USED|<the quoted blocks>` and `DROP|ninguno`
     (with no documents: `USED|` and `DROP|ninguno`, which parses as valid metadata with nothing used).
@@ -210,6 +228,7 @@ class ExtractiveAnswer:
         documents: list[Document],
         citations: list[dict[str, Any]] | None = None,
         out_of_scope: list[str] | None = None,
+        unknown_norms: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Answers from the documents alone.
@@ -222,6 +241,8 @@ class ExtractiveAnswer:
             (nothing connected) reads them from `question` here.
         :param out_of_scope: The branch of law the question is about when the corpus does not hold its statutes
             (`ScopeChecker.out_of_scope`): said on the first line, before the nearest passages.
+        :param unknown_norms: What the question cites that the corpus does not hold, norms and case law
+            (`CitationDetector.unknown_norms`): said first; `None` (nothing connected) reads it from the question.
         :returns: A dictionary with:
             - `replies`: one assistant message holding `answer` (a drop-in for a chat generator's output).
             - `answer`: the quotes with their citations, the extractive-answer note and the `===META===` block.
@@ -232,8 +253,10 @@ class ExtractiveAnswer:
             found_citations = self._citations.extract(question)
         else:
             found_citations = _checked_citations(citations, question)
-        # norms the question cites that the corpus lacks: said first, so no quote passes for theirs
-        missing = unknown_norms(found_citations)
+        # norms and case law the question cites that the corpus lacks: said first, so no quote passes for theirs
+        if unknown_norms is None:
+            unknown_norms = not_in_corpus(found_citations, self._citations.extract_case_law(question))
+        missing = [norm.strip() for norm in unknown_norms if isinstance(norm, str) and norm.strip()]
         notice = [neutralize(UNKNOWN_NORMS_NOTES[language].format(norms="; ".join(missing))), ""] if missing else []
         # a matter whose statutes the corpus lacks: the quotes are the nearest it has, not that matter's law
         matters = [matter.strip() for matter in out_of_scope or [] if isinstance(matter, str) and matter.strip()]
@@ -255,6 +278,7 @@ class ExtractiveAnswer:
         # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998")
         # are left out of the sentence scoring, they would favour any block that merely names the law
         cited = {(c["law_id"], c["article"]) for c in found_citations if c.get("law_id") and c.get("article")}
+        pinned = self._pinned(question, found_citations, documents, sentences)
         for citation_found in sorted(found_citations, key=lambda c: c["span"][0], reverse=True):
             start, end = citation_found["span"]
             question = question[:start] + " " + question[end:]
@@ -268,7 +292,10 @@ class ExtractiveAnswer:
         # rules, while shared words say little about a colloquial question ("se ha muerto mi abuela" shares
         # "muerte" with the survivors' pensions, nothing with the leave article); the overlap picks the others
         lead = [i for i in sorted(pool) if documents[i].meta.get("status") != REPEALED][:1] or [min(pool)]
-        chosen = list(dict.fromkeys(first + (lead if top > 0 else []) + (in_force or matching)))[: self.max_articles]
+        ordered = first + (lead if top > 0 else []) + (in_force or matching)
+        # a pinned article is quoted once, from the part that holds its subdivision
+        ordered = [pinned[_key(documents[i])][0][0] if _key(documents[i]) in pinned else i for i in ordered]
+        chosen = list(dict.fromkeys(ordered))[: self.max_articles]
         for i in first:
             if i not in scores:  # a cited block beyond the candidate pool
                 scores[i] = self._scores(question, {i: sentences[i]}, language)[i]
@@ -280,18 +307,54 @@ class ExtractiveAnswer:
             intro, chosen = texts["no_match"], [first]
             positions = {first: list(range(min(self.max_sentences, len(sentences[first]))))}
 
-        quotes = [
+        quotes, quoted = [], set(chosen)
+        for i in chosen:
+            parts, article_sentences, article_positions, units = pinned.get(_key(documents[i]), ([], [], [], []))
+            if units:
+                quote, quoted = _quote(article_sentences, article_positions), quoted | set(parts)
+            else:
+                quote = _quote(sentences[i], positions[i])
             # quoted text and citation come from the (untrusted) document: never a forged META block or header
-            QUOTE_LINE.format(
-                quote=neutralize(_quote(sentences[i], positions[i])),
-                citation=neutralize(citation(documents[i], language)),
+            quotes.append(
+                QUOTE_LINE.format(
+                    quote=neutralize(quote), citation=neutralize(citation(documents[i], language, units))
+                )
             )
-            for i in chosen
-        ]
-        used = ",".join(str(i + 1) for i in sorted(chosen))
+        used = ",".join(str(i + 1) for i in sorted(quoted))
         answer = "\n".join([*notice, intro, "", *quotes, "", texts["note"], META_BLOCK.format(used=used)])
         logger.debug("ExtractiveAnswer: quoted blocks {used}", used=used)
         return {"replies": [ChatMessage.from_assistant(answer, meta={"model": "extractive"})], "answer": answer}
+
+    def _pinned(
+        self,
+        question: str,
+        citations: list[dict[str, Any]],
+        documents: list[Document],
+        sentences: dict[int, list[str]],
+    ) -> dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]]:
+        """
+        The articles whose citation names a subdivision found in their text: per (law_id, article), the blocks the
+        quote comes from (the unit's first first), the article's sentences (its parts in order), the positions to
+        quote (the introducing sentence, then the unit's first `max_sentences`) and the subdivision.
+        """
+        groups = Counter(tuple(c["span"]) for c in citations)
+        pinned: dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]] = {}
+        for cited in citations:
+            key = (cited.get("law_id"), cited.get("article"))
+            if not all(key) or key in pinned or groups[tuple(cited["span"])] > 1:  # "arts. 40 y 41": no one unit
+                continue
+            units = pinpoint(question, cited["span"])
+            parts = sorted((i for i in sentences if _key(documents[i]) == key), key=lambda i: (_part(documents[i]), i))
+            owners = [i for i in parts for _ in sentences[i]]
+            article_sentences = [sentence for i in parts for sentence in sentences[i]]
+            found = unit_range(article_sentences, units) if units else None
+            if found is None:
+                continue
+            lead, start, end = found
+            positions = ([lead] if lead is not None else []) + list(range(start, min(end, start + self.max_sentences)))
+            blocks = list(dict.fromkeys([owners[start], *(owners[p] for p in positions)]))
+            pinned[key] = (blocks, article_sentences, positions, units)
+        return pinned
 
     @staticmethod
     def _scores(question: str, sentences: dict[int, list[str]], language: str = "es") -> dict[int, list[float]]:

@@ -138,8 +138,8 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
         "graph": "Relaciones entre normas (grafo legal):",
         "graph_note": "(Estas relaciones orientan la respuesta; no son fragmentos numerados: no las incluyas en USED "
         "ni DROP.)",
-        "unknown": "Normas que cita la pregunta y que no están en el corpus indexado (dilo en la respuesta y no les "
-        "atribuyas el contenido de ningún fragmento):",
+        "unknown": "Normas o jurisprudencia que cita la pregunta y que no están en el corpus indexado (dilo en la "
+        "respuesta y no les atribuyas el contenido de ningún fragmento):",
         "out_of_scope": "La pregunta parece tratar de una materia cuya normativa no está en el corpus indexado (dilo "
         "al principio de la respuesta; los fragmentos son lo más cercano que contiene y pueden no responderla):",
     },
@@ -153,8 +153,8 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
         "graph": "Relações entre normas (grafo legal):",
         "graph_note": "(Estas relações orientam a resposta; não são fragmentos numerados: não as inclua em USED nem "
         "DROP.)",
-        "unknown": "Normas citadas na pergunta que não estão no corpus indexado (diga isso na resposta e não lhes "
-        "atribua o conteúdo de nenhum fragmento):",
+        "unknown": "Normas ou jurisprudência citadas na pergunta que não estão no corpus indexado (diga isso na "
+        "resposta e não lhes atribua o conteúdo de nenhum fragmento):",
         "out_of_scope": "A pergunta parece tratar de uma matéria cuja legislação não está no corpus indexado (diga "
         "isso no início da resposta; os fragmentos são o mais próximo que ele contém e podem não respondê-la):",
     },
@@ -239,6 +239,33 @@ def article_citation(meta: dict[str, Any]) -> str:
         cited = f"art. {meta['article']}" if meta.get("article") else ""
     where = numbered_apart(meta) if cited else ""
     return f"{cited} {where}" if where else cited
+
+
+
+# A subdivision of an article as a citation names it, in the statute's language: "apartado 2", "letra b)";
+# "§ 8º", "parágrafo único", "inciso XVII", "alínea b", "caput"
+UNIT_LABELS: Final[dict[str, dict[str, str]]] = {
+    "es": {"apartado": "apartado {}", "paragrafo": "párrafo {}", "inciso": "inciso {}", "letra": "letra {}",
+           "caput": "párrafo inicial"},
+    "pt": {"apartado": "item {}", "paragrafo": "§ {}", "inciso": "inciso {}", "letra": "alínea {}", "caput": "caput"},
+}
+
+
+def unit_label(units: list[tuple[str, str]], language: str) -> str:
+    """
+    The subdivision `units` names (`components.legal.citations.pinpoint`), as a citation writes it after the
+    article: "apartado 2"; "§ 8º", "parágrafo único", "inciso II, alínea b".
+    """
+    labels = UNIT_LABELS.get(language, UNIT_LABELS["es"])
+    out = []
+    for kind, value in units:
+        if kind == "paragrafo" and value == "unico":
+            out.append("parágrafo único" if language == "pt" else "párrafo único")
+        elif kind == "paragrafo" and language == "pt":
+            out.append(f"§ {value}º" if value.isdigit() and int(value) < 10 else f"§ {value}")
+        elif kind in labels:
+            out.append(labels[kind].format(value))
+    return ", ".join(out)
 
 
 def article_heading(document: Document, *, located: bool = False) -> str:

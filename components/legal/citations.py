@@ -228,9 +228,15 @@ _COLLOQUIAL_FOLLOW: Final[str] = (
     r"|sobre|acerca|respecto|en|em|para|me|te|nos|le|les|lhe|lhes|se|si|sim|no|nao|tambem|tambien|ya|ja)(?!\w))"
 )
 # Brazilian case law: "Súmula 331 do TST", "Súmula Vinculante 13 do STF", "OJ 394 da SDI-1"; CNJ process numbers
-# (Resolução CNJ 65/2008): NNNNNNN-DD.AAAA.J.TR.OOOO
+# (Resolução CNJ 65/2008): NNNNNNN-DD.AAAA.J.TR.OOOO. Spanish judgments by number and year: "STS 1234/2020",
+# "STC 31/2010", "la sentencia del Tribunal Supremo 1234/2020", "sentencia del TC n.º 31/2010"
+_SPANISH_COURTS: Final[dict[str, str]] = {"sts": "TS", "stc": "TC", "san": "AN", "stsj": "TSJ"}
 _CASE_LAW_RE: Final[re.Pattern[str]] = re.compile(
-    r"(?<!\w)(?:(?P<kind>sumulas?(?:\s+vinculantes?)?|(?:orientacao\s+jurisprudencial|OJ)|enunciados?)"
+    r"(?<!\w)(?:(?P<es_court>(?-i:STS|STC|SAN|STSJ)|sentencia[^\S\n]+(?:del?|de[^\S\n]+la)[^\S\n]+"
+    r"(?:Tribunal[^\S\n]+(?:Supremo|Constitucional|Superior[^\S\n]+de[^\S\n]+Justicia(?:[^\S\n]+de[^\S\n]+\w+)?)"
+    r"|(?-i:TS|TC|TSJ|AN)|Audiencia[^\S\n]+Nacional))"
+    r"[^\S\n]*(?:,[^\S\n]*)?(?:(?:n\.?[^\S\n]?[o\u00ba\u00b0]\.?|num\.|numero)[^\S\n]*)?(?P<es_number>\d{1,5}/\d{4})"
+    r"|(?P<kind>sumulas?(?:\s+vinculantes?)?|(?:orientacao\s+jurisprudencial|OJ)|enunciados?)"
     r"\s*(?:n\.?\s?[o\u00ba\u00b0]\.?\s*)?(?P<number>\d{1,4})"
     r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:d[oa]s?|de)?[^\S\n]*"
     r"(?P<court>TST|STF|STJ|TSE|TRF-?\d|TRT-?\d{1,2}|SDI-?[12]|SBDI-?[12]))?"
@@ -323,6 +329,79 @@ def citation_filters(citations: list[dict[str, Any]]) -> dict[str, Any] | None:
 class _LawRef:
     law_id: str | None
     law: str | None
+
+
+
+def not_in_corpus(citations: list[dict[str, Any]], case_law: list[dict[str, Any]]) -> list[str]:
+    """
+    What a question cites that no statute of the corpus holds, in order, once each: the unknown norms
+    (`unknown_norms`), then the case law as written ("Súmula 331 do TST", a CNJ process number). The answer says
+    so first, and no quote passes for theirs.
+    """
+    return list(dict.fromkeys([*unknown_norms(citations), *(str(c["text"]) for c in case_law if c.get("text"))]))
+
+
+# The subdivision of an article a citation names ("pinpoint"), as (kind, value) pairs, the outermost first: a Spanish
+# apartado ("38.2", "apartado 4"), a Brazilian parágrafo ("§ 8º", "parágrafo único": value "unico"), an inciso
+# ("inciso XVII", "art. 10, II"), a letter or alínea ("49.1.b)", "alínea b": kind "letra"), the caput.
+UNIT_KINDS: Final[tuple[str, ...]] = ("apartado", "paragrafo", "inciso", "letra", "caput")
+_UNIT_NAMED: Final[str] = (
+    r"(?:apartados?|apdos?\.?|numeros?|num\.)[^\S\n]*(?P<apartado>\d+)(?!\d)"
+    r"|(?:letras?|alineas?)[^\S\n]*(?P<letra>[a-z])(?:\)|(?!\w))"
+    r"|(?:\u00a7+|paragrafos?)[^\S\n]*(?P<paragrafo>\d+|unico)(?:[^\S\n]?[\u00ba\u00aa\u00b0o](?!\w))?"
+    r"|(?:incisos?|inc\.)[^\S\n]*(?P<inciso>(?-i:[IVXLC]+))(?!\w)"
+    r"|(?P<caput>caput)(?!\w)"
+)
+# after the article number: "38.2", "49.1.b)", "52.c)", ", apartado 2", ", § 8º", ", inciso XVII", ", II, b,"
+_UNIT_AFTER_RE: Final[re.Pattern[str]] = re.compile(
+    r"\.(?P<dot>\d+)(?!\d)|\.?[^\S\n]?(?P<dotletter>[a-z])\)|\.(?P<dotletter2>[a-z])(?!\w)"
+    rf"|[^\S\n]*,?[^\S\n]*(?:{_UNIT_NAMED})"
+    r"|[^\S\n]*,[^\S\n]*(?:(?P<roman>(?-i:[IVXLC]+))(?!\w)"
+    r"|(?P<bareletter>[a-z])\)?(?=[^\S\n]*,|[^\S\n]+(?:do|da|de|del)(?!\w)))",
+    re.IGNORECASE,
+)
+# before the article: "§ 8º do art. 477", "apartado 4 del artículo 55", "alínea b do inciso II do art. 10"
+_UNIT_BEFORE_RE: Final[re.Pattern[str]] = re.compile(
+    rf"(?<!\w)(?:{_UNIT_NAMED})[^\S\n]*,?[^\S\n]*(?:de[^\S\n]+la|del?|da|do)[^\S\n]+$", re.IGNORECASE
+)
+_ARTICLE_WORD_RE: Final[re.Pattern[str]] = re.compile(r"(?<!\w)(?:articulos?|artigos?|arts?(?![a-z]))\.?[^\S\n]*", re.I)
+
+
+def _unit(match: re.Match[str]) -> tuple[str, str]:
+    groups = {name: value for name, value in match.groupdict().items() if value}
+    if "caput" in groups:
+        return ("caput", "")
+    for name, kind in (("dot", "apartado"), ("apartado", "apartado"), ("paragrafo", "paragrafo")):
+        if name in groups:
+            return (kind, groups[name].lower())
+    if "inciso" in groups or "roman" in groups:
+        return ("inciso", (groups.get("inciso") or groups["roman"]).upper())
+    letter = next(groups[n] for n in ("letra", "dotletter", "dotletter2", "bareletter") if n in groups)
+    return ("letra", letter.lower())
+
+
+def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str, str]]:
+    """
+    The subdivision of the article cited at `span` of `question` (`CitationGrammar.extract` spans): `UNIT_KINDS`
+    pairs, the outermost first. "artículo 38.2 del ET" -> `[("apartado", "2")]`; "art. 477, § 8º, da CLT" and
+    "§ 8º do art. 477" -> `[("paragrafo", "8")]`; "artigo 7º, inciso XVII" -> `[("inciso", "XVII")]`; "letra b) del
+    artículo 49.1" -> `[("apartado", "1"), ("letra", "b")]`; `[]` when the citation names the whole article.
+    """
+    folded = _fold(unicodedata.normalize("NFC", question or ""))
+    start, end = int(span[0]), int(span[1])
+    after: list[tuple[str, str]] = []
+    word = _ARTICLE_WORD_RE.search(folded, start, end)
+    number = _ITEM_NUMBER_RE.match(folded, word.end() if word else start)
+    position = number.end() if number and number.end() <= end else end
+    while (match := _UNIT_AFTER_RE.match(folded, position)) and position < match.end() <= end:
+        after.append(_unit(match))
+        position = match.end()
+    before: list[tuple[str, str]] = []
+    head = folded[:start]
+    while match := _UNIT_BEFORE_RE.search(head):
+        before.append(_unit(match))
+        head = head[: match.start()]
+    return after + before
 
 
 class CitationGrammar:
@@ -553,17 +632,27 @@ class CitationGrammar:
 
     def extract_case_law(self, text: str) -> list[dict[str, Any]]:
         """
-        Brazilian case-law citations: súmulas, súmulas vinculantes and orientações jurisprudenciais ("Súmula 331 do
-        TST", "OJ 394 da SBDI-1") and CNJ process numbers ("0001234-56.2023.5.02.0001").
+        Case-law citations: Brazilian súmulas, súmulas vinculantes and orientações jurisprudenciais ("Súmula 331 do
+        TST", "OJ 394 da SBDI-1") and CNJ process numbers ("0001234-56.2023.5.02.0001"); Spanish judgments by number
+        and year ("STS 1234/2020", "sentencia del Tribunal Constitucional 31/2010").
 
-        :returns: One dict per citation, in order: `kind` (`sumula`, `sumula_vinculante`, `oj`, `processo`),
-            `number`, `court` (the court as written, upper case; for a process, the CNJ segment and tribunal, e.g.
-            `TRT-2`; None when not said), `text` and `span`.
+        :returns: One dict per citation, in order: `kind` (`sumula`, `sumula_vinculante`, `oj`, `processo`,
+            `sentencia`), `number`, `court` (the court as written, upper case; for a process, the CNJ segment and
+            tribunal, e.g. `TRT-2`; for a Spanish judgment `TS`, `TC`, `AN` or `TSJ`; None when not said), `text` and
+            `span`.
         """
         original = unicodedata.normalize("NFC", text or "")
         out = []
         for match in _CASE_LAW_RE.finditer(_fold(original)):
-            if match.group("process"):
+            if match.group("es_number"):
+                named = " ".join(match.group("es_court").lower().split())
+                court = _SPANISH_COURTS.get(named) or next(
+                    (code for word, code in (("supremo", "TS"), ("constitucional", "TC"), ("superior", "TSJ"),
+                                             ("audiencia", "AN")) if word in named),
+                    named.rsplit(" ", 1)[-1].upper(),
+                )
+                out.append({"kind": "sentencia", "number": match.group("es_number"), "court": court})
+            elif match.group("process"):
                 number = match.group("process")
                 justice, tribunal = number.split(".")[2:4]
                 court = {"5": f"TRT-{int(tribunal)}", "4": f"TRF-{int(tribunal)}"}.get(justice)

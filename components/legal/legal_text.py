@@ -450,3 +450,67 @@ def split_sentences(text: str, lang: str = "es") -> list[str]:
         if tail:
             sentences.append(tail)
     return sentences
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Subdivisions of an article
+# ---------------------------------------------------------------------------------------------------------------
+
+# How deep each subdivision sits (`components.legal.citations.UNIT_KINDS`): a unit runs from the line that opens it
+# to the next line that opens one as deep or shallower. Spanish: apartado > letra; Brazilian: parágrafo > inciso >
+# alínea (kind "letra").
+UNIT_DEPTH: Final[dict[str, int]] = {"apartado": 1, "paragrafo": 1, "inciso": 2, "letra": 3}
+# the marker a subdivision's first line opens with: "2. ", "b) ", "§ 8º ", "Parágrafo único.", "XVII - "
+_UNIT_MARKER_RE: Final[re.Pattern[str]] = re.compile(
+    r"(?P<apartado>\d+)(?:[^\S\n]+bis)?\.(?=\s)"
+    r"|(?P<letra>[a-z])\)(?=\s)"
+    r"|\u00a7+[^\S\n]*(?P<paragrafo>\d+)(?!\d)"
+    r"|(?i:(?P<unico>par[aá]grafo[^\S\n]+[uú]nico))"
+    r"|(?P<inciso>[IVXLC]+)[^\S\n]*[-\u2013\u2014](?=\s)"
+)
+
+
+def unit_marker(sentence: str) -> tuple[str, str] | None:
+    """The subdivision a sentence of statute text opens, if any ("§ 8º A inobservância" -> `("paragrafo", "8")`)."""
+    match = _UNIT_MARKER_RE.match(sentence.lstrip())
+    if not match:
+        return None
+    if match.group("unico"):
+        return ("paragrafo", "unico")
+    kind = next(name for name in ("apartado", "letra", "paragrafo", "inciso") if match.group(name))
+    return (kind, match.group(kind))
+
+
+def unit_range(sentences: list[str], units: list[tuple[str, str]]) -> tuple[int | None, int, int] | None:
+    """
+    Where the subdivision `units` names (outermost first, as `components.legal.citations.pinpoint` reads a
+    citation) lies among an article's sentences (`split_sentences` of its body, its parts in order).
+
+    :returns: `(lead, start, end)`: the unit is `sentences[start:end]`; `lead` is the sentence that introduces an
+        inciso or a letter ("São direitos dos trabalhadores...:", "1. El contrato de trabajo se extinguirá:"), None
+        when there is none. None when the article has no such subdivision (or `units` is empty).
+    """
+    markers = [unit_marker(sentence) for sentence in sentences]
+    low, high, lead = 0, len(sentences), None
+    for kind, value in units:
+        if kind == "caput":  # what the article says before its first subdivision
+            stop = next((i for i in range(low, high) if markers[i]), high)
+            if stop == low:
+                return None
+            high, lead = stop, None
+            continue
+        depth = UNIT_DEPTH.get(kind)
+        found = next((i for i in range(low, high) if markers[i] == (kind, value)), None)
+        if depth is None or found is None:
+            return None
+        lead = next(
+            (
+                i
+                for i in range(found - 1, low - 1, -1)
+                if sentences[i].rstrip().endswith(":") and (markers[i] is None or UNIT_DEPTH[markers[i][0]] < depth)
+            ),
+            None,
+        ) if depth > 1 else None
+        stop = next((i for i in range(found + 1, high) if markers[i] and UNIT_DEPTH[markers[i][0]] <= depth), high)
+        low, high = found, stop
+    return (lead, low, high) if units else None

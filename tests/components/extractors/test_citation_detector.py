@@ -133,6 +133,11 @@ def test_run_case_law(detector):
     ]
     assert result["case_law"][0]["text"] == "Súmula 331 do TST"
     assert result["citations"] == [] and result["filters"] is None  # no statute article to fetch
+    # the answer says that none of it is in the corpus
+    assert result["unknown_norms"] == [
+        "Súmula 331 do TST", "Súmula Vinculante 13 do STF", "0001234-56.2023.5.02.0001"]
+    spanish = detector.run(query="¿qué dice la STS 1234/2020 del art. 18 del Código Civil?")
+    assert spanish["unknown_norms"] == ["Código Civil", "STS 1234/2020"]
     assert detector.run(query="OJ 394 da SDI-1")["case_law"][0]["court"] == "SBDI-1"
     assert detector.run(query="processo 0001234-56.2023.5.00.0000")["case_law"][0]["court"] == "TST"
 

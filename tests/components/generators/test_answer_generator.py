@@ -64,6 +64,9 @@ def test_run_gives_the_extractive_fallback_the_citations_it_is_given():
     notice = generator.run(prompt=PROMPT, question="¿qué pena tiene un hurto?", documents=CONTEXT,
                            out_of_scope=["derecho penal"])["replies"][0].text
     assert notice.startswith("Tu pregunta parece tratar de derecho penal")
+    unknown = generator.run(prompt=PROMPT, question="¿y la STS 1234/2020?", documents=CONTEXT,
+                            unknown_norms=["STS 1234/2020"])["replies"][0].text
+    assert unknown.startswith("No están en el corpus indexado, y lo que sigue no procede de ellas: STS 1234/2020.")
 
 
 def test_run_timeout_falls_back():

@@ -250,3 +250,27 @@ def test_run_says_first_that_the_question_is_about_a_matter_the_corpus_lacks(doc
     empty = ExtractiveAnswer().run(question="¿qué pena tiene un hurto?", documents=[],
                                    out_of_scope=["derecho penal"])["answer"]
     assert empty.startswith("Tu pregunta parece tratar de derecho penal")
+
+
+def test_a_cited_apartado_is_quoted_and_cited_as_such(docs):
+    answer = ExtractiveAnswer().run(question="¿qué dice el artículo 38.2 del ET?", documents=docs)["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    assert quote.startswith("- «El periodo o periodos de su disfrute se fijará de común acuerdo")
+    assert quote.endswith("(ET, art. 38, apartado 2)") and THIRTY_DAYS not in quote
+    # a list of articles names no one subdivision
+    listed = ExtractiveAnswer().run(question="¿qué dicen los artículos 14 y 38.2 del ET?", documents=docs)["answer"]
+    assert "apartado 2)" not in listed and "(ET, art. 38)" in listed
+
+
+def test_a_cited_letter_is_quoted_after_the_sentence_that_introduces_it():
+    document = _et("49", "Extinción del contrato")
+    answer = ExtractiveAnswer().run(question="el 49.1.b) del ET", documents=[document])["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    assert quote.startswith("- «El contrato de trabajo se extinguirá: […] Por las causas consignadas válidamente")
+    assert quote.endswith("(ET, art. 49, apartado 1, letra b)")
+
+
+def test_a_spanish_judgment_is_said_to_be_outside_the_corpus(docs):
+    answer = ExtractiveAnswer().run(question="¿qué dice la STS 1234/2020 sobre las vacaciones?", documents=docs)
+    assert answer["answer"].splitlines()[0] == (
+        "No están en el corpus indexado, y lo que sigue no procede de ellas: STS 1234/2020.")

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from haystack import Document
 
 from components.converters.statute_converter import StatuteConverter
 from components.generators.extractive_answer import EXTRACTIVE_INTRO, EXTRACTIVE_TEXTS_PT, ExtractiveAnswer, citation
@@ -46,3 +47,46 @@ def test_no_documents_in_portuguese():
 def test_language_from_the_blocks_when_the_question_says_nothing(br):
     text = ExtractiveAnswer().run(question="CLT 59-A", documents=[br[("CLT", "59-a")]])["answer"]
     assert text.startswith(EXTRACTIVE_TEXTS_PT["intro"]) and "(CLT, art. 59-A)" in text
+
+
+def _parts(document, at: str) -> list:
+    """The article as the store keeps a long one: two parent blocks, the second opening at `at`."""
+    head, tail = document.content.split(at, 1)
+    meta = {**document.meta, "parts": 2}
+    return [Document(content=head, meta={**meta, "part": 1}), Document(content=at + tail, meta={**meta, "part": 2})]
+
+
+def test_a_cited_inciso_is_quoted_with_its_lead_in_across_the_article_s_parts(br):
+    documents = [*_parts(br[("CF88", "7")], "XV - "), br[("CLT", "130")]]
+    question = "o que diz o artigo 7º, inciso XVII, da Constituição?"
+    answer = ExtractiveAnswer().run(question=question, documents=documents)
+    quotes = [line for line in answer["answer"].splitlines() if line.startswith("- «")]
+    assert quotes[0].startswith("- «São direitos dos trabalhadores urbanos e rurais")
+    assert "[…] XVII - gozo de férias anuais remuneradas" in quotes[0]
+    assert quotes[0].endswith("(CF88, art. 7º, inciso XVII)")
+    assert not any("relação de emprego protegida" in quote for quote in quotes)  # inciso I is not what was asked
+    assert "(CF88, art. 7º)" not in answer["answer"]  # one quote for the article, not one per part
+    assert AnswerMetaParser().run(replies=answer["replies"], context_documents=documents)["used"][:2] == [1, 2]
+
+
+@pytest.mark.parametrize("question", ["art. 477, § 8º, da CLT", "o que diz o § 8º do art. 477 da CLT?"])
+def test_a_cited_paragraph_is_quoted_and_cited_as_such(br, question):
+    answer = ExtractiveAnswer().run(question=question, documents=[br[("CLT", "477")]])["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    assert quote.startswith("- «§ 8º A inobservância do disposto no § 6º deste artigo")
+    assert quote.endswith("(CLT, art. 477, § 8º)")
+
+
+def test_a_subdivision_the_article_lacks_quotes_the_article_as_usual(br):
+    answer = ExtractiveAnswer().run(question="art. 477, § 99, da CLT", documents=[br[("CLT", "477")]])["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    assert quote.endswith("(CLT, art. 477)") and "§ 99" not in quote
+
+
+def test_case_law_is_said_to_be_outside_the_corpus(br):
+    question = "o que diz a Súmula 331 do TST sobre terceirização?"
+    text = ExtractiveAnswer().run(question=question, documents=[br[("CLT", "455")]])["answer"]
+    assert text.splitlines()[0] == "Não estão no corpus indexado, e o que segue não vem delas: Súmula 331 do TST."
+    # what the detector found is what is said (here: nothing)
+    text = ExtractiveAnswer().run(question=question, documents=[br[("CLT", "455")]], unknown_norms=[])["answer"]
+    assert "corpus indexado" not in text.splitlines()[0] and "(CLT, art. 455)" in text

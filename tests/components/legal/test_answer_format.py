@@ -1,4 +1,4 @@
-from components.legal.answer_format import article_citation
+from components.legal.answer_format import article_citation, unit_label
 
 
 def test_article_citation_spells_the_article_as_the_statute_writes_it():
@@ -40,3 +40,14 @@ def test_the_llm_reads_a_provision_numbered_apart_under_the_name_it_must_cite():
     body = Document(id="c", content="x", meta={"law_short": "ET", "article": "38", "article_label": "Artículo 38",
                                                 "article_title": "Vacaciones anuales"})
     assert context_block(body)["header"] == "ET > Artículo 38. Vacaciones anuales"
+
+
+def test_unit_label_names_a_subdivision_in_the_statute_s_language():
+    assert unit_label([("apartado", "2")], "es") == "apartado 2"
+    assert unit_label([("apartado", "1"), ("letra", "b")], "es") == "apartado 1, letra b"
+    assert unit_label([("paragrafo", "8")], "pt") == "§ 8º"
+    assert unit_label([("paragrafo", "10")], "pt") == "§ 10"
+    assert unit_label([("paragrafo", "unico")], "pt") == "parágrafo único"
+    assert unit_label([("inciso", "II"), ("letra", "b")], "pt") == "inciso II, alínea b"
+    assert unit_label([("caput", "")], "pt") == "caput"
+    assert unit_label([], "pt") == ""

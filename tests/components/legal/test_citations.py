@@ -1,6 +1,13 @@
 import pytest
 
-from components.legal.citations import CitationGrammar, citation_condition, citation_filters, law_key
+from components.legal.citations import (
+    CitationGrammar,
+    citation_condition,
+    citation_filters,
+    law_key,
+    not_in_corpus,
+    pinpoint,
+)
 
 ET = "BOE-A-2015-11430"
 CE = "BOE-A-1978-31229"
@@ -135,3 +142,55 @@ def test_a_norm_the_corpus_lacks_keeps_its_name_and_fetches_nothing(grammar):
     # an alias of the deployment (or its laws table) holding the norm wins
     own = CitationGrammar(aliases={"CDC": "BR-CDC-1990"})
     assert [(c["law_id"], c["article"]) for c in own.extract("art. 18 do CDC")] == [("BR-CDC-1990", "18")]
+
+
+@pytest.mark.parametrize(
+    ("text", "units"),
+    [
+        ("¿qué dice el artículo 38.2 del Estatuto de los Trabajadores?", [("apartado", "2")]),
+        ("¿qué dice el apartado 4 del artículo 55 del ET?", [("apartado", "4")]),
+        ("art. 49.1.b ET", [("apartado", "1"), ("letra", "b")]),
+        ("art. 49.1 b) ET", [("apartado", "1"), ("letra", "b")]),
+        ("artículo 49, apartado 1, letra b, ET", [("apartado", "1"), ("letra", "b")]),
+        ("letra b) del artículo 49.1 del ET", [("apartado", "1"), ("letra", "b")]),
+        ("art. 52.c) ET", [("letra", "c")]),
+        ("art. 477, § 8º, da CLT", [("paragrafo", "8")]),
+        ("o que diz o § 8º do art. 477 da CLT?", [("paragrafo", "8")]),
+        ("o que diz o artigo 7º, inciso XVII, da Constituição?", [("inciso", "XVII")]),
+        ("art. 10, II, b, do ADCT", [("inciso", "II"), ("letra", "b")]),
+        ("alínea b do inciso II do art. 10 do ADCT", [("inciso", "II"), ("letra", "b")]),
+        ("parágrafo único do art. 7º da CF", [("paragrafo", "unico")]),
+        ("Art. 5º, caput, da CF", [("caput", "")]),
+        ("art. 477 da CLT", []),
+        ("CLT 59-A", []),
+        ("artículo 14 de la Constitución", []),
+    ],
+)
+def test_pinpoint_reads_the_subdivision_a_citation_names(grammar, text, units):
+    (found,) = grammar.extract(text, colloquial=True)
+    assert pinpoint(text, found["span"]) == units
+
+
+def test_pinpoint_ignores_subdivisions_of_other_citations(grammar):
+    text = "el § 2º do art. 3º e o art. 477 da CLT"
+    found = grammar.extract(text)
+    assert [pinpoint(text, c["span"]) for c in found] == [[("paragrafo", "2")], []]
+
+
+def test_spanish_judgments_are_case_law(grammar):
+    text = "¿qué dicen la STS 1234/2020 y la sentencia del Tribunal Constitucional 31/2010?"
+    found = grammar.extract_case_law(text)
+    assert [(c["kind"], c["number"], c["court"], c["text"]) for c in found] == [
+        ("sentencia", "1234/2020", "TS", "STS 1234/2020"),
+        ("sentencia", "31/2010", "TC", "sentencia del Tribunal Constitucional 31/2010"),
+    ]
+    assert grammar.extract_case_law("la Ley 3/2012 y el Real Decreto 1234/2020") == []
+
+
+def test_not_in_corpus_lists_unknown_norms_then_case_law(grammar):
+    text = "o art. 18 do CDC e a Súmula 331 do TST"
+    assert not_in_corpus(grammar.extract(text), grammar.extract_case_law(text)) == [
+        "Código de Defesa do Consumidor",
+        "Súmula 331 do TST",
+    ]
+    assert not_in_corpus([], []) == []

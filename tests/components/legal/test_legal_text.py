@@ -13,7 +13,10 @@ from components.legal.legal_text import (
     ordinal_to_int,
     roman_to_int,
     split_sentences,
+    unit_marker,
+    unit_range,
 )
+from tests.corpus_helpers import ET_2015, markdown_article
 
 CORPUS = Path(__file__).resolve().parents[3] / "data" / "corpus"
 
@@ -325,3 +328,68 @@ def test_fold_accents_matches_nfd_without_combining_marks_and_bounds_its_table()
     assert [fold_accents(text) for text in samples] == [reference(text) for text in samples]
     assert fold_accents("Articulo 38") == "Articulo 38"
     assert all(code < 0x3000 for code in legal_text._DROP_COMBINING_MARKS)  # a caller cannot grow it without bound
+
+
+# -- subdivisions of an article ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "marker"),
+    [
+        ("2. El periodo o periodos de su disfrute se fijará de común acuerdo", ("apartado", "2")),
+        ("b) Por las causas consignadas válidamente en el contrato", ("letra", "b")),
+        ("§ 8º A inobservância do disposto no § 6º deste artigo", ("paragrafo", "8")),
+        ("§ 10. O disposto neste artigo", ("paragrafo", "10")),
+        ("Parágrafo único. São assegurados à categoria dos trabalhadores domésticos", ("paragrafo", "unico")),
+        ("XVII - gozo de férias anuais remuneradas", ("inciso", "XVII")),
+        ("1.500 euros al mes", None),
+        ("El despido se considerará procedente", None),
+        ("Irredutibilidade do salário", None),
+    ],
+)
+def test_unit_marker(sentence, marker):
+    assert unit_marker(sentence) == marker
+
+
+CF88_ART_7 = [
+    "São direitos dos trabalhadores urbanos e rurais, além de outros que visem à melhoria de sua condição social:",
+    "I - relação de emprego protegida contra despedida arbitrária ou sem justa causa;",
+    "XVI - remuneração do serviço extraordinário superior, no mínimo, em cinqüenta por cento à do normal;",
+    "XVII - gozo de férias anuais remuneradas com, pelo menos, um terço a mais do que o salário normal;",
+    "XVIII - licença à gestante, sem prejuízo do emprego e do salário, com a duração de cento e vinte dias;",
+    "Parágrafo único. São assegurados à categoria dos trabalhadores domésticos os direitos previstos.",
+]
+ADCT_ART_10 = [
+    "Até que seja promulgada a lei complementar a que se refere o art. 7º, I, da Constituição:",
+    "I - fica limitada a proteção nele referida ao aumento, para quatro vezes, da porcentagem prevista;",
+    "II - fica vedada a dispensa arbitrária ou sem justa causa:",
+    "a) do empregado eleito para cargo de direção de comissões internas de prevenção de acidentes;",
+    "b) da empregada gestante, desde a confirmação da gravidez até cinco meses após o parto.",
+    "§ 1º Até que a lei venha a disciplinar o disposto no art. 7º, XIX, da Constituição, o prazo será de 5 dias",
+]
+
+
+def test_unit_range_finds_a_brazilian_inciso_and_alinea_with_their_lead_in():
+    assert unit_range(CF88_ART_7, [("inciso", "XVII")]) == (0, 3, 4)
+    assert unit_range(CF88_ART_7, [("paragrafo", "unico")]) == (None, 5, 6)
+    assert unit_range(CF88_ART_7, [("caput", "")]) == (None, 0, 1)
+    # the inciso runs over its alíneas, up to the next paragraph; the alínea is introduced by its inciso
+    assert unit_range(ADCT_ART_10, [("inciso", "II")]) == (0, 2, 5)
+    assert unit_range(ADCT_ART_10, [("inciso", "II"), ("letra", "b")]) == (2, 4, 5)
+    assert unit_range(ADCT_ART_10, [("letra", "b")]) == (2, 4, 5)
+    assert unit_range(ADCT_ART_10, [("paragrafo", "1")]) == (None, 5, 6)
+    assert unit_range(ADCT_ART_10, [("inciso", "III")]) is None
+    assert unit_range(ADCT_ART_10, [("paragrafo", "2")]) is None
+    assert unit_range(ADCT_ART_10, []) is None
+
+
+def test_unit_range_on_a_spanish_article_keeps_the_apartado_s_unnumbered_paragraphs():
+    sentences = split_sentences(markdown_article(ET_2015, "38").split("\n", 1)[1])
+    lead, start, end = unit_range(sentences, [("apartado", "2")])
+    assert lead is None and sentences[start].startswith("2. El periodo o periodos de su disfrute")
+    assert any("la jurisdicción social fijará la fecha" in s for s in sentences[start:end])
+    assert sentences[end].startswith("3. El calendario de vacaciones")
+    sentences = split_sentences(markdown_article(ET_2015, "49").split("\n", 1)[1])
+    lead, start, end = unit_range(sentences, [("apartado", "1"), ("letra", "b")])
+    assert sentences[lead] == "1. El contrato de trabajo se extinguirá:"
+    assert sentences[start].startswith("b) Por las causas consignadas válidamente en el contrato") and end == start + 1
