@@ -131,6 +131,12 @@ def _key(document: Document) -> tuple[Any, Any]:
     return (document.meta.get("law_id"), document.meta.get("article"))
 
 
+def _article(documents: list[Document], i: int) -> tuple[Any, ...]:
+    """The article block `i` belongs to; a block of no known article stands alone."""
+    key = _key(documents[i])
+    return key if all(key) else ("block", i)
+
+
 def _part(document: Document) -> int:
     part = document.meta.get("part")
     return part if isinstance(part, int) else 0
@@ -154,8 +160,9 @@ class ExtractiveAnswer:
     weighted by its rarity among all the candidate sentences (a term found in one sentence counts more than one
     found in all of them). An article the question cites is quoted first, then the retrieval's best in-force block
     (its rank is the engine's relevance judgement; word overlap alone misreads colloquial questions), then up to
-    `max_articles` in all of the blocks whose best sentence scores at least half as much as the best-scoring one;
-    from each, its `max_sentences` best sentences in text order (a quoted block sharing no term: its opening
+    `max_articles` in all of the blocks whose best sentence scores at least half as much as the best-scoring one.
+    Each article is quoted once, whatever the number of its blocks (a long article is stored in parts): its
+    `max_sentences` best sentences across its blocks, in text order (an article sharing no term: its opening
     sentences). When no sentence shares a term with the question, the beginning of the first block is quoted.
     A citation that names a subdivision ("art. 477, § 8º, da CLT", "artículo 38.2 del ET", "inciso XVII do art. 7º")
     gets that subdivision quoted, from its first sentence (after the sentence that introduces an inciso or a letter),
@@ -191,7 +198,7 @@ class ExtractiveAnswer:
         """
         Create an ExtractiveAnswer.
 
-        :param max_articles: Most articles (blocks) quoted.
+        :param max_articles: Most articles quoted (one quote each, from any of its blocks).
         :param max_sentences: Most sentences quoted from each article.
         :raises ValueError: A parameter is < 1.
         """
@@ -287,43 +294,67 @@ class ExtractiveAnswer:
         top = max(best.values())
         matching = [i for i in sorted(best) if top > 0 and best[i] >= ARTICLE_MIN_RATIO * top]
         in_force = [i for i in matching if documents[i].meta.get("status") != REPEALED]
-        first = [i for i in sorted(sentences) if (documents[i].meta.get("law_id"), documents[i].meta.get("article")) in cited]
+        first = [i for i in sorted(sentences) if _key(documents[i]) in cited]
         # the retrieval's best block is quoted whatever its word overlap: its rank weighs meaning, BM25 and the legal
         # rules, while shared words say little about a colloquial question ("se ha muerto mi abuela" shares
         # "muerte" with the survivors' pensions, nothing with the leave article); the overlap picks the others
         lead = [i for i in sorted(pool) if documents[i].meta.get("status") != REPEALED][:1] or [min(pool)]
+        # one quote per article (a long article is several blocks, and every cited article must fit), each article
+        # at its first block in this order, which stays among the blocks used: the answer's citations follow them
         ordered = first + (lead if top > 0 else []) + (in_force or matching)
-        # a pinned article is quoted once, from the part that holds its subdivision
-        ordered = [pinned[_key(documents[i])][0][0] if _key(documents[i]) in pinned else i for i in ordered]
-        chosen = list(dict.fromkeys(ordered))[: self.max_articles]
-        for i in first:
-            if i not in scores:  # a cited block beyond the candidate pool
-                scores[i] = self._scores(question, {i: sentences[i]}, language)[i]
-        if chosen:
+        articles: dict[tuple[Any, ...], int] = {}
+        for i in ordered:
+            articles.setdefault(_article(documents, i), i)
+        if articles:
             intro = texts["intro"]
-            positions = {i: self._best_positions(scores[i]) for i in chosen}
+            plans = []
+            for key, at in list(articles.items())[: self.max_articles]:
+                blocks, *plan = pinned.get(key) or self._plan(key, documents, sentences, scores, question, language)
+                plans.append((list(dict.fromkeys([at, *blocks])), *plan))
         else:
-            first = min(sentences)
-            intro, chosen = texts["no_match"], [first]
-            positions = {first: list(range(min(self.max_sentences, len(sentences[first]))))}
+            intro, block = texts["no_match"], min(sentences)
+            plans = [([block], sentences[block], list(range(min(self.max_sentences, len(sentences[block])))), [])]
 
-        quotes, quoted = [], set(chosen)
-        for i in chosen:
-            parts, article_sentences, article_positions, units = pinned.get(_key(documents[i]), ([], [], [], []))
-            if units:
-                quote, quoted = _quote(article_sentences, article_positions), quoted | set(parts)
-            else:
-                quote = _quote(sentences[i], positions[i])
+        quotes, quoted = [], set()
+        for blocks, article_sentences, article_positions, units in plans:
+            quoted |= set(blocks)
             # quoted text and citation come from the (untrusted) document: never a forged META block or header
             quotes.append(
                 QUOTE_LINE.format(
-                    quote=neutralize(quote), citation=neutralize(citation(documents[i], language, units))
+                    quote=neutralize(_quote(article_sentences, article_positions)),
+                    citation=neutralize(citation(documents[blocks[0]], language, units)),
                 )
             )
         used = ",".join(str(i + 1) for i in sorted(quoted))
         answer = "\n".join([*notice, intro, "", *quotes, "", texts["note"], META_BLOCK.format(used=used)])
         logger.debug("ExtractiveAnswer: quoted blocks {used}", used=used)
         return {"replies": [ChatMessage.from_assistant(answer, meta={"model": "extractive"})], "answer": answer}
+
+    def _plan(
+        self,
+        key: tuple[Any, ...],
+        documents: list[Document],
+        sentences: dict[int, list[str]],
+        scores: dict[int, list[float]],
+        question: str,
+        language: str,
+    ) -> tuple[list[int], list[str], list[int], list[tuple[str, str]]]:
+        """
+        What to quote of one article: its blocks' sentences (parts in order), the `max_sentences` best of them
+        (`_best_positions`), the blocks they come from (the first quoted first) and no subdivision.
+        """
+        parts = sorted((i for i in sentences if _article(documents, i) == key), key=lambda i: (_part(documents[i]), i))
+        for i in parts:
+            if i not in scores:  # a block beyond the candidate pool: a cited article, or another part of one
+                scores[i] = self._scores(question, {i: sentences[i]}, language)[i]
+        owners = [i for i in parts for _ in sentences[i]]
+        positions = self._best_positions([score for i in parts for score in scores[i]])
+        return (
+            list(dict.fromkeys(owners[p] for p in positions)),
+            [sentence for i in parts for sentence in sentences[i]],
+            positions,
+            [],
+        )
 
     def _pinned(
         self,

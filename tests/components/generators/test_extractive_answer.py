@@ -274,3 +274,38 @@ def test_a_spanish_judgment_is_said_to_be_outside_the_corpus(docs):
     answer = ExtractiveAnswer().run(question="¿qué dice la STS 1234/2020 sobre las vacaciones?", documents=docs)
     assert answer["answer"].splitlines()[0] == (
         "No están en el corpus indexado, y lo que sigue no procede de ellas: STS 1234/2020.")
+
+
+def _split(document: Document, *openings: str) -> list[Document]:
+    """The article as the store keeps a long one: parent blocks (parts), each after the first opening at `openings`."""
+    content, parts = document.content, []
+    for opening in openings:
+        head, tail = content.split(opening, 1)
+        parts.append(head)
+        content = opening + tail
+    parts.append(content)
+    meta = {**document.meta, "parts": len(parts)}
+    return [Document(content=text, meta={**meta, "part": n}) for n, text in enumerate(parts, start=1)]
+
+
+def test_every_cited_article_is_quoted_once_however_many_parts_it_has():
+    transfers = _split(_et("40", "Movilidad geográfica"), "2. ", "4. ")
+    documents = [*transfers, _et("41", "Modificaciones sustanciales de condiciones de trabajo"), _et("38", "Vacaciones")]
+    answer = ExtractiveAnswer().run(question="arts. 40 y 41 ET", documents=documents)
+    quotes = [line for line in answer["answer"].splitlines() if line.startswith("- «")]
+    # before, the three parts of art. 40 took the three quotes and art. 41 was never quoted
+    assert [quote.rsplit("(", 1)[1] for quote in quotes[:2]] == ["ET, art. 40)", "ET, art. 41)"]
+    assert sum(quote.endswith("(ET, art. 40)") for quote in quotes) == 1
+    used = AnswerMetaParser().run(replies=answer["replies"], context_documents=documents)["used"]
+    assert 4 in used and set(used) <= {1, 2, 3, 4, 5}
+
+
+def test_an_article_s_best_sentences_are_quoted_from_any_of_its_parts():
+    parts = _split(_et("38", "Vacaciones anuales"), "2. ", "3. ")
+    answer = ExtractiveAnswer(max_sentences=1).run(question="¿cuándo debo conocer las fechas de mis vacaciones?",
+                                                   documents=parts)
+    quotes = [line for line in answer["answer"].splitlines() if line.startswith("- «")]
+    assert len(quotes) == 1 and quotes[0].endswith("(ET, art. 38)")
+    assert "conocerá las fechas que le correspondan dos meses antes" in quotes[0]  # in the third part
+    # the article keeps its place in the answer's citations: the block retrieval put first is used with the quoted one
+    assert AnswerMetaParser().run(replies=answer["replies"], context_documents=parts)["used"] == [1, 3]
