@@ -239,6 +239,7 @@ class AnswerPromptBuilder:
         graph_context: str | None = None,
         unknown_norms: list[str] | None = None,
         out_of_scope: list[str] | None = None,
+        missing_articles: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Builds the prompt.
@@ -256,6 +257,8 @@ class AnswerPromptBuilder:
             answer from other norms as if they were those.
         :param out_of_scope: The branch of law the question is about when the corpus does not hold its statutes
             (`ScopeChecker.out_of_scope`): named after the blocks, with the instruction to say so first.
+        :param missing_articles: The articles the question cites that the direct fetch did not find
+            (`LexicalFirstGate.missing`): listed after the blocks, with the instruction to say so.
         :returns: A dictionary with:
             - `prompt`: system prompt, context, format instructions, history, question.
             - `context_documents`: the numbered blocks, in order.
@@ -284,6 +287,7 @@ class AnswerPromptBuilder:
             graph_context=neutralize((graph_context or "").strip()),
             unknown_norms=[neutralize(norm) for norm in unknown_norms or [] if norm.strip()],
             out_of_scope=[neutralize(matter) for matter in out_of_scope or [] if matter.strip()],
+            missing_articles=[neutralize(article) for article in missing_articles or [] if article.strip()],
             tag=context_tag(),
         )["prompt"]
         *instructions, user = rendered

@@ -86,6 +86,7 @@ class AnswerGenerator:
         citations: list[dict[str, Any]] | None = None,
         out_of_scope: list[str] | None = None,
         unknown_norms: list[str] | None = None,
+        missing_articles: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Answer the question.
@@ -101,6 +102,8 @@ class AnswerGenerator:
             (`ScopeChecker.out_of_scope`), for the extractive fallback's notice (the LLM has it in its prompt).
         :param unknown_norms: The norms and case law the question cites that the corpus lacks
             (`CitationDetector.unknown_norms`), for the extractive fallback's notice; `None` lets it read them.
+        :param missing_articles: The cited articles the direct fetch did not find (`LexicalFirstGate.missing`), for
+            the extractive fallback's notice.
         :returns: `replies` (one assistant message: answer + META block) and `fallback` (True = extractive).
         """
         if self.chat_generator is not None:
@@ -114,5 +117,6 @@ class AnswerGenerator:
             citations=citations,
             out_of_scope=out_of_scope,
             unknown_norms=unknown_norms,
+            missing_articles=missing_articles,
         )
         return {"replies": extractive["replies"], "fallback": True}

@@ -17,6 +17,7 @@ from haystack.dataclasses import ChatMessage
 from components.legal.answer_format import (
     GAP_MARK,
     META_DELIMITER,
+    MISSING_ARTICLES_NOTES,
     OUT_OF_SCOPE_NOTES,
     UNKNOWN_NORMS_NOTES,
     answer_language,
@@ -236,6 +237,7 @@ class ExtractiveAnswer:
         citations: list[dict[str, Any]] | None = None,
         out_of_scope: list[str] | None = None,
         unknown_norms: list[str] | None = None,
+        missing_articles: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Answers from the documents alone.
@@ -250,6 +252,8 @@ class ExtractiveAnswer:
             (`ScopeChecker.out_of_scope`): said on the first line, before the nearest passages.
         :param unknown_norms: What the question cites that the corpus does not hold, norms and case law
             (`CitationDetector.unknown_norms`): said first; `None` (nothing connected) reads it from the question.
+        :param missing_articles: The articles the question cites that the direct fetch did not find
+            (`LexicalFirstGate.missing`): said first, so the nearest article does not pass for the one asked about.
         :returns: A dictionary with:
             - `replies`: one assistant message holding `answer` (a drop-in for a chat generator's output).
             - `answer`: the quotes with their citations, the extractive-answer note and the `===META===` block.
@@ -265,6 +269,9 @@ class ExtractiveAnswer:
             unknown_norms = not_in_corpus(found_citations, self._citations.extract_case_law(question))
         missing = [norm.strip() for norm in unknown_norms if isinstance(norm, str) and norm.strip()]
         notice = [neutralize(UNKNOWN_NORMS_NOTES[language].format(norms="; ".join(missing))), ""] if missing else []
+        absent = [article.strip() for article in missing_articles or [] if isinstance(article, str) and article.strip()]
+        if absent:
+            notice += [neutralize(MISSING_ARTICLES_NOTES[language].format(articles="; ".join(absent))), ""]
         # a matter whose statutes the corpus lacks: the quotes are the nearest it has, not that matter's law
         matters = [matter.strip() for matter in out_of_scope or [] if isinstance(matter, str) and matter.strip()]
         if matters:

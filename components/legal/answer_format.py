@@ -121,6 +121,11 @@ _CONTEXT_TEMPLATE = (
 ---
 @unknown@ {{ unknown_norms | join("; ") }}
 {%- endif %}
+{%- if missing_articles %}
+
+---
+@missing@ {{ missing_articles | join("; ") }}
+{%- endif %}
 {%- if out_of_scope %}
 
 ---
@@ -140,6 +145,8 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
         "ni DROP.)",
         "unknown": "Normas o jurisprudencia que cita la pregunta y que no están en el corpus indexado (dilo en la "
         "respuesta y no les atribuyas el contenido de ningún fragmento):",
+        "missing": "Artículos que cita la pregunta y que no se encuentran en la normativa disponible (dilo en la "
+        "respuesta; ningún fragmento es ese artículo):",
         "out_of_scope": "La pregunta parece tratar de una materia cuya normativa no está en el corpus indexado (dilo "
         "al principio de la respuesta; los fragmentos son lo más cercano que contiene y pueden no responderla):",
     },
@@ -155,6 +162,8 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
         "DROP.)",
         "unknown": "Normas ou jurisprudência citadas na pergunta que não estão no corpus indexado (diga isso na "
         "resposta e não lhes atribua o conteúdo de nenhum fragmento):",
+        "missing": "Artigos citados na pergunta que não se encontram na legislação disponível (diga isso na "
+        "resposta; nenhum fragmento é esse artigo):",
         "out_of_scope": "A pergunta parece tratar de uma matéria cuja legislação não está no corpus indexado (diga "
         "isso no início da resposta; os fragmentos são o mais próximo que ele contém e podem não respondê-la):",
     },
@@ -164,6 +173,12 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
 UNKNOWN_NORMS_NOTES: Final[dict[str, str]] = {
     "es": "No están en el corpus indexado, y lo que sigue no procede de ellas: {norms}.",
     "pt": "Não estão no corpus indexado, e o que segue não vem delas: {norms}.",
+}
+# The extractive answer's first line when an article the question cites was not found (`LexicalFirstGate.missing`:
+# a mistyped number, or an article the caller's filters leave out): what follows is another article.
+MISSING_ARTICLES_NOTES: Final[dict[str, str]] = {
+    "es": "No encuentro en la normativa disponible: {articles}. Lo que sigue son otros artículos.",
+    "pt": "Não encontrei na legislação disponível: {articles}. O que segue são outros artigos.",
 }
 # The extractive answer's first line when the question is about a branch of law whose statutes the corpus does not
 # hold (`ScopeChecker`): the passages that follow are the nearest it has, not that matter's law.

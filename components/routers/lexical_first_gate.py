@@ -1,5 +1,7 @@
 """Lexical-first gating: when a question cites articles and the direct fetch finds them, skip query expansion."""
 
+import re
+from collections import Counter
 from dataclasses import replace
 from typing import Any, Final
 
@@ -30,6 +32,10 @@ class LexicalFirstGate:
 
     Expansion is skipped when there is an exact hit, or when at least `min_results` distinct cited articles
     (law, article) were fetched.
+
+    A cited article the fetch did not find ("artículo 500 del ET", a mistyped "art. 1000 da CLT") is reported in
+    `missing`, for the answer to say that it is not in the legislation available, rather than quote the nearest
+    article as if it were the one asked about.
 
     ### Usage example
 
@@ -68,7 +74,7 @@ class LexicalFirstGate:
         """Deserialize this component from a dictionary."""
         return default_from_dict(cls, data)
 
-    @component.output_types(skip_expansion=bool, documents=list[Document], reason=str)
+    @component.output_types(skip_expansion=bool, documents=list[Document], reason=str, missing=list[str])
     def run(
         self, citations: list[dict[str, Any]], documents: list[Document], enabled: bool | None = None
     ) -> dict[str, Any]:
@@ -80,7 +86,8 @@ class LexicalFirstGate:
         :param enabled: Overrides the init `enabled` for this run (per-request feature flag).
         :returns: `skip_expansion`; `documents`: the documents matching a citation, exact hits first, with scores
             set as described above, each group in the order the question cites the articles; `reason`: why (for the
-            trace).
+            trace); `missing`: the cited articles of a known law (or, without a law, of any) that the fetch did not
+            find, as the question writes them ("artículo 500 del ET"; "ET art. 500" for one of a list), in order.
         """
         gated = self.enabled if enabled is None else enabled
         result = self._gate(citations, documents)
@@ -93,7 +100,7 @@ class LexicalFirstGate:
         with_law = {(c["law_id"], c["article"]) for c in citations if c.get("article") and c.get("law_id")}
         lawless = {c["article"] for c in citations if c.get("article") and not c.get("law_id")}
         if not with_law and not lawless:
-            return {"skip_expansion": False, "documents": [], "reason": REASON_NO_ARTICLES}
+            return {"skip_expansion": False, "documents": [], "reason": REASON_NO_ARTICLES, "missing": []}
 
         laws_per_lawless: dict[str, set[str]] = {}
         for doc in documents:
@@ -124,7 +131,26 @@ class LexicalFirstGate:
         else:
             skip, reason = False, REASON_WEAK_FETCH.format(count=count, min_results=self.min_results)
         logger.debug("Lexical-first gate: skip_expansion={skip} ({reason})", skip=skip, reason=reason)
-        return {"skip_expansion": skip, "documents": matched, "reason": reason}
+        missing = _missing(citations, documents)
+        return {"skip_expansion": skip, "documents": matched, "reason": reason, "missing": missing}
+
+
+def _missing(citations: list[dict[str, Any]], documents: list[Document]) -> list[str]:
+    """The cited articles no fetched document is (see `run`'s `missing`), once each, in the question's order."""
+    fetched = {(doc.meta.get("law_id"), doc.meta.get("article")) for doc in documents}
+    articles = {article for _, article in fetched}
+    groups = Counter(tuple(c.get("span") or ()) for c in citations)
+    missing: list[str] = []
+    for citation in citations:
+        law_id, article = citation.get("law_id"), citation.get("article")
+        if not article or (law_id, article) in fetched or (not law_id and (citation.get("law") or article in articles)):
+            continue  # found, or of a norm the corpus lacks (`CitationDetector.unknown_norms` says so)
+        alone = groups[tuple(citation.get("span") or ())] == 1 and citation.get("text")
+        written = re.sub(r"-([a-z])$", lambda m: f"-{m.group(1).upper()}", article)  # "477-z": "art. 477-Z"
+        label = citation["text"] if alone else ", ".join(p for p in (citation.get("law"), f"art. {written}") if p)
+        if label not in missing:
+            missing.append(label)
+    return missing
 
 
 def _citation_positions(citations: list[dict[str, Any]]) -> dict[tuple[str | None, str], int]:

@@ -99,6 +99,7 @@ class CitationVerifier:
         context_documents: list[Document],
         filters: dict[str, Any] | None = None,
         unknown_norms: list[str] | None = None,
+        missing_articles: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Verify the citations of `answer`.
@@ -111,6 +112,9 @@ class CitationVerifier:
             (`CitationDetector.unknown_norms`). The answer is told to say so: a mention of one of them without an
             article ("el Código Penal no está en el corpus") is neither verified nor marked; an article of one is
             still marked, since no context block can back it.
+        :param missing_articles: The cited articles the direct fetch did not find (`LexicalFirstGate.missing`).
+            The answer is told to say so: a mention of one of them ("artículo 500 del ET") is neither verified nor
+            marked.
         :returns: `answer` with unverified citations marked; `unverified_citations`: unique citations
             (`law_id`, `law`, `article`, `text`, `span` of the first occurrence) with a `reason`;
             `verified_citations`: the unique verified ones.
@@ -121,10 +125,17 @@ class CitationVerifier:
         seen: set[tuple[Any, ...]] = set()
         texts = [" ".join((doc.content or "").split()) for doc in context_documents]
         said = set(unknown_norms or ())
+        absent = {
+            _key(citation)
+            for label in missing_articles or ()
+            for citation in self._detector.extract(str(label))
+            if citation["article"]
+        }
         occurrences = [
             citation for citation in self._detector.extract(answer)
             if not _quoted_verbatim(answer, tuple(citation["span"]), texts)
             and not (citation["article"] is None and not citation["law_id"] and citation["law"] in said)
+            and _key(citation) not in absent
         ]
         for citation in occurrences:
             key = _key(citation)

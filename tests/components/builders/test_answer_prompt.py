@@ -287,6 +287,22 @@ def test_norms_the_corpus_lacks_are_listed_after_the_blocks_with_the_instruction
         assert "corpus indexado" not in "\n".join(m.text or "" for m in plain)
 
 
+def test_cited_articles_not_found_are_listed_after_the_blocks_with_the_instruction_to_say_so():
+    from haystack import Document as Doc
+
+    docs = [Doc(id="d1", content="Texto del artículo.", meta={"law_short": "CE", "article": "55"}, score=1.0)]
+    question = "¿qué dice el artículo 500 del ET?"
+    prompt = AnswerPromptBuilder().run(question=question, documents=docs, missing_articles=["artículo 500 del ET"])
+    text = "\n".join(m.text or "" for m in prompt["prompt"])
+    assert text.index("[1]") < text.index("no se encuentran en la normativa disponible") < text.index("Pregunta:")
+    assert "artículo 500 del ET" in text[text.index("no se encuentran"):text.index("Pregunta:")]
+    pt = AnswerPromptBuilder().run(question="o que diz o art. 1000 da CLT?", documents=docs,
+                                   missing_articles=["art. 1000 da CLT"])["prompt"]
+    assert "não se encontram na legislação disponível" in "\n".join(m.text or "" for m in pt)
+    plain = AnswerPromptBuilder().run(question=question, documents=docs, missing_articles=[])["prompt"]
+    assert "normativa disponible" not in "\n".join(m.text or "" for m in plain)
+
+
 def test_run_says_when_the_question_is_about_a_matter_the_corpus_lacks():
     from haystack import Document as Doc
 

@@ -90,3 +90,10 @@ def test_case_law_is_said_to_be_outside_the_corpus(br):
     # what the detector found is what is said (here: nothing)
     text = ExtractiveAnswer().run(question=question, documents=[br[("CLT", "455")]], unknown_norms=[])["answer"]
     assert "corpus indexado" not in text.splitlines()[0] and "(CLT, art. 455)" in text
+
+
+def test_a_cited_article_the_fetch_did_not_find_is_said_missing_before_the_nearest_one(br):
+    answer = ExtractiveAnswer().run(question="o que diz o art. 1000 da CLT?", documents=[br[("CLT", "611-b")]],
+                                    missing_articles=["art. 1000 da CLT"])["answer"]
+    assert answer.splitlines()[0] == (
+        "Não encontrei na legislação disponível: art. 1000 da CLT. O que segue são outros artigos.")

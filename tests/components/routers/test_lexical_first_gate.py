@@ -101,10 +101,25 @@ def test_run_missing_article_and_no_citations(store):
         "skip_expansion": False,
         "documents": [],
         "reason": "weak direct fetch: 0 cited articles, no exact hit (min_results 3)",
+        "missing": ["art. 999 ET"],  # for the answer to say so, not quote a namesake as if it were the one asked
     }
     law_only = CitationDetector().run(query="¿Qué dice el Estatuto de los Trabajadores?")["citations"]
     result = LexicalFirstGate().run(citations=law_only, documents=[_doc("x", ET, "ET", "1")])
-    assert result == {"skip_expansion": False, "documents": [], "reason": "no article cited in the query"}
+    assert result == {
+        "skip_expansion": False, "documents": [], "reason": "no article cited in the query", "missing": []}
+
+
+def test_run_reports_each_cited_article_the_fetch_did_not_find(store):
+    citations, fetched = _fetch(store, "¿qué dicen los arts. 38 y 999 del ET y el artículo 14 de la Constitución?")
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
+    assert result["skip_expansion"] and result["missing"] == ["ET, art. 999"]  # one of a list: named apart
+    citations, fetched = _fetch(store, "¿y según el artículo 777?")  # no law: no law holds it
+    assert LexicalFirstGate().run(citations=citations, documents=fetched)["missing"] == ["artículo 777"]
+    citations, fetched = _fetch(store, "según el artículo 122")
+    assert LexicalFirstGate().run(citations=citations, documents=fetched)["missing"] == []
+    # a norm the corpus lacks is the detector's `unknown_norms`, not a missing article
+    citations, fetched = _fetch(store, "¿qué dice el artículo 234 del Código Penal?")
+    assert LexicalFirstGate().run(citations=citations, documents=fetched)["missing"] == []
 
 
 def test_run_drops_documents_matching_no_citation():

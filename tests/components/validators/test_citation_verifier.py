@@ -172,3 +172,12 @@ def test_a_norm_the_question_cites_and_the_corpus_lacks_may_be_named_not_cited(s
     # without the question's reading, the bare mention is marked too: no context block is from that norm
     marked = verifier.run(answer=answer, context_documents=[_article("38")])
     assert ("Código Penal", None) in [(c["law"], c["article"]) for c in marked["unverified_citations"]]
+
+
+def test_an_article_the_fetch_did_not_find_may_be_said_to_be_missing(store):
+    verifier = CitationVerifier(document_store=store)
+    answer = "No encuentro en la normativa disponible el artículo 999 del ET; el artículo 38 ET fija las vacaciones."
+    result = verifier.run(answer=answer, context_documents=[_article("38")], missing_articles=["artículo 999 del ET"])
+    assert result["answer"] == answer and result["unverified_citations"] == []
+    marked = verifier.run(answer=answer, context_documents=[_article("38")])
+    assert [(c["law"], c["article"]) for c in marked["unverified_citations"]] == [("ET", "999")]
