@@ -80,8 +80,8 @@ EXTRACTIVE_TEXTS = {
 MAX_SENTENCE_CHARS = 500
 ARTICLE_MIN_RATIO = 0.5  # a 2nd or 3rd article is quoted only when its best sentence scores at least this share
 
-# a leading enumeration marker, not worth quoting: "1. ", "2 bis. ", "a) ", "b. "
-_ENUMERATOR_RE = re.compile(r"^(?:\d+(?:\.\d+)*(?:\s+bis)?\.|[a-zñ]\)|[a-zñ]\.)\s+")
+# a leading enumeration marker, not worth quoting: "1. ", "2 bis. ", "a) ", "b. ", "1." before a capital ("1.El")
+_ENUMERATOR_RE = re.compile(r"^(?:\d+(?:\.\d+)*(?:\s+bis)?\.(?:\s+|(?=[A-ZÁÉÍÓÚÑ]))|(?:[a-zñ]\)|[a-zñ]\.)\s+)")
 
 
 def citation(document: Document, language: str = "es", units: list[tuple[str, str]] | None = None) -> str:

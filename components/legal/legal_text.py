@@ -460,9 +460,10 @@ def split_sentences(text: str, lang: str = "es") -> list[str]:
 # to the next line that opens one as deep or shallower. Spanish: apartado > letra; Brazilian: parágrafo > inciso >
 # alínea (kind "letra").
 UNIT_DEPTH: Final[dict[str, int]] = {"apartado": 1, "paragrafo": 1, "inciso": 2, "letra": 3}
-# the marker a subdivision's first line opens with: "2. ", "b) ", "§ 8º ", "Parágrafo único.", "XVII - "
+# the marker a subdivision's first line opens with: "2. ", "b) ", "§ 8º ", "Parágrafo único.", "XVII - " (and "1.El",
+# as some consolidated BOE texts write it without the space)
 _UNIT_MARKER_RE: Final[re.Pattern[str]] = re.compile(
-    r"(?P<apartado>\d+)(?:[^\S\n]+bis)?\.(?=\s)"
+    r"(?P<apartado>\d+)(?:[^\S\n]+bis)?\.(?=\s|[^\W\d_])"
     r"|(?P<letra>[a-z])\)(?=\s)"
     r"|\u00a7+[^\S\n]*(?P<paragrafo>\d+)(?!\d)"
     r"|(?i:(?P<unico>par[aá]grafo[^\S\n]+[uú]nico))"

@@ -309,3 +309,10 @@ def test_an_article_s_best_sentences_are_quoted_from_any_of_its_parts():
     assert "conocerá las fechas que le correspondan dos meses antes" in quotes[0]  # in the third part
     # the article keeps its place in the answer's citations: the block retrieval put first is used with the quoted one
     assert AnswerMetaParser().run(replies=answer["replies"], context_documents=parts)["used"] == [1, 3]
+
+
+def test_an_apartado_written_without_its_space_is_found_and_its_number_left_out():
+    document = _et("40", "Movilidad geográfica")  # the consolidated text writes "1.El traslado de trabajadores"
+    answer = ExtractiveAnswer().run(question="¿qué dice el artículo 40.1 del ET?", documents=[document])["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    assert quote.startswith("- «El traslado de trabajadores que no hayan sido contratados") and "apartado 1)" in quote

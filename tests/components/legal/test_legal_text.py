@@ -342,6 +342,7 @@ def test_fold_accents_matches_nfd_without_combining_marks_and_bounds_its_table()
         ("§ 10. O disposto neste artigo", ("paragrafo", "10")),
         ("Parágrafo único. São assegurados à categoria dos trabalhadores domésticos", ("paragrafo", "unico")),
         ("XVII - gozo de férias anuais remuneradas", ("inciso", "XVII")),
+        ("1.El trabajador tendrá derecho:", ("apartado", "1")),  # a BOE text without the space
         ("1.500 euros al mes", None),
         ("El despido se considerará procedente", None),
         ("Irredutibilidade do salário", None),
