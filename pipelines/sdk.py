@@ -646,7 +646,7 @@ class LexHay:
         started = time.perf_counter()
         inputs: dict[str, dict[str, Any]] = {
             "access": {**{k: access.get(k) for k in ACCESS_KEYS}, "filters": filters},
-            "citation_detector": {"query": question},
+            "citation_detector": {"query": question, "history": history},
             "expansion_router": {"query": question},
             "decompose": {"history": history, "carryover": previous_chunk_ids},
             "topic_resolver": {"query": question},

@@ -3,8 +3,9 @@
 from typing import Any
 
 from haystack import component, default_from_dict, default_to_dict, logging
+from haystack.dataclasses import ChatMessage, ChatRole
 
-from components.legal.citations import CitationGrammar, citation_filters, not_in_corpus
+from components.legal.citations import CitationGrammar, citation_filters, not_in_corpus, subdivisions
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +27,12 @@ class CitationDetector:
     fala") counts too (the grammar's `colloquial` reading). Case law ("Súmula 331 do TST", CNJ process numbers
     "0001234-56.2023.5.02.0001") is reported apart in `case_law`: statutes hold none of it, so it fetches nothing, and
     it is listed in `unknown_norms` too, for the answer to say it is not in the corpus.
+
+    In a conversation (`history`), a follow-up question cites what the earlier ones cited: an article with no law or
+    with an anaphora ("¿y el artículo 15 de la misma ley?", "e o art. 2º?") is of the law the last question citing
+    one named, and a subdivision with no article ("e o parágrafo 8º?", "¿y el apartado 2?") is of the article the last
+    question citing one named (the citation then carries `units`, for the answer to quote that subdivision). Such a
+    citation has `from_history: True`.
 
     ### Usage example
 
@@ -63,6 +70,31 @@ class CitationDetector:
         """Deserialize this component from a dictionary."""
         return default_from_dict(cls, data)
 
+    def _in_conversation(self, query: str, history: list[ChatMessage] | None) -> list[dict[str, Any]]:
+        """The question's citations, completed from the earlier questions of the conversation (class docstring)."""
+        references = self.grammar.extract_references(query, colloquial=True)
+        earlier = [
+            self.grammar.extract(message.text or "", colloquial=True)
+            for message in reversed(history or [])
+            if isinstance(message, ChatMessage) and message.is_from(ChatRole.USER)
+        ]
+        law = next((c for cited in earlier for c in reversed(cited) if c["law_id"]), None)
+        article = next((c for cited in earlier for c in reversed(cited) if c["law_id"] and c["article"]), None)
+        found = []
+        for reference in references:
+            citation = {k: v for k, v in reference.items() if k != "scope"}
+            if law and citation["article"] and not citation["law_id"] and not citation["law"] and (
+                reference["scope"] in ("anaphora", "none", "self")
+            ):
+                citation.update(law_id=law["law_id"], law=law["law"], from_history=True)
+            found.append(citation)
+        alone = subdivisions(query) if article and not any(c["article"] for c in found) else None
+        if alone:
+            units, span = alone
+            found.append({"law_id": article["law_id"], "law": article["law"], "article": article["article"],
+                          "text": query[span[0]:span[1]], "span": span, "units": units, "from_history": True})
+        return found
+
     @component.output_types(
         citations=list[dict[str, Any]],
         filters=dict[str, Any] | None,
@@ -71,11 +103,13 @@ class CitationDetector:
         named_laws=list[str],
         unknown_norms=list[str],
     )
-    def run(self, query: str) -> dict[str, Any]:
+    def run(self, query: str, history: list[ChatMessage] | None = None) -> dict[str, Any]:
         """
         Detect the citations of a question.
 
         :param query: The user's question.
+        :param history: The conversation so far (follow-up mode): the earlier user questions' citations complete a
+            follow-up's (see the class docstring).
         :returns: `citations`: unique citations in order of appearance (a law-only citation is dropped when the
             same law is also cited with an article); `filters`: the direct-fetch filter, None when no article is
             cited; `has_citations`: whether any citation was found; `case_law`: the case-law citations
@@ -85,7 +119,7 @@ class CitationDetector:
             "Lei 8.078/1990"), then its case law as written ("Súmula 331 do TST"), in order: nothing is fetched for
             them, and the answer says they are not in the corpus.
         """
-        found = self.grammar.extract(query, colloquial=True)
+        found = self._in_conversation(query, history)
         cited_laws = {c["law_id"] or c["law"] for c in found if c["article"]}
         citations: list[dict[str, Any]] = []
         seen: set[tuple[Any, ...]] = set()

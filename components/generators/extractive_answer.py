@@ -381,7 +381,8 @@ class ExtractiveAnswer:
             key = (cited.get("law_id"), cited.get("article"))
             if not all(key) or key in pinned or groups[tuple(cited["span"])] > 1:  # "arts. 40 y 41": no one unit
                 continue
-            units = pinpoint(question, cited["span"])
+            # a follow-up's subdivision comes with its citation ("e o parágrafo 8º?" after "art. 477 da CLT")
+            units = [(str(kind), str(value)) for kind, value in cited.get("units") or pinpoint(question, cited["span"])]
             parts = sorted((i for i in sentences if _key(documents[i]) == key), key=lambda i: (_part(documents[i]), i))
             owners = [i for i in parts for _ in sentences[i]]
             article_sentences = [sentence for i in parts for sentence in sentences[i]]

@@ -404,6 +404,23 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
     return after + before
 
 
+
+_UNIT_ALONE_RE: Final[re.Pattern[str]] = re.compile(rf"(?<!\w)(?:{_UNIT_NAMED})", re.IGNORECASE)
+
+
+def subdivisions(text: str) -> tuple[list[tuple[str, str]], list[int]] | None:
+    """
+    The subdivision a text names with no article ("e o parágrafo 8º?", "¿y el apartado 2?", "e o inciso II, alínea
+    b?"): its `UNIT_KINDS` pairs, the outermost first, and the span they cover; None when it names none. A follow-up
+    question means the article the conversation is about.
+    """
+    folded = _fold(unicodedata.normalize("NFC", text or ""))
+    matches = list(_UNIT_ALONE_RE.finditer(folded))
+    if not matches:
+        return None
+    return [_unit(match) for match in matches], [matches[0].start(), matches[-1].end()]
+
+
 class CitationGrammar:
     """
     The citation grammar: reads article and law citations in Spanish or Portuguese text and resolves them to keys.

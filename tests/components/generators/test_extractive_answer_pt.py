@@ -97,3 +97,15 @@ def test_a_cited_article_the_fetch_did_not_find_is_said_missing_before_the_neare
                                     missing_articles=["art. 1000 da CLT"])["answer"]
     assert answer.splitlines()[0] == (
         "Não encontrei na legislação disponível: art. 1000 da CLT. O que segue são outros artigos.")
+
+
+def test_a_follow_up_s_subdivision_is_quoted_from_the_article_of_the_conversation(br):
+    from components.extractors.citation_detector import CitationDetector
+    from haystack.dataclasses import ChatMessage
+
+    question = "e o parágrafo 8º?"
+    history = [ChatMessage.from_user("o que diz o art. 477 da CLT?")]
+    citations = CitationDetector().run(query=question, history=history)["citations"]
+    answer = ExtractiveAnswer().run(question=question, documents=[br[("CLT", "477")]], citations=citations)["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    assert quote.startswith("- «§ 8º A inobservância") and quote.endswith("(CLT, art. 477, § 8º)")

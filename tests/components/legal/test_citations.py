@@ -7,6 +7,7 @@ from components.legal.citations import (
     law_key,
     not_in_corpus,
     pinpoint,
+    subdivisions,
 )
 
 ET = "BOE-A-2015-11430"
@@ -194,3 +195,10 @@ def test_not_in_corpus_lists_unknown_norms_then_case_law(grammar):
         "Súmula 331 do TST",
     ]
     assert not_in_corpus([], []) == []
+
+
+def test_subdivisions_named_without_an_article():
+    assert subdivisions("e o parágrafo 8º?") == ([("paragrafo", "8")], [4, 16])
+    assert subdivisions("¿y el apartado 2?") == ([("apartado", "2")], [6, 16])
+    assert subdivisions("e o inciso II, alínea b?") == ([("inciso", "II"), ("letra", "b")], [4, 23])
+    assert subdivisions("e as férias vencidas?") is None
