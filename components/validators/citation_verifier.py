@@ -6,7 +6,7 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.legal.access import and_filters
-from components.legal.answer_format import UNVERIFIED_MARK, UNVERIFIED_MARKS
+from components.legal.answer_format import MISSING_ARTICLES_NOTES, UNVERIFIED_MARK, UNVERIFIED_MARKS
 from components.legal.citations import CitationGrammar, citation_condition, law_key
 from components.legal.legal_text import detect_query_language
 
@@ -113,8 +113,9 @@ class CitationVerifier:
             article ("el Código Penal no está en el corpus") is neither verified nor marked; an article of one is
             still marked, since no context block can back it.
         :param missing_articles: The cited articles the direct fetch did not find (`LexicalFirstGate.missing`).
-            The answer is told to say so: a mention of one of them ("artículo 500 del ET") is neither verified nor
-            marked.
+            The extractive answer's notice that names them ("No encuentro en la normativa disponible: artículo 500
+            del ET.") is neither verified nor marked; any other mention of them is checked as usual (a model may
+            still write what such an article "says").
         :returns: `answer` with unverified citations marked; `unverified_citations`: unique citations
             (`law_id`, `law`, `article`, `text`, `span` of the first occurrence) with a `reason`;
             `verified_citations`: the unique verified ones.
@@ -125,17 +126,12 @@ class CitationVerifier:
         seen: set[tuple[Any, ...]] = set()
         texts = [" ".join((doc.content or "").split()) for doc in context_documents]
         said = set(unknown_norms or ())
-        absent = {
-            _key(citation)
-            for label in missing_articles or ()
-            for citation in self._detector.extract(str(label))
-            if citation["article"]
-        }
+        notices = _notice_spans(answer, missing_articles or [])
         occurrences = [
             citation for citation in self._detector.extract(answer)
             if not _quoted_verbatim(answer, tuple(citation["span"]), texts)
             and not (citation["article"] is None and not citation["law_id"] and citation["law"] in said)
-            and _key(citation) not in absent
+            and not any(start <= citation["span"][0] and citation["span"][1] <= end for start, end in notices)
         ]
         for citation in occurrences:
             key = _key(citation)
@@ -178,6 +174,19 @@ def _quoted_verbatim(answer: str, span: tuple[int, int], texts: list[str]) -> bo
     stop = _RUN_STOP_RE.search(answer, end, upper)
     window = " ".join(answer[left : stop.start() if stop else upper].split())
     return len(window) >= MIN_QUOTED_CHARS and any(window in text for text in texts)
+
+
+def _notice_spans(answer: str, missing_articles: list[str]) -> list[tuple[int, int]]:
+    """Where `answer` holds the extractive answer's notice of the articles not found (`MISSING_ARTICLES_NOTES`)."""
+    labels = [str(label).strip() for label in missing_articles if str(label).strip()]
+    spans = []
+    for template in MISSING_ARTICLES_NOTES.values() if labels else ():
+        notice = template.format(articles="; ".join(labels))
+        start = answer.find(notice)
+        while start >= 0:
+            spans.append((start, start + len(notice)))
+            start = answer.find(notice, start + 1)
+    return spans
 
 
 def _key(citation: dict[str, Any]) -> tuple[Any, ...]:

@@ -174,10 +174,15 @@ def test_a_norm_the_question_cites_and_the_corpus_lacks_may_be_named_not_cited(s
     assert ("Código Penal", None) in [(c["law"], c["article"]) for c in marked["unverified_citations"]]
 
 
-def test_an_article_the_fetch_did_not_find_may_be_said_to_be_missing(store):
+def test_the_notice_of_an_article_the_fetch_did_not_find_is_not_marked_but_a_claim_about_it_is(store):
     verifier = CitationVerifier(document_store=store)
-    answer = "No encuentro en la normativa disponible el artículo 999 del ET; el artículo 38 ET fija las vacaciones."
+    notice = "No encuentro en la normativa disponible: artículo 999 del ET. Lo que sigue son otros artículos."
+    answer = f"{notice}\n\n- «El periodo de vacaciones anuales retribuidas...» (ET, art. 38)"
     result = verifier.run(answer=answer, context_documents=[_article("38")], missing_articles=["artículo 999 del ET"])
     assert result["answer"] == answer and result["unverified_citations"] == []
     marked = verifier.run(answer=answer, context_documents=[_article("38")])
     assert [(c["law"], c["article"]) for c in marked["unverified_citations"]] == [("ET", "999")]
+    # a model writing what the missing article "says" is still caught
+    claim = "El artículo 999 del ET establece un permiso retribuido de diez días."
+    caught = verifier.run(answer=claim, context_documents=[_article("38")], missing_articles=["artículo 999 del ET"])
+    assert [(c["law"], c["article"]) for c in caught["unverified_citations"]] == [("ET", "999")]
