@@ -372,8 +372,8 @@ class ExtractiveAnswer:
     ) -> dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]]:
         """
         The articles whose citation names a subdivision found in their text: per (law_id, article), the blocks the
-        quote comes from (the unit's first first), the article's sentences (its parts in order), the positions to
-        quote (the introducing sentence, then the unit's first `max_sentences`) and the subdivision.
+        quote comes from (the one opening the unit first), the article's sentences (its parts in order), the
+        positions to quote (the introducing sentence, then the unit's first `max_sentences`) and the subdivision.
         """
         groups = Counter(tuple(c["span"]) for c in citations)
         pinned: dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]] = {}

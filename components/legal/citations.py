@@ -404,7 +404,6 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
     return after + before
 
 
-
 _UNIT_ALONE_RE: Final[re.Pattern[str]] = re.compile(rf"(?<!\w)(?:{_UNIT_NAMED})", re.IGNORECASE)
 
 
