@@ -27,7 +27,7 @@ from components.legal.answer_format import (
     neutralize,
     unit_label,
 )
-from components.legal.citations import CitationGrammar, not_in_corpus, pinpoint
+from components.legal.citations import CitationGrammar, cited_articles, not_in_corpus, pinpoint
 from components.legal.ids import REPEALED
 from components.legal.legal_text import split_sentences, unit_range
 from components.legal.terms import stems
@@ -291,7 +291,7 @@ class ExtractiveAnswer:
         pool = {i: found for i, found in sentences.items() if i < 2 * self.max_articles} or sentences
         # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998")
         # are left out of the sentence scoring, they would favour any block that merely names the law
-        cited = {(c["law_id"], c["article"]) for c in found_citations if c.get("law_id") and c.get("article")}
+        cited = cited_articles(found_citations)
         pinned = self._pinned(question, found_citations, documents, sentences)
         for citation_found in sorted(found_citations, key=lambda c: c["span"][0], reverse=True):
             start, end = citation_found["span"]

@@ -332,6 +332,17 @@ class _LawRef:
 
 
 
+def cited_articles(citations: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """
+    The (law_id, article) pairs `citations` cite: each article with its law, and an article cited without one under
+    each law the question names with another citation ("o art. 3º da CLT e o art. 2º": CLT art. 3 and CLT art. 2).
+    """
+    named = {c["law_id"] for c in citations if c.get("law_id")}
+    pairs = {(c["law_id"], c["article"]) for c in citations if c.get("law_id") and c.get("article")}
+    lawless = {c["article"] for c in citations if c.get("article") and not c.get("law_id") and not c.get("law")}
+    return pairs | {(law_id, article) for law_id in named for article in lawless}
+
+
 def not_in_corpus(citations: list[dict[str, Any]], case_law: list[dict[str, Any]]) -> list[str]:
     """
     What a question cites that no statute of the corpus holds, in order, once each: the unknown norms
@@ -385,7 +396,8 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
     The subdivision of the article cited at `span` of `question` (`CitationGrammar.extract` spans): `UNIT_KINDS`
     pairs, the outermost first. "artículo 38.2 del ET" -> `[("apartado", "2")]`; "art. 477, § 8º, da CLT" and
     "§ 8º do art. 477" -> `[("paragrafo", "8")]`; "artigo 7º, inciso XVII" -> `[("inciso", "XVII")]`; "letra b) del
-    artículo 49.1" -> `[("apartado", "1"), ("letra", "b")]`; `[]` when the citation names the whole article.
+    artículo 49.1" -> `[("apartado", "1"), ("letra", "b")]`; `[]` when the citation names the whole article or a
+    list ("artículos 38.1 y 38.3").
     """
     folded = _fold(unicodedata.normalize("NFC", question or ""))
     start, end = int(span[0]), int(span[1])
@@ -396,6 +408,9 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
     while (match := _UNIT_AFTER_RE.match(folded, position)) and position < match.end() <= end:
         after.append(_unit(match))
         position = match.end()
+    separator = _SEPARATOR_RE.match(folded, position, end)
+    if separator and _ITEM_NUMBER_RE.match(folded, separator.end(), end):
+        return []  # a list ("38.1 y 38.3", "168.1 y 2"): no one subdivision
     before: list[tuple[str, str]] = []
     head = folded[:start]
     while match := _UNIT_BEFORE_RE.search(head):

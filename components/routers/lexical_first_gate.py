@@ -7,6 +7,8 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components.legal.citations import cited_articles
+
 logger = logging.getLogger(__name__)
 
 EXACT_HIT_SCORE: Final[float] = 1.0
@@ -25,8 +27,9 @@ class LexicalFirstGate:
 
     Input: the citations of `CitationDetector` and the documents its `filters` fetched from the store. A document
     is an *exact hit* when its `law_id` and `article` match a citation, or when it matches a citation without a law
-    ("según el artículo 122") and that article was found in one law only; it then gets score 1.0. A document that
-    matches a law-less citation found in several laws is an article match (score 0.5). Both carry
+    ("según el artículo 122") and that article was found in one law only, or in a law the question names with
+    another citation ("o art. 3º da CLT e o art. 2º"); it then gets score 1.0. A document that matches a law-less
+    citation found in several laws, none of them named, is an article match (score 0.5). Both carry
     `meta["score_type"] = "unit"` (calibrated scores, read by `CRAGRouter`) and `meta["lexical_match"]`
     (`exact` / `article`); documents that match no citation are dropped.
 
@@ -106,10 +109,11 @@ class LexicalFirstGate:
         for doc in documents:
             if doc.meta.get("article") in lawless:
                 laws_per_lawless.setdefault(doc.meta["article"], set()).add(doc.meta.get("law_id"))
+        cited = cited_articles(citations)  # a law-less article under a law the question names is cited too
         exact, partial = [], []
         for doc in documents:
             key = (doc.meta.get("law_id"), doc.meta.get("article"))
-            if key in with_law or len(laws_per_lawless.get(key[1], ())) == 1:
+            if key in cited or len(laws_per_lawless.get(key[1], ())) == 1:
                 exact.append(_scored(doc, EXACT_HIT_SCORE, "exact"))
             elif key[1] in lawless:
                 partial.append(_scored(doc, ARTICLE_MATCH_SCORE, "article"))

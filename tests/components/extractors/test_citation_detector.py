@@ -279,3 +279,4 @@ def test_a_follow_up_naming_a_subdivision_means_the_article_the_conversation_is_
         {"field": "meta.law_id", "operator": "==", "value": "DEL-5452-1943"},
         {"field": "meta.article", "operator": "==", "value": "477"}]}]}
     assert detector.run(query="e o parágrafo 8º?")["citations"] == []  # no conversation: no article
+

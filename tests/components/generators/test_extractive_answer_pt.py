@@ -109,3 +109,10 @@ def test_a_follow_up_s_subdivision_is_quoted_from_the_article_of_the_conversatio
     answer = ExtractiveAnswer().run(question=question, documents=[br[("CLT", "477")]], citations=citations)["answer"]
     quote = next(line for line in answer.splitlines() if line.startswith("- «"))
     assert quote.startswith("- «§ 8º A inobservância") and quote.endswith("(CLT, art. 477, § 8º)")
+
+
+def test_an_article_cited_without_its_law_is_quoted_from_the_law_the_question_names(br):
+    documents = [br[("CLT", "3")], br[("CF88", "2")], br[("CLT", "2")]]
+    answer = ExtractiveAnswer().run(question="o que diz o art. 3º da CLT e o art. 2º?", documents=documents)["answer"]
+    quotes = [line for line in answer.splitlines() if line.startswith("- «")]
+    assert [quote.rsplit("(", 1)[1] for quote in quotes] == ["CLT, art. 3º)", "CLT, art. 2º)"]

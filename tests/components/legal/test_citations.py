@@ -2,6 +2,7 @@ import pytest
 
 from components.legal.citations import (
     CitationGrammar,
+    cited_articles,
     citation_condition,
     citation_filters,
     law_key,
@@ -202,3 +203,19 @@ def test_subdivisions_named_without_an_article():
     assert subdivisions("¿y el apartado 2?") == ([("apartado", "2")], [6, 16])
     assert subdivisions("e o inciso II, alínea b?") == ([("inciso", "II"), ("letra", "b")], [4, 23])
     assert subdivisions("e as férias vencidas?") is None
+
+
+def test_pinpoint_of_a_list_names_no_one_subdivision(grammar):
+    for text in ("¿qué dicen los artículos 38.1 y 38.3 del ET?", "arts. 168.1 y 2 LGSS"):
+        (found,) = grammar.extract(text)
+        assert pinpoint(text, found["span"]) == []
+    text = "artículo 4.2 del RD 2720/1998"  # the norm's number is no second item
+    assert pinpoint(text, grammar.extract(text)[0]["span"]) == [("apartado", "2")]
+
+
+def test_cited_articles_puts_a_law_less_article_under_the_laws_the_question_names(grammar):
+    clt = "DEL-5452-1943"
+    assert cited_articles(grammar.extract("o art. 3º da CLT e o art. 2º")) == {(clt, "3"), (clt, "2")}
+    assert cited_articles(grammar.extract("según el artículo 122")) == set()  # no law named: fetched from any
+    # an article of a norm the corpus lacks stays out
+    assert cited_articles(grammar.extract("el artículo 38 del ET y el artículo 5 de la Ley 30/1992")) == {(ET, "38")}

@@ -148,3 +148,14 @@ def test_run_keeps_the_order_the_question_cites_the_articles():
     reversed_citations = list(reversed(citations))
     result = LexicalFirstGate().run(citations=reversed_citations, documents=fetched)
     assert [d.id for d in result["documents"]] == ["a391a", "a391"]
+
+
+def test_run_a_law_less_article_is_exact_in_a_law_the_question_names(store):
+    # art. 14 is in the ET and in the CE; the question names the ET with its other citation
+    citations, fetched = _fetch(store, "¿qué dicen el artículo 38 del ET y el artículo 14?")
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
+    matches = [(d.meta["law_short"], d.meta["article"], d.meta["lexical_match"]) for d in result["documents"]]
+    assert list(dict.fromkeys(matches)) == [("ET", "38", "exact"), ("ET", "14", "exact"), ("CE", "14", "article")]
+    citations, fetched = _fetch(store, "¿qué dice el artículo 14?")  # no law named: an article match in both
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
+    assert {d.meta["lexical_match"] for d in result["documents"]} == {"article"}
