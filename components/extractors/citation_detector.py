@@ -73,23 +73,25 @@ class CitationDetector:
     def _in_conversation(self, query: str, history: list[ChatMessage] | None) -> list[dict[str, Any]]:
         """The question's citations, completed from the earlier questions of the conversation (class docstring)."""
         references = self.grammar.extract_references(query, colloquial=True)
-        earlier = [
-            self.grammar.extract(message.text or "", colloquial=True)
-            for message in reversed(history or [])
-            if isinstance(message, ChatMessage) and message.is_from(ChatRole.USER)
-        ]
-        law = next((c for cited in earlier for c in reversed(cited) if c["law_id"]), None)
-        article = next((c for cited in earlier for c in reversed(cited) if c["law_id"] and c["article"]), None)
+        lacking = any(map(_lacks_law, references))
+        alone = None if any(ref["article"] for ref in references) else subdivisions(query)
+        # the conversation is read only for what the question leaves to it, back to the last question naming it
+        law = article = None
+        for message in reversed(history or []) if lacking or alone else ():
+            if not (isinstance(message, ChatMessage) and message.is_from(ChatRole.USER)):
+                continue
+            cited = self.grammar.extract(message.text or "", colloquial=True)
+            law = law or next((c for c in reversed(cited) if c["law_id"]), None)
+            article = article or next((c for c in reversed(cited) if c["law_id"] and c["article"]), None)
+            if (law or not lacking) and (article or not alone):
+                break
         found = []
         for reference in references:
             citation = {k: v for k, v in reference.items() if k != "scope"}
-            if law and citation["article"] and not citation["law_id"] and not citation["law"] and (
-                reference["scope"] in ("anaphora", "none", "self")
-            ):
+            if law and _lacks_law(reference):
                 citation.update(law_id=law["law_id"], law=law["law"], from_history=True)
             found.append(citation)
-        alone = subdivisions(query) if article and not any(c["article"] for c in found) else None
-        if alone:
+        if alone and article:
             units, span = alone
             found.append({"law_id": article["law_id"], "law": article["law"], "article": article["article"],
                           "text": query[span[0]:span[1]], "span": span, "units": units, "from_history": True})
@@ -140,3 +142,10 @@ class CitationDetector:
             "named_laws": list(dict.fromkeys(c["law_id"] for c in citations if c["law_id"])),
             "unknown_norms": not_in_corpus(citations, case_law),
         }
+
+
+def _lacks_law(reference: dict[str, Any]) -> bool:
+    """An article cited with no law, or with an anaphora or "esta ley": the conversation's law, in a follow-up."""
+    return bool(reference["article"]) and not reference["law_id"] and not reference["law"] and (
+        reference["scope"] in ("anaphora", "none", "self")
+    )

@@ -17,17 +17,17 @@ from haystack.dataclasses import ChatMessage
 from components.legal.answer_format import (
     GAP_MARK,
     META_DELIMITER,
-    MISSING_ARTICLES_NOTES,
     OUT_OF_SCOPE_NOTES,
     UNKNOWN_NORMS_NOTES,
     answer_language,
     article_body,
     article_citation,
     law_name,
+    missing_articles_notice,
     neutralize,
     unit_label,
 )
-from components.legal.citations import CitationGrammar, cited_articles, not_in_corpus, pinpoint
+from components.legal.citations import CitationGrammar, cited_articles, listed_spans, not_in_corpus, pinpoint
 from components.legal.ids import REPEALED
 from components.legal.legal_text import split_sentences, unit_range
 from components.legal.terms import stems
@@ -128,6 +128,11 @@ def _checked_citations(citations: Any, question: str) -> list[dict[str, Any]]:
     return citations
 
 
+def _nonblank(values: list[str] | None) -> list[str]:
+    """The non-blank strings of a notice's list, stripped."""
+    return [value.strip() for value in values or [] if isinstance(value, str) and value.strip()]
+
+
 def _key(document: Document) -> tuple[Any, Any]:
     return (document.meta.get("law_id"), document.meta.get("article"))
 
@@ -141,6 +146,14 @@ def _article(documents: list[Document], i: int) -> tuple[Any, ...]:
 def _part(document: Document) -> int:
     part = document.meta.get("part")
     return part if isinstance(part, int) else 0
+
+
+def _article_sentences(
+    key: tuple[Any, ...], documents: list[Document], sentences: dict[int, list[str]]
+) -> tuple[list[int], list[int], list[str]]:
+    """One article's blocks (its parts in order), the block of each of its sentences, and those sentences."""
+    parts = sorted((i for i in sentences if _article(documents, i) == key), key=lambda i: (_part(documents[i]), i))
+    return parts, [i for i in parts for _ in sentences[i]], [sentence for i in parts for sentence in sentences[i]]
 
 
 def _quote(sentences: list[str], positions: list[int]) -> str:
@@ -267,13 +280,12 @@ class ExtractiveAnswer:
         # norms and case law the question cites that the corpus lacks: said first, so no quote passes for theirs
         if unknown_norms is None:
             unknown_norms = not_in_corpus(found_citations, self._citations.extract_case_law(question))
-        missing = [norm.strip() for norm in unknown_norms if isinstance(norm, str) and norm.strip()]
+        missing = _nonblank(unknown_norms)
         notice = [neutralize(UNKNOWN_NORMS_NOTES[language].format(norms="; ".join(missing))), ""] if missing else []
-        absent = [article.strip() for article in missing_articles or [] if isinstance(article, str) and article.strip()]
-        if absent:
-            notice += [neutralize(MISSING_ARTICLES_NOTES[language].format(articles="; ".join(absent))), ""]
+        if absent := _nonblank(missing_articles):
+            notice += [missing_articles_notice(absent, language), ""]
         # a matter whose statutes the corpus lacks: the quotes are the nearest it has, not that matter's law
-        matters = [matter.strip() for matter in out_of_scope or [] if isinstance(matter, str) and matter.strip()]
+        matters = _nonblank(out_of_scope)
         if matters:
             notice += [neutralize(OUT_OF_SCOPE_NOTES[language].format(matters=" / ".join(matters))), ""]
         # each block split by its own language's abbreviations ("Dec. Legislativo", "Proc." end no Portuguese sentence)
@@ -350,18 +362,12 @@ class ExtractiveAnswer:
         What to quote of one article: its blocks' sentences (parts in order), the `max_sentences` best of them
         (`_best_positions`), the blocks they come from (the first quoted first) and no subdivision.
         """
-        parts = sorted((i for i in sentences if _article(documents, i) == key), key=lambda i: (_part(documents[i]), i))
+        parts, owners, article_sentences = _article_sentences(key, documents, sentences)
         for i in parts:
             if i not in scores:  # a block beyond the candidate pool: a cited article, or another part of one
                 scores[i] = self._scores(question, {i: sentences[i]}, language)[i]
-        owners = [i for i in parts for _ in sentences[i]]
         positions = self._best_positions([score for i in parts for score in scores[i]])
-        return (
-            list(dict.fromkeys(owners[p] for p in positions)),
-            [sentence for i in parts for sentence in sentences[i]],
-            positions,
-            [],
-        )
+        return list(dict.fromkeys(owners[p] for p in positions)), article_sentences, positions, []
 
     def _pinned(
         self,
@@ -375,17 +381,15 @@ class ExtractiveAnswer:
         quote comes from (the one opening the unit first), the article's sentences (its parts in order), the
         positions to quote (the introducing sentence, then the unit's first `max_sentences`) and the subdivision.
         """
-        groups = Counter(tuple(c["span"]) for c in citations)
+        listed = listed_spans(citations)
         pinned: dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]] = {}
         for cited in citations:
             key = (cited.get("law_id"), cited.get("article"))
-            if not all(key) or key in pinned or groups[tuple(cited["span"])] > 1:  # "arts. 40 y 41": no one unit
+            if not all(key) or key in pinned or tuple(cited["span"]) in listed:  # "arts. 40 y 41": no one unit
                 continue
             # a follow-up's subdivision comes with its citation ("e o parágrafo 8º?" after "art. 477 da CLT")
             units = [(str(kind), str(value)) for kind, value in cited.get("units") or pinpoint(question, cited["span"])]
-            parts = sorted((i for i in sentences if _key(documents[i]) == key), key=lambda i: (_part(documents[i]), i))
-            owners = [i for i in parts for _ in sentences[i]]
-            article_sentences = [sentence for i in parts for sentence in sentences[i]]
+            _, owners, article_sentences = _article_sentences(key, documents, sentences)
             found = unit_range(article_sentences, units) if units else None
             if found is None:
                 continue

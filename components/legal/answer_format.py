@@ -180,6 +180,16 @@ MISSING_ARTICLES_NOTES: Final[dict[str, str]] = {
     "es": "No encuentro en la normativa disponible: {articles}. Lo que sigue son otros artículos.",
     "pt": "Não encontrei na legislação disponível: {articles}. O que segue são outros artigos.",
 }
+
+
+def missing_articles_notice(articles: list[str], language: str) -> str:
+    """
+    The extractive answer's notice of the cited articles not found, as the answer writes it (neutralized); the
+    citation verifier looks for this very text to leave it unmarked.
+    """
+    return neutralize(MISSING_ARTICLES_NOTES[language].format(articles="; ".join(articles)))
+
+
 # The extractive answer's first line when the question is about a branch of law whose statutes the corpus does not
 # hold (`ScopeChecker`): the passages that follow are the nearest it has, not that matter's law.
 OUT_OF_SCOPE_NOTES: Final[dict[str, str]] = {

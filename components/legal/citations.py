@@ -9,6 +9,7 @@ filters. Shared vocabulary: every stage that reads citations imports it from her
 
 import functools
 import re
+from collections import Counter
 import unicodedata
 from dataclasses import dataclass
 from typing import Any, Final
@@ -330,6 +331,12 @@ class _LawRef:
     law_id: str | None
     law: str | None
 
+
+
+def listed_spans(citations: list[dict[str, Any]]) -> set[tuple[int, ...]]:
+    """The spans several cited articles share: a list ("arts. 40 y 41 ET") names no one article's subdivision."""
+    counts = Counter(tuple(c.get("span") or ()) for c in citations)
+    return {span for span, count in counts.items() if count > 1}
 
 
 def cited_articles(citations: list[dict[str, Any]]) -> set[tuple[str, str]]:

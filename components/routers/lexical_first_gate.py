@@ -1,13 +1,12 @@
 """Lexical-first gating: when a question cites articles and the direct fetch finds them, skip query expansion."""
 
 import re
-from collections import Counter
 from dataclasses import replace
 from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.legal.citations import cited_articles
+from components.legal.citations import cited_articles, listed_spans
 
 logger = logging.getLogger(__name__)
 
@@ -143,13 +142,13 @@ def _missing(citations: list[dict[str, Any]], documents: list[Document]) -> list
     """The cited articles no fetched document is (see `run`'s `missing`), once each, in the question's order."""
     fetched = {(doc.meta.get("law_id"), doc.meta.get("article")) for doc in documents}
     articles = {article for _, article in fetched}
-    groups = Counter(tuple(c.get("span") or ()) for c in citations)
+    listed = listed_spans(citations)
     missing: list[str] = []
     for citation in citations:
         law_id, article = citation.get("law_id"), citation.get("article")
         if not article or (law_id, article) in fetched or (not law_id and (citation.get("law") or article in articles)):
             continue  # found, or of a norm the corpus lacks (`CitationDetector.unknown_norms` says so)
-        alone = groups[tuple(citation.get("span") or ())] == 1 and citation.get("text")
+        alone = tuple(citation.get("span") or ()) not in listed and citation.get("text")
         written = re.sub(r"-([a-z])$", lambda m: f"-{m.group(1).upper()}", article)  # "477-z": "art. 477-Z"
         label = citation["text"] if alone else ", ".join(p for p in (citation.get("law"), f"art. {written}") if p)
         if label not in missing:

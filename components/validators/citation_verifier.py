@@ -6,7 +6,12 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.legal.access import and_filters
-from components.legal.answer_format import MISSING_ARTICLES_NOTES, UNVERIFIED_MARK, UNVERIFIED_MARKS
+from components.legal.answer_format import (
+    MISSING_ARTICLES_NOTES,
+    UNVERIFIED_MARK,
+    UNVERIFIED_MARKS,
+    missing_articles_notice,
+)
 from components.legal.citations import CitationGrammar, citation_condition, law_key
 from components.legal.legal_text import detect_query_language
 
@@ -177,11 +182,11 @@ def _quoted_verbatim(answer: str, span: tuple[int, int], texts: list[str]) -> bo
 
 
 def _notice_spans(answer: str, missing_articles: list[str]) -> list[tuple[int, int]]:
-    """Where `answer` holds the extractive answer's notice of the articles not found (`MISSING_ARTICLES_NOTES`)."""
+    """Where `answer` holds the extractive answer's notice of the articles not found (`missing_articles_notice`)."""
     labels = [str(label).strip() for label in missing_articles if str(label).strip()]
     spans = []
-    for template in MISSING_ARTICLES_NOTES.values() if labels else ():
-        notice = template.format(articles="; ".join(labels))
+    for language in MISSING_ARTICLES_NOTES if labels else ():
+        notice = missing_articles_notice(labels, language)
         start = answer.find(notice)
         while start >= 0:
             spans.append((start, start + len(notice)))
