@@ -49,7 +49,7 @@ MAX_QUESTION_CHARS = 4000  # default of `LexHay.max_question_chars` (the server 
 MAX_CARRYOVER_IDS = 100
 # the answer-level keys of `ask`'s trace (kept next to the PipelineTrace's own: stages, cache, request_id, ...)
 ASK_TRACE_KEYS = ("citations", "gate", "queries", "decompose", "hyde", "topic", "retrieval", "crag", "scope",
-                  "expanded", "graph_context", "need_retry", "seconds", "meta_warnings")
+                  "expanded", "graph_context", "need_retry", "seconds", "meta_warnings", "answer_fallback")
 
 
 @dataclass
@@ -707,6 +707,8 @@ class LexHay:
                                   "chunk_id": d.id, "law_short": d.meta.get("law_short"),
                                   "label": article_citation(d.meta)})
         trace["meta_warnings"] = parsed["warnings"]
+        # why the extractive answer replaced the LLM's: none configured, no reply, a reply citing none of its context
+        trace["answer_fallback"] = out["answer"].get("fallback_reason")
         return {
             "answer": out["verifier"]["answer"],
             "citations": citations,

@@ -8,8 +8,15 @@ from haystack.dataclasses import ChatMessage, StreamingChunk
 
 from components.generators.extractive_answer import ExtractiveAnswer
 from components.generators.llm_backends import chat_text, generator_to_dict, warm_up_generator, with_deserialized_generator
+from components.legal.answer_format import CONTEXT_TAG_RE, cited_indices, split_meta
+from components.legal.citations import CitationGrammar
 
 logger = logging.getLogger(__name__)
+
+# why the extractive answer replaced the LLM's (the `fallback_reason` output)
+FALLBACK_NO_LLM = "no LLM configured"
+FALLBACK_NO_REPLY = "the LLM gave no answer"
+FALLBACK_UNCITED = "the LLM's answer cites none of its context"
 
 
 @component
@@ -17,8 +24,15 @@ class AnswerGenerator:
     """
     Generates the answer (text + `===META===` block) with a chat generator, falling back to `ExtractiveAnswer`.
 
-    The fallback runs when no chat generator is configured, when the call fails or times out, or when the reply
-    is empty; `fallback` says which path produced the reply, so the pipeline always answers and the trace tells.
+    The fallback runs when no chat generator is configured, when the call fails or times out, when the reply
+    holds no answer (empty, or a META block alone), or when the reply cites none of its context: no `===META===`
+    block or USED / DROP line, no fragment reference "[n]" within the context, no article a context block holds
+    ("art. 392 da CLT"). Such a reply has ignored the answer format and grounds nothing it says in the statutes (a
+    small local model's paraphrase of a block, with its errors, came out as the answer, with no citation to
+    check); the extractive answer quotes the retrieved articles instead. A reply that follows the format is kept
+    even when it uses no fragment (`USED|` empty, every fragment dropped: the model's judgement that the context
+    does not answer). `fallback` says which path produced the reply and `fallback_reason` why, so the pipeline
+    always answers and the trace tells.
 
     ### Usage example
 
@@ -53,6 +67,7 @@ class AnswerGenerator:
         self.chat_generator = chat_generator
         self.timeout = timeout
         self.extractive = extractive or ExtractiveAnswer()
+        self._citations = CitationGrammar()
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary."""
@@ -76,7 +91,7 @@ class AnswerGenerator:
         """Warm up the chat generator (loads a local model); idempotent."""
         warm_up_generator(self.chat_generator)
 
-    @component.output_types(replies=list[ChatMessage], fallback=bool)
+    @component.output_types(replies=list[ChatMessage], fallback=bool, fallback_reason=str | None)
     def run(
         self,
         prompt: list[ChatMessage],
@@ -104,13 +119,18 @@ class AnswerGenerator:
             (`CitationDetector.unknown_norms`), for the extractive fallback's notice; `None` lets it read them.
         :param missing_articles: The cited articles the direct fetch did not find (`LexicalFirstGate.missing`), for
             the extractive fallback's notice.
-        :returns: `replies` (one assistant message: answer + META block) and `fallback` (True = extractive).
+        :returns: `replies` (one assistant message: answer + META block), `fallback` (True = extractive) and
+            `fallback_reason` (why the extractive answer was used; `None` for the LLM's).
         """
+        reason = FALLBACK_NO_LLM
         if self.chat_generator is not None:
             text = chat_text(self.chat_generator, prompt, timeout=self.timeout, streaming_callback=streaming_callback)
-            if text and text.strip():
-                return {"replies": [ChatMessage.from_assistant(text)], "fallback": False}
-            logger.warning("The LLM gave no answer; using the extractive answer")
+            answer, meta_lines, has_delimiter = split_meta(CONTEXT_TAG_RE.sub("", text or ""))
+            reason = FALLBACK_UNCITED if answer else FALLBACK_NO_REPLY  # "===META===\nUSED|1" alone answers nothing
+            has_meta = bool(meta_lines) or has_delimiter
+            if answer and (not documents or self._cites_context(answer, has_meta, documents)):
+                return {"replies": [ChatMessage.from_assistant(text)], "fallback": False, "fallback_reason": None}
+            logger.warning("{reason}; using the extractive answer", reason=reason)
         extractive = self.extractive.run(
             question=question,
             documents=documents,
@@ -119,4 +139,20 @@ class AnswerGenerator:
             unknown_norms=unknown_norms,
             missing_articles=missing_articles,
         )
-        return {"replies": extractive["replies"], "fallback": True}
+        return {"replies": extractive["replies"], "fallback": True, "fallback_reason": reason}
+
+    def _cites_context(self, answer: str, has_meta: bool, documents: list[Document]) -> bool:
+        """
+        Whether a reply refers to its context: it has a META block or trailing USED / DROP / NEED lines
+        (`has_meta`), or its answer text cites a fragment of the context ("[2]") or an article a context block holds
+        (of its law, or of any law when the citation names none).
+        """
+        if has_meta or any(1 <= i <= len(documents) for i in cited_indices(answer)):
+            return True
+        held = {(doc.meta.get("law_id"), str(doc.meta.get("article") or "").lower()) for doc in documents}
+        return any(
+            (citation["law_id"], str(citation["article"]).lower()) in held
+            or (citation["law_id"] is None and any(article == str(citation["article"]).lower() for _, article in held))
+            for citation in self._citations.extract(answer)
+            if citation.get("article")
+        )

@@ -59,6 +59,46 @@ def neutralize(text: str) -> str:
     return _SEPARATOR_RE.sub("—", text)
 
 
+# a fragment index or range in a META line ("1", "2-4"), and the fragments an answer cites in its text: "[1]",
+# "[2, 3]", "[1-3]"
+_INDEX_RE: Final[re.Pattern[str]] = re.compile(r"(\d+)(?:\s*-\s*(\d+))?")
+_CITED_INDEX_RE: Final[re.Pattern[str]] = re.compile(r"\[(\d+(?:\s*[,;-]\s*\d+)*)\]")
+_MAX_INDEX_RANGE: Final[int] = 50  # a wider "1-999" is read as its two ends, not expanded
+
+
+def split_meta(reply: str) -> tuple[str, list[str], bool]:
+    """
+    An answer reply split into (answer, metadata lines, whether the `===META===` delimiter was found); without the
+    delimiter, trailing USED / DROP / NEED lines still count as metadata.
+    """
+    delimiters = list(DELIMITER_RE.finditer(reply))
+    if delimiters:
+        last = delimiters[-1]
+        lines = [line for line in reply[last.end():].splitlines() if line.strip()]
+        return reply[: last.start()].strip(), lines, True
+    lines = reply.rstrip().splitlines()
+    cut = len(lines)
+    while cut > 0 and (not lines[cut - 1].strip() or META_LINE_RE.match(lines[cut - 1])):
+        cut -= 1
+    meta = [line for line in lines[cut:] if line.strip()]
+    return ("\n".join(lines[:cut]).strip() if meta else reply.strip()), meta, False
+
+
+def parse_indices(value: str) -> list[int]:
+    """The fragment indices written in `value`: "1, 3" -> [1, 3]; "2-4" -> [2, 3, 4]."""
+    numbers: list[int] = []
+    for match in _INDEX_RE.finditer(value):
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) else low
+        numbers.extend(range(low, high + 1) if 0 <= high - low <= _MAX_INDEX_RANGE else (low, high))
+    return numbers
+
+
+def cited_indices(answer: str) -> list[int]:
+    """Fragment indices the answer cites as [1], [2, 3] or [1-3], in order of first citation."""
+    return list(dict.fromkeys(n for group in _CITED_INDEX_RE.findall(answer) for n in parse_indices(group)))
+
+
 UNVERIFIED_MARK: Final[str] = "[cita no verificada]"
 # the mark in the answer's language (`detect_query_language` of the answer; Spanish without evidence)
 UNVERIFIED_MARKS: Final[dict[str, str]] = {"es": UNVERIFIED_MARK, "pt": "[citação não verificada]"}

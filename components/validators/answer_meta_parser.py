@@ -8,7 +8,14 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage
 
-from components.legal.answer_format import CONTEXT_TAG_RE, DELIMITER_RE, META_DELIMITER, META_LINE_RE
+from components.legal.answer_format import (
+    CONTEXT_TAG_RE,
+    META_DELIMITER,
+    META_LINE_RE,
+    cited_indices,
+    parse_indices,
+    split_meta,
+)
 from components.legal.citations import CitationGrammar
 
 logger = logging.getLogger(__name__)
@@ -30,9 +37,6 @@ WARN_USED_FROM_TEXT: Final[str] = "USED taken from the [n] references in the ans
 _NONE_VALUES: Final[frozenset[str]] = frozenset(
     {"", "ninguno", "ninguna", "ningun", "nada", "none", "nenhum", "nenhuma", "-", "n/a", "[]"}
 )
-_INDEX_RE: Final[re.Pattern[str]] = re.compile(r"(\d+)(?:\s*-\s*(\d+))?")
-_CITED_INDEX_RE: Final[re.Pattern[str]] = re.compile(r"\[(\d+(?:\s*[,;-]\s*\d+)*)\]")
-_MAX_INDEX_RANGE: Final[int] = 50
 
 
 @component
@@ -118,7 +122,7 @@ class AnswerMetaParser:
         if not reply.strip():
             warnings.append(WARN_NO_REPLY)
         # the prompt's context delimiters (`<<ctx-…>>`) are never part of an answer, even when a model echoes them
-        answer, meta_lines, has_delimiter = _split(CONTEXT_TAG_RE.sub("", reply))
+        answer, meta_lines, has_delimiter = split_meta(CONTEXT_TAG_RE.sub("", reply))
         if not has_delimiter and reply.strip():
             warnings.append(WARN_NO_DELIMITER)
 
@@ -135,7 +139,7 @@ class AnswerMetaParser:
         dropped = self._indices("DROP", values["DROP"], count, warnings)
         well_formed = has_delimiter and used is not None and dropped is not None
         if used is None:
-            used = _in_range("USED", _cited_indices(answer), count, warnings)
+            used = _in_range("USED", cited_indices(answer), count, warnings)
             if used:
                 warnings.append(WARN_USED_FROM_TEXT)
         dropped = dropped or []
@@ -172,7 +176,7 @@ class AnswerMetaParser:
             cleaned = re.sub(r"\([^)]*\)", " ", value).strip().strip("[]{}.").strip()
             if cleaned.lower() in _NONE_VALUES:
                 continue
-            numbers = _parse_numbers(cleaned)
+            numbers = parse_indices(cleaned)
             if not numbers:
                 warnings.append(WARN_BAD_INDICES.format(key=key, value=value))
                 valid = False
@@ -214,30 +218,6 @@ class AnswerMetaParser:
         return {"type": "keywords", "article": None, "law_id": None, "law": None, "query": query}
 
 
-def _split(reply: str) -> tuple[str, list[str], bool]:
-    """(answer, metadata lines, whether the delimiter was found); trailing meta lines count without it."""
-    delimiters = list(DELIMITER_RE.finditer(reply))
-    if delimiters:
-        last = delimiters[-1]
-        lines = [line for line in reply[last.end():].splitlines() if line.strip()]
-        return reply[: last.start()].strip(), lines, True
-    lines = reply.rstrip().splitlines()
-    cut = len(lines)
-    while cut > 0 and (not lines[cut - 1].strip() or META_LINE_RE.match(lines[cut - 1])):
-        cut -= 1
-    meta = [line for line in lines[cut:] if line.strip()]
-    return ("\n".join(lines[:cut]).strip() if meta else reply.strip()), meta, False
-
-
-def _parse_numbers(value: str) -> list[int]:
-    numbers: list[int] = []
-    for match in _INDEX_RE.finditer(value):
-        low = int(match.group(1))
-        high = int(match.group(2)) if match.group(2) else low
-        numbers.extend(range(low, high + 1) if 0 <= high - low <= _MAX_INDEX_RANGE else (low, high))
-    return numbers
-
-
 def _in_range(key: str, indices: list[int], count: int | None, warnings: list[str]) -> list[int]:
     if count is None:
         return indices
@@ -245,8 +225,3 @@ def _in_range(key: str, indices: list[int], count: int | None, warnings: list[st
     if outside:
         warnings.append(WARN_OUT_OF_RANGE.format(key=key, count=count, indices=outside))
     return [i for i in indices if 1 <= i <= count]
-
-
-def _cited_indices(answer: str) -> list[int]:
-    """Fragment indices the answer cites as [1], [2, 3] or [1-3], in order of first citation."""
-    return list(dict.fromkeys(n for group in _CITED_INDEX_RE.findall(answer) for n in _parse_numbers(group)))

@@ -23,7 +23,13 @@ from typing import Any
 from haystack import logging
 from haystack.dataclasses import StreamingChunk
 
-from components.legal.answer_format import DELIMITER_RE, META_LINE_RE, UNVERIFIED_MARK, UNVERIFIED_MARKS
+from components.legal.answer_format import (
+    DELIMITER_RE,
+    META_LINE_RE,
+    UNVERIFIED_MARK,
+    UNVERIFIED_MARKS,
+    answer_language,
+)
 from pipelines.history import message_text
 from pipelines.results import QueryResult
 from pipelines.serving.auth import Principal, request_access
@@ -35,7 +41,9 @@ from pipelines.serving.guard import request_done
 logger = logging.getLogger(__name__)
 
 STREAM_CHUNK_CHARS = 48
-REVISED_ANSWER = "Respuesta revisada:"
+# the heading of an answer that replaced the streamed tokens (a NEED retry's, or the extractive answer that replaced
+# a reply citing none of its context), in the question's language
+REVISED_ANSWER = {"es": "Respuesta revisada:", "pt": "Resposta revisada:"}
 # the `QueryResult` keys a chat completion carries in its `lexhay` field (the text is the message; no trace)
 ANSWER_EXTRAS = ("context_chunk_ids", "citations", "route", "need", "fallbacks", "unverified_citations", "flags")
 
@@ -244,7 +252,8 @@ def stream_answer(engine: Engine, kwargs: dict[str, Any], model: str,
                         mark = next((m for m in UNVERIFIED_MARKS.values() if m in answer), UNVERIFIED_MARK)
                         yield chunk(f"\n\n[{mark}: {unverified}]")
                 else:  # the answer was generated again after these tokens (NEED retry): the final one follows
-                    yield chunk(f"\n\n{REVISED_ANSWER}\n\n")
+                    revised = REVISED_ANSWER[answer_language(str(kwargs.get("question") or ""), [])]
+                    yield chunk(f"\n\n{revised}\n\n")
                     for piece in text_pieces(answer):
                         yield chunk(piece)
                 yield chunk(None, "stop", {**answer_extras(done), "answer": answer}, usage(kwargs, answer))

@@ -355,10 +355,13 @@ def test_stream_answer_follows_tokens_with_a_regenerated_answer():
             result = super().ask(question, **kwargs)
             return {**result, "answer": "Según el art. 38 ET, 30 días naturales [2]."}  # NEED retry: a new answer
 
-    chunks = list(stream_answer(Engine(Regenerated(True), readers=1, queue_timeout=1), {"question": "x"}, "lexhay"))
-    text = "".join(c.choices[0].delta.content or "" for c in chunks)
-    final = chunks[-1].lexhay["answer"]
-    assert text.startswith("Tienes 30 días [1].\n") and text.endswith(f"Respuesta revisada:\n\n{final}")
+    for question, heading in (("¿cuántos días de vacaciones tengo?", "Respuesta revisada:"),
+                              ("quantos dias de férias eu tenho?", "Resposta revisada:")):
+        engine = Engine(Regenerated(True), readers=1, queue_timeout=1)
+        chunks = list(stream_answer(engine, {"question": question}, "lexhay"))
+        text = "".join(c.choices[0].delta.content or "" for c in chunks)
+        final = chunks[-1].lexhay["answer"]
+        assert text.startswith("Tienes 30 días [1].\n") and text.endswith(f"{heading}\n\n{final}")
 
 
 @pytest.mark.parametrize("mark", ["[cita no verificada]", "[citação não verificada]"])

