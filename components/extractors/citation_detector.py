@@ -5,7 +5,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
-from components.legal.citations import CitationGrammar, citation_filters, not_in_corpus, subdivisions
+from components.legal.citations import CitationGrammar, article_alone, citation_filters, not_in_corpus, subdivisions
 
 logger = logging.getLogger(__name__)
 
@@ -30,9 +30,10 @@ class CitationDetector:
 
     In a conversation (`history`), a follow-up question cites what the earlier ones cited: an article with no law or
     with an anaphora ("¿y el artículo 15 de la misma ley?", "e o art. 2º?") is of the law the last question citing
-    one named, and a subdivision with no article ("e o parágrafo 8º?", "¿y el apartado 2?") is of the article the last
-    question citing one named (the citation then carries `units`, for the answer to quote that subdivision). Such a
-    citation has `from_history: True`.
+    one named (so is an article named by its number alone, the whole question being "¿y el 41?", "e o 483?"), and a
+    subdivision with no article ("e o parágrafo 8º?", "¿y el apartado 2?") is of the article the last question
+    citing one named (the citation then carries `units`, for the answer to quote that subdivision). Such a citation
+    has `from_history: True`.
 
     ### Usage example
 
@@ -73,8 +74,9 @@ class CitationDetector:
     def _in_conversation(self, query: str, history: list[ChatMessage] | None) -> list[dict[str, Any]]:
         """The question's citations, completed from the earlier questions of the conversation (class docstring)."""
         references = self.grammar.extract_references(query, colloquial=True)
-        lacking = any(map(_lacks_law, references))
-        alone = None if any(ref["article"] for ref in references) else subdivisions(query)
+        bare = None if references else article_alone(query)  # "¿y el 41?": an article of the conversation's law
+        lacking = bare is not None or any(map(_lacks_law, references))
+        alone = None if bare or any(ref["article"] for ref in references) else subdivisions(query)
         # the conversation is read only for what the question leaves to it, back to the last question naming it
         law = article = None
         for message in reversed(history or []) if lacking or alone else ():
@@ -91,6 +93,10 @@ class CitationDetector:
             if law and _lacks_law(reference):
                 citation.update(law_id=law["law_id"], law=law["law"], from_history=True)
             found.append(citation)
+        if bare and law:
+            key, span = bare
+            found.append({"law_id": law["law_id"], "law": law["law"], "article": key,
+                          "text": query[span[0]:span[1]], "span": span, "from_history": True})
         if alone and article:
             units, span = alone
             found.append({"law_id": article["law_id"], "law": article["law"], "article": article["article"],

@@ -442,6 +442,34 @@ def subdivisions(text: str) -> tuple[list[tuple[str, str]], list[int]] | None:
     return [_unit(match) for match in matches], [matches[0].start(), matches[-1].end()]
 
 
+# a follow-up naming an article by its number alone: "¿y el 41?", "¿y qué dice el 20 bis?", "e o 483?", "e o 59-A?",
+# "¿y el 38.2?" (the whole question: a number inside a sentence is a quantity or a year, not an article)
+_ARTICLE_ALONE_LEAD_RE: Final[re.Pattern[str]] = re.compile(
+    r"[\s\u00bf\u00a1]*(?:(?:y|e)\s+)?(?:(?:que|o\s+que)\s+(?:dice|dicen|diz|dizem|establece|estabelece)\s+)?"
+    r"(?:el|o)\s+",
+    re.IGNORECASE,
+)
+_ARTICLE_ALONE_TAIL_RE: Final[re.Pattern[str]] = re.compile(r"(?P<unit>(?:\.\d+)*(?:\.?[a-z]\))?)[\s?!.]*", re.I)
+
+
+def article_alone(text: str) -> tuple[str, list[int]] | None:
+    """
+    The article a follow-up question names by its number alone, the whole question being "¿y el 41?", "¿y qué dice
+    el 20 bis?", "e o 483?", "e o 59-A?" or "¿y el 38.2?": its article key (`normalize_article_key`) and the span of
+    the number and any subdivision written after it (for `pinpoint`); None for any other text. A conversation
+    about an article means the article of that law.
+    """
+    folded = _fold(unicodedata.normalize("NFC", text or ""))
+    lead = _ARTICLE_ALONE_LEAD_RE.match(folded)
+    number = _ITEM_NUMBER_RE.match(folded, lead.end()) if lead else None
+    if number is None or len(number.group("n")) > 3:  # articles run to 922 (CLT); "el 2024" is a year
+        return None
+    tail = _ARTICLE_ALONE_TAIL_RE.fullmatch(folded, number.end())
+    if tail is None:
+        return None
+    return normalize_article_key(number.group(0)), [number.start(), number.end() + len(tail.group("unit"))]
+
+
 class CitationGrammar:
     """
     The citation grammar: reads article and law citations in Spanish or Portuguese text and resolves them to keys.

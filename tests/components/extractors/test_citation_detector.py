@@ -280,3 +280,27 @@ def test_a_follow_up_naming_a_subdivision_means_the_article_the_conversation_is_
         {"field": "meta.article", "operator": "==", "value": "477"}]}]}
     assert detector.run(query="e o parágrafo 8º?")["citations"] == []  # no conversation: no article
 
+
+
+@pytest.mark.parametrize(("first", "follow_up", "law_id", "article"), [
+    ("¿qué dice el artículo 40 del ET?", "¿y el 41?", ET, "41"),
+    ("¿qué dice el artículo 40 del ET?", "¿Y qué dice el 20 bis?", ET, "20 bis"),
+    ("o que diz o art. 482 da CLT?", "e o 483?", "DEL-5452-1943", "483"),
+    ("o que diz o art. 59 da CLT?", "E o 59-A?", "DEL-5452-1943", "59-a"),
+])
+def test_a_follow_up_naming_an_article_by_its_number_alone_means_the_conversations_law(
+    detector, first, follow_up, law_id, article
+):
+    (cited,) = detector.run(query=follow_up, history=_conversation(first))["citations"]
+    assert (cited["law_id"], cited["article"], cited["from_history"]) == (law_id, article, True)
+    assert follow_up[cited["span"][0]:cited["span"][1]] == cited["text"]
+
+
+def test_a_number_is_an_article_only_as_the_whole_follow_up(detector):
+    history = _conversation("¿qué dice el artículo 40 del ET?")
+    # a subdivision written after the number stays in the citation's text, for the answer to quote it
+    (cited,) = detector.run(query="¿y el 38.2?", history=history)["citations"]
+    assert (cited["article"], cited["text"]) == ("38", "38.2")
+    for question in ("¿y el 2024?", "¿y si trabajo el 41% de la jornada?", "tengo 41 años, ¿y el paro?"):
+        assert detector.run(query=question, history=history)["citations"] == []
+    assert detector.run(query="¿y el 41?")["citations"] == []  # no conversation: no law, no article
