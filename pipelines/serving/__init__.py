@@ -7,6 +7,7 @@ HTTP serving of lexhay with hayhooks, in parts:
 - `guard`: the ASGI middleware in front of every route: origin, keys, per-key rate / concurrency, body size,
   deadline.
 - `openai_compat`: OpenAI's error shape, chat models only in `/v1/models`, `[DONE]` at the end of a stream.
+- `strict_fields`: a JSON field a `/{name}/run` route does not declare is a 422, not silently dropped.
 - `uploads`: indexing uploads and server-side paths.
 - `chat`: the OpenAI-compatible chat of `ask`, plain and streaming.
 - `app`: the app (`create_app`) and `serve`.

@@ -3,10 +3,11 @@ The lexhay HTTP server: hayhooks serving the `hayhooks/` wrappers, behind the gu
 
 `create_app` builds hayhooks' app in its fixed-pipeline mode (hayhooks' `durable_mode` setting: the pipelines load
 once at start-up, one after the other, and hayhooks' run-time deploy / undeploy routes, which accept Python code,
-do not exist), with CORS closed unless `LEXHAY_CORS_ORIGINS` opens it, and wraps it in three ASGI middlewares:
+do not exist), with CORS closed unless `LEXHAY_CORS_ORIGINS` opens it, and wraps it in four ASGI middlewares:
 `TrustedHostMiddleware` (Host header among `LEXHAY_ALLOWED_HOSTS`), `OpenAICompat` (OpenAI's error shape, chat
-models only in `/v1/models`, `[DONE]`) and `Guard` (origin, API keys and roles, per-key limits, body size,
-deadline). `serve` runs it with uvicorn, on loopback unless a keys file exists.
+models only in `/v1/models`, `[DONE]`), `Guard` (origin, API keys and roles, per-key limits, body size,
+deadline) and `StrictFields` (a JSON field a pipeline route does not declare is a 422). `serve` runs it with
+uvicorn, on loopback unless a keys file exists.
 """
 
 import os
@@ -22,6 +23,7 @@ from pipelines.serving.engine import check_store_free, close_engines
 from pipelines.serving.errors import root_cause
 from pipelines.serving.guard import Guard
 from pipelines.serving.openai_compat import OpenAICompat
+from pipelines.serving.strict_fields import StrictFields
 from pipelines.settings import Settings, current_settings, setup_environment
 
 logger = logging.getLogger(__name__)
@@ -64,6 +66,7 @@ def create_app(*, store: str | None = None, pipelines_dir: str | Path | None = N
         app = hayhooks_app()
     except Exception as error:
         raise RuntimeError(f"cannot load the lexhay pipelines: {root_cause(error)}") from error
+    app.add_middleware(StrictFields, routes=app)  # inside the guard: after its key and body-size checks
     app.add_middleware(Guard, settings=serving, keys=keys, jwt=jwt_verifier(serving))
     app.add_middleware(OpenAICompat)
     allowed = serving.allowed_host_list
