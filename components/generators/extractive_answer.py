@@ -30,7 +30,7 @@ from components.legal.answer_format import (
 from components.legal.citations import CitationGrammar, cited_articles, listed_spans, not_in_corpus, pinpoint
 from components.legal.ids import REPEALED
 from components.legal.legal_text import split_sentences, unit_range
-from components.legal.terms import stems
+from components.legal.terms import split_concepts, stems
 
 logger = logging.getLogger(__name__)
 
@@ -143,6 +143,13 @@ def _article(documents: list[Document], i: int) -> tuple[Any, ...]:
     return key if all(key) else ("block", i)
 
 
+def _query_rank(document: Document, query: str) -> int | None:
+    """The block's rank in the ranking of a search query that found it (`MultiQueryRetriever`), 0 = its best."""
+    ranks = document.meta.get("query_ranks")
+    rank = ranks.get(query) if isinstance(ranks, dict) else None
+    return rank if isinstance(rank, int) else None
+
+
 def _part(document: Document) -> int:
     part = document.meta.get("part")
     return part if isinstance(part, int) else 0
@@ -173,8 +180,10 @@ class ExtractiveAnswer:
     Sentences (`split_sentences`) are scored by the accent-folded stems they share with the question, each stem
     weighted by its rarity among all the candidate sentences (a term found in one sentence counts more than one
     found in all of them). An article the question cites is quoted first, then the retrieval's best in-force block
-    (its rank is the engine's relevance judgement; word overlap alone misreads colloquial questions), then up to
-    `max_articles` in all of the blocks whose best sentence scores at least half as much as the best-scoring one.
+    (its rank is the engine's relevance judgement; word overlap alone misreads colloquial questions), then, for a
+    question comparing concepts ("diferencia entre despido objetivo y disciplinario", `split_concepts`), the best
+    block of each concept's own search (`meta["query_ranks"]`, `MultiQueryRetriever`), then up to `max_articles` in
+    all of the blocks whose best sentence scores at least half as much as the best-scoring one.
     Each article is quoted once, whatever the number of its blocks (a long article is stored in parts): its
     `max_sentences` best sentences across its blocks, in text order (an article sharing no term: its opening
     sentences). When no sentence shares a term with the question, the beginning of the first block is quoted.
@@ -320,7 +329,15 @@ class ExtractiveAnswer:
         lead = [i for i in sorted(pool) if documents[i].meta.get("status") != REPEALED][:1] or [min(pool)]
         # one quote per article (a long article is several blocks, and every cited article must fit), each article
         # at its first block in this order, which stays among the blocks used: the answer's citations follow them
-        ordered = first + (lead if top > 0 else []) + (in_force or matching)
+        # a question comparing concepts ("despido objetivo y disciplinario") was also searched once per concept
+        # (DecomposeQuery): each concept's best block answers its half, whatever its word overlap
+        concepts = split_concepts(question) if not found_citations else []
+        halves = [
+            i for i in sorted(sentences)
+            if len(concepts) > 1 and documents[i].meta.get("status") != REPEALED
+            and any(_query_rank(documents[i], concept) == 0 for concept in concepts)
+        ]
+        ordered = first + (lead if top > 0 else []) + halves + (in_force or matching)
         articles: dict[tuple[Any, ...], int] = {}
         for i in ordered:
             articles.setdefault(_article(documents, i), i)

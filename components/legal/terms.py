@@ -301,3 +301,60 @@ def _word_stem(token: str) -> str:
     """The stem of one folded, lowercase content word: its digits for a number word, else `_stem` (cached)."""
     number = cardinal_to_int(token)
     return str(number) if number is not None else token if token.isdigit() else _stem(token)
+
+
+# a question comparing concepts, in Spanish or Portuguese: "diferencia(s) entre X y Y", "diferença entre X e Y",
+# "comparar X con Y", "X vs Y"
+_COMPARISONS = (
+    re.compile(r"\bdiferen(?:cia|ça|ca)s?\b.*?\bentre\s+(?P<items>.+)$"),
+    re.compile(r"\bcompar(?:ar|a|o|ación|acion|ação|acao|ativa|ativo)\s+(?:entre\s+)?(?P<items>.+)$"),
+    re.compile(r"^(?P<items>.+\s(?:vs\.?|versus|frente\s+a)\s.+)$"),
+)
+# what separates the items, and "X or Y", per language: Portuguese "o" is the article ("o patrão"), its "or" is "ou"
+_COMPARISON_ITEMS = {
+    "es": re.compile(r"\s*,\s*|\s+(?:y|e|o|u|con|vs\.?|versus|frente\s+a)\s+"),
+    "pt": re.compile(r"\s*,\s*|\s+(?:e|ou|com|vs\.?|versus|frente\s+a)\s+"),
+}
+_ALTERNATIVES = {"es": re.compile(r"\s+[ou]\s+"), "pt": re.compile(r"\s+ou\s+")}
+MAX_ALTERNATIVE_KEYWORDS = 3  # "X o Y" is split only when both sides are short, i.e. two concepts
+# single words that qualify the head noun of the previous concept: "despido objetivo y disciplinario"
+_QUALIFIER = re.compile(r"(?:ivo|iva|ario|aria|al|ente|ante|ado|ada|ido|ida|ico|ica|oso|osa|ble|ulo|ula|vel)s?$")
+
+
+def split_concepts(question: str) -> list[str]:
+    """
+    The concepts a question asks about: the items of a comparison ("diferencia entre X y Y", "X vs Y", "comparar X
+    con Y", "diferença entre X e Y") or the short alternatives of "X o Y" ("X ou Y"); otherwise the whole question.
+    Separators are the question's language's (`detect_query_language`): a Portuguese "o" is an article.
+
+    A one-word item that qualifies the head noun of the first item inherits it: "despido objetivo y
+    disciplinario" -> "despido objetivo", "despido disciplinario".
+
+    :param question: The question.
+    :returns: One text per concept (lowercased, without ¿?¡!).
+    """
+    text = re.sub(r"[¿?¡!]", " ", question.lower()).strip()
+    language = "pt" if detect_query_language(question, default="es") == "pt" else "es"
+    items: list[str] = []
+    for pattern in _COMPARISONS:
+        match = pattern.search(text)
+        if match:
+            separators = _COMPARISON_ITEMS[language]
+            items = [item for item in separators.split(match.group("items")) if extract_keywords(item)]
+            break
+    else:
+        parts = _ALTERNATIVES[language].split(text)
+        if len(parts) > 1 and all(0 < len(extract_keywords(part)) <= MAX_ALTERNATIVE_KEYWORDS for part in parts):
+            items = parts
+    if len(items) < 2:
+        return [text]
+    head_keywords = extract_keywords(items[0])
+    head = head_keywords[0] if len(head_keywords) >= 2 else None
+    concepts = [items[0].strip()]
+    for item in items[1:]:
+        keywords = extract_keywords(item)
+        if head and len(keywords) == 1 and _QUALIFIER.search(fold_accents(keywords[0])):
+            concepts.append(f"{head} {keywords[0]}")
+        else:
+            concepts.append(item.strip())
+    return concepts

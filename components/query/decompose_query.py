@@ -17,7 +17,7 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
 from components.legal.legal_text import detect_query_language, fold_accents
-from components.legal.terms import dedup, extract_keywords, format_hints, load_equivalences
+from components.legal.terms import dedup, extract_keywords, format_hints, load_equivalences, split_concepts
 from components.generators.llm_backends import (
     chat_json,
     generator_to_dict,
@@ -99,58 +99,11 @@ FOLLOWUP_FILLER = frozenset(
     """.split()
 )
 
-# single words that qualify the head noun of the previous concept: "despido objetivo y disciplinario"
-_QUALIFIER = re.compile(r"(?:ivo|iva|ario|aria|al|ente|ante|ado|ada|ido|ida|ico|ica|oso|osa|ble|ulo|ula)s?$")
 _ARTICLE_REF = re.compile(
     r"\b(?:art[íi]culos?|artigos?|arts?\.?)\s*\d+(?:[ºª°o]|-[a-z])?(?:\.\d+)*(?:\s*(?:bis|ter))?"
     r"(?:\s*(?:y|e|,)\s*\d+(?:[ºª°o]|-[a-z])?(?:\.\d+)*)*(?!\w)",
     re.IGNORECASE,
 )
-_COMPARISONS = (
-    re.compile(r"\bdiferencias?\b.*?\bentre\s+(?P<items>.+)$"),
-    re.compile(r"\bcompar(?:ar|a|o|ación|acion|ativa)\s+(?:entre\s+)?(?P<items>.+)$"),
-    re.compile(r"^(?P<items>.+\s(?:vs\.?|versus|frente\s+a)\s.+)$"),
-)
-_COMPARISON_ITEMS = re.compile(r"\s*,\s*|\s+(?:y|e|o|u|con|vs\.?|versus|frente\s+a)\s+")
-_ALTERNATIVES = re.compile(r"\s+[ou]\s+")
-MAX_ALTERNATIVE_KEYWORDS = 3  # "X o Y" is split only when both sides are short, i.e. two concepts
-
-
-def split_concepts(question: str) -> list[str]:
-    """
-    The concepts a question asks about: the items of a comparison ("diferencia entre X y Y", "X vs Y",
-    "comparar X con Y") or the short alternatives of "X o Y"; otherwise the whole question.
-
-    A one-word item that qualifies the head noun of the first item inherits it: "despido objetivo y
-    disciplinario" -> "despido objetivo", "despido disciplinario".
-
-    :param question: The question.
-    :returns: One text per concept (lowercased, without ¿?¡!).
-    """
-    text = re.sub(r"[¿?¡!]", " ", question.lower()).strip()
-    items: list[str] = []
-    for pattern in _COMPARISONS:
-        match = pattern.search(text)
-        if match:
-            items = [item for item in _COMPARISON_ITEMS.split(match.group("items")) if extract_keywords(item)]
-            break
-    else:
-        parts = _ALTERNATIVES.split(text)
-        if len(parts) > 1 and all(0 < len(extract_keywords(part)) <= MAX_ALTERNATIVE_KEYWORDS for part in parts):
-            items = parts
-    if len(items) < 2:
-        return [text]
-    head_keywords = extract_keywords(items[0])
-    head = head_keywords[0] if len(head_keywords) >= 2 else None
-    concepts = [items[0].strip()]
-    for item in items[1:]:
-        keywords = extract_keywords(item)
-        if head and len(keywords) == 1 and _QUALIFIER.search(fold_accents(keywords[0])):
-            concepts.append(f"{head} {keywords[0]}")
-        else:
-            concepts.append(item.strip())
-    return concepts
-
 
 def clean_query(query: str) -> str:
     """A query as the retrievers want it: article references, quotes and stray punctuation removed."""

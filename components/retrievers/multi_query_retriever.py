@@ -27,7 +27,9 @@ class MultiQueryRetriever:
     readings of a conversation turn (as written, and read with the question before it), comes before a block
     only one of them ranks as high. The fused scores are scaled so that the first block keeps the best score any
     query gave, the scale of the cited and carried-over blocks the query pipeline merges them with. One query's
-    blocks keep the chain's scores. The queries that found a block are listed in its `meta["matched_queries"]`.
+    blocks keep the chain's scores. The queries that found a block are listed in its `meta["matched_queries"]`, and
+    its rank in each of their rankings (0 = that query's best block) in `meta["query_ranks"]`: the answer quotes
+    each query's best block, so a comparison ("despido objetivo y disciplinario") gets both sides.
     This is the retrieval step after `DecomposeQuery` (1-4 search queries) and HyDE: a `hypothetical_document`
     replaces the text embedded on the dense side for every query, while the BM25 side keeps each query's words.
 
@@ -137,9 +139,9 @@ class MultiQueryRetriever:
         :param question: The user's question the queries were made from, passed on to every query's chain: its
             re-ranker puts the question's jurisdiction first even for a query such as "pagar", which shows none.
         :returns: `documents`: merged parent blocks, best first (several queries: fused, see the class docstring),
-            at most `top_k`, each with `meta["matched_queries"]`; `per_query`: `{"query", "hits", "ms"}` per query
-            run, for the trace;
-            `applied_filters`: the `filters` used (a loop passes them on to the next run, see `CRAGRouter`).
+            at most `top_k`, each with `meta["matched_queries"]` and `meta["query_ranks"]`; `per_query`:
+            `{"query", "hits", "ms"}` per query run, for the trace; `applied_filters`: the `filters` used (a loop
+            passes them on to the next run, see `CRAGRouter`).
         :raises ValueError: `queries` is not a list of strings, `top_k` is not positive, or `filters` is missing
             while `require_filters` is set.
         """
@@ -185,13 +187,13 @@ class MultiQueryRetriever:
     def _fused(self, rankings: list[tuple[str, list[Document]]], top_k: int) -> list[Document]:
         """The blocks of the queries' rankings, one per id, best first, at most `top_k` (see the class docstring)."""
         best: dict[str, Document] = {}
-        matched: dict[str, list[str]] = {}
+        matched: dict[str, dict[str, int]] = {}
         ids: list[list[str]] = []
         for query, documents in rankings:
             ranked = sorted(documents, key=lambda d: d.score or 0.0, reverse=True)
             ids.append([doc.id for doc in ranked])
-            for doc in ranked:
-                matched.setdefault(doc.id, []).append(query)
+            for rank, doc in enumerate(ranked):
+                matched.setdefault(doc.id, {}).setdefault(query, rank)
                 if doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
                     best[doc.id] = doc
         if len(rankings) == 1:
@@ -205,7 +207,7 @@ class MultiQueryRetriever:
             Document(
                 id=doc_id,
                 content=best[doc_id].content,
-                meta={**best[doc_id].meta, "matched_queries": matched[doc_id]},
+                meta={**best[doc_id].meta, "matched_queries": list(matched[doc_id]), "query_ranks": matched[doc_id]},
                 score=scores[doc_id],
             )
             for doc_id in order

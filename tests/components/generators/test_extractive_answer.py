@@ -105,6 +105,29 @@ def test_run_quotes_the_retrievals_best_block_even_when_other_blocks_share_more_
     assert "(LGSS, art. 229)" in answer and "ET1995" not in answer
 
 
+def test_a_comparison_gets_each_concepts_best_block_quoted():
+    # "despido objetivo y disciplinario" was searched as written and once per concept (DecomposeQuery): ET 53 is
+    # the best block of the question and of "despido objetivo", ET 54 of "despido disciplinario"; ET 54 shares only
+    # "despido" with the question, which every block holds, so word overlap alone left it out
+    question = "¿Cuál es la diferencia entre despido objetivo y disciplinario?"
+    ranks = {"53": {question: 0, "despido objetivo": 0, "despido disciplinario": 2},
+             "54": {question: 1, "despido objetivo": 3, "despido disciplinario": 0},
+             "55": {question: 2, "despido objetivo": 2, "despido disciplinario": 1}}
+    docs = [Document(content=_et(number, "").content, score=0.9 - 0.1 * i,
+                     meta={**_et(number, "").meta, "query_ranks": ranks[number]})
+            for i, number in enumerate(("53", "54", "55"))]
+    cited = [line.rsplit("(", 1)[1] for line in ExtractiveAnswer(max_articles=2).run(
+        question=question, documents=docs)["answer"].splitlines() if line.startswith("- «")]
+    assert cited == ["ET, art. 53)", "ET, art. 54)"]
+    # a question comparing nothing: a search query's best block is not quoted for that alone
+    plain = "¿Qué pasa si me despiden?"
+    docs = [Document(content=d.content, score=d.score, meta={**d.meta, "query_ranks": {plain: 0, "otra": 0}})
+            for d in docs]
+    answer = ExtractiveAnswer(max_articles=3).run(question=plain, documents=docs[:1] + [
+        Document(content=_et("38", "").content, meta={**_et("38", "").meta, "query_ranks": {"otra": 0}})])["answer"]
+    assert "(ET, art. 38)" not in answer
+
+
 def test_run_quotes_several_articles_and_respects_limits(docs):
     question = "¿Cuántos días de vacaciones y cuántos meses de periodo de prueba?"
     answer = ExtractiveAnswer().run(question=question, documents=docs)["answer"]

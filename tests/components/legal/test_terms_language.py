@@ -2,7 +2,7 @@
 
 import pytest
 
-from components.legal.terms import Equivalences, extract_keywords, lexical_coverage, load_equivalences
+from components.legal.terms import Equivalences, extract_keywords, lexical_coverage, load_equivalences, split_concepts
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +125,18 @@ def test_lexical_coverage_is_the_share_of_the_question_words_a_text_holds():
     # the forms of "to be" are function words in both languages: only the content words count
     assert lexical_coverage("somos setenta, ¿son vacaciones retribuidas?", article) == pytest.approx(2 / 3)
     assert lexical_coverage("sou porteiro, são férias vencidas?", clt, "pt") == pytest.approx(2 / 3)
+
+
+def test_split_concepts():
+    assert split_concepts("¿Me corresponde paro o subsidio?") == ["me corresponde paro", "subsidio"]
+    assert split_concepts("Diferencias entre ERTE, ERE y despido objetivo") == ["erte", "ere", "despido objetivo"]
+    assert split_concepts("¿Cuál es la diferencia entre despido objetivo y disciplinario?") == [
+        "despido objetivo", "despido disciplinario"]
+    # a long "o" clause is one question, not two concepts
+    assert len(split_concepts("¿Cuántos días de vacaciones tengo si trabajo a tiempo parcial o a turnos?")) == 1
+    # Portuguese: "diferença", "e" / "ou" between the items; "o" is the article, never "or"
+    assert split_concepts("qual a diferença entre aviso prévio indenizado e trabalhado?") == [
+        "aviso prévio indenizado", "aviso trabalhado"]
+    assert split_concepts("tenho direito a seguro-desemprego ou FGTS?") == ["tenho direito a seguro-desemprego", "fgts"]
+    question = "quebrei um copo no restaurante e o patrão quer descontar do meu salário, pode?"
+    assert split_concepts(question) == [question.lower().rstrip("?").strip()]

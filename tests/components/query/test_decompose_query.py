@@ -12,7 +12,6 @@ from components.query.decompose_query import (
     DECOMPOSE_SYSTEM_PROMPT,
     FOLLOWUP_SYSTEM_PROMPT,
     DecomposeQuery,
-    split_concepts,
 )
 from components.legal.terms import load_equivalences
 from components.generators.llm_backends import LocalLlamaChatGenerator, default_chat_generator
@@ -329,13 +328,6 @@ def test_follow_up_prompt_and_hints_speak_the_questions_language():
 def test_run_rejects_an_empty_query():
     with pytest.raises(ValueError, match="query"):
         DecomposeQuery().run(query="  ")
-
-
-def test_split_concepts():
-    assert split_concepts("¿Me corresponde paro o subsidio?") == ["me corresponde paro", "subsidio"]
-    assert split_concepts("Diferencias entre ERTE, ERE y despido objetivo") == ["erte", "ere", "despido objetivo"]
-    # a long "o" clause is one question, not two concepts
-    assert len(split_concepts("¿Cuántos días de vacaciones tengo si trabajo a tiempo parcial o a turnos?")) == 1
 
 
 def test_equivalence_table():

@@ -165,6 +165,8 @@ def test_run_merges_stub_components_without_a_store():
     docs = retriever.run(queries=["a", "b"])["documents"]
     # p1: 1/3 + 1/4 (first for a, second for b), p2: 1/3 (first for b); scaled so that p1 gets the best score, 0.9
     assert [(d.id, d.meta["matched_queries"]) for d in docs] == [("p1", ["a", "b"]), ("p2", ["b"])]
+    # each block's rank in each query's ranking: p2 is b's best block, p1 a's
+    assert [d.meta["query_ranks"] for d in docs] == [{"a": 0, "b": 1}, {"b": 0}]
     assert [d.score for d in docs] == pytest.approx([0.9, 0.9 * (1 / 3) / (1 / 3 + 1 / 4)])
     assert "matched_queries" not in hits["a"][0].meta  # inputs are not mutated
     # what both queries find beats what one ranks first: the readings of a conversation turn agree on p3
