@@ -16,6 +16,7 @@ logger = logging.getLogger(__name__)
 # decree of a texto refundido carry a prefix, so they do not collide with the body's article numbers
 ADCT_PREFIX: Final[str] = "adct-"
 APPROVAL_PREFIX: Final[str] = "rd-"
+PREAMBLE: Final[str] = "preambulo"  # article key of a norm's preamble (exposición de motivos): explains, not law
 
 # Blocks. Parents (an article, or one part of a long article) are what readers and the LLM get; children are the
 # search unit. `meta.level` is "parent" or "child"; a child's `meta.parent_id` names its block.

@@ -8,7 +8,7 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.legal.access import owner_key
-from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, IN_FORCE, REPEALED
+from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, IN_FORCE, PREAMBLE, REPEALED
 from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key
 
 logger = logging.getLogger(__name__)
@@ -347,7 +347,7 @@ class _LawSplitter:
         self.approval_label = f"{instrument.group(1) if instrument else 'Norma'} (aprobación)"
         self.approval = "none" if _APPROVAL_TITLE_RE.search(self.title) else "never"  # none/active/skip/done/never
         label = "Preâmbulo" if self.lang == "pt" else "Preámbulo"
-        self.preamble = _Unit("preambulo", label, "", label, [])
+        self.preamble = _Unit(PREAMBLE, label, "", label, [])
         self.units: list[_Unit] = [self.preamble]
         self.current: _Unit | None = self.preamble
         self.path: list[tuple[int, str]] = []

@@ -11,7 +11,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.generators.llm_backends import generator_to_dict, with_deserialized_generator
 from components.legal.citations import CitationGrammar
-from components.legal.ids import DENSE_SCORE, IN_FORCE, PARTIALLY_REPEALED, REPEALED, check_named_laws
+from components.legal.ids import DENSE_SCORE, IN_FORCE, PARTIALLY_REPEALED, PREAMBLE, REPEALED, check_named_laws
 from components.legal.jurisdiction import in_jurisdiction, question_jurisdiction
 from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer, LLMPointwiseScorer
 from components.utils.ttl_cache import TTLCache, cache_partition
@@ -91,6 +91,11 @@ class LegalReranker:
     the repealed norm ("el Estatuto de los Trabajadores de 1995"). Never removed; a repealed norm whose successor
     is not among the candidates stays where relevance puts it.
 
+    Preambles (`provisions_first`, on by default): a norm's preamble (its "exposición de motivos", article key
+    `preambulo`) explains why the norm was made, in the words of every matter it regulates, but has no normative
+    force: "¿qué dice la Ley de Prevención de Riesgos Laborales sobre la formación?" is answered by its article 19,
+    not by the preamble's paragraph on training. A preamble among the candidates goes after the provisions. Never
+    removed.
     Named norms (`named_first`, on by default): a question that names a norm ("¿qué dice la Constitución sobre las
     vacaciones?", "o que a CLT diz sobre férias?", "según el ET ...", "donde dice la constitucion que...") asks
     what that norm says, so the blocks of the norms it names come before the others (after the jurisdiction step,
@@ -148,6 +153,7 @@ class LegalReranker:
         jurisdiction_first: bool = True,
         superseded_last: bool = True,
         named_first: bool = True,
+        provisions_first: bool = True,
     ) -> None:
         """
         Create a LegalReranker.
@@ -183,6 +189,7 @@ class LegalReranker:
             repealed it is among the candidates, unless the question names the repealed norm (see above).
         :param named_first: Put the blocks of the norms the question names before the others (see above); needs
             the `query` input.
+        :param provisions_first: Put a norm's preamble after the provisions among the candidates (see above).
         :raises ValueError: An unknown backend, a backend without its `model` / `chat_generator`, negative weights,
             an invalid date, `retrieval_blend` outside [0, 1] or a non-positive size.
         """
@@ -227,6 +234,7 @@ class LegalReranker:
         self.vector_cache_ttl = vector_cache_ttl
         self.jurisdiction_first = jurisdiction_first
         self.superseded_last = superseded_last
+        self.provisions_first = provisions_first
         self.named_first = named_first
         self._grammar: CitationGrammar | None = None
         self._scorer = self._make_scorer()
@@ -274,6 +282,7 @@ class LegalReranker:
             jurisdiction_first=self.jurisdiction_first,
             superseded_last=self.superseded_last,
             named_first=self.named_first,
+            provisions_first=self.provisions_first,
         )
 
     @classmethod
@@ -373,6 +382,8 @@ class LegalReranker:
             named = self._named_laws(query) if asked and grammar_needed else []
         if self.superseded_last:
             ranked, stats["superseded"] = self._superseded_last(named, ranked)
+        if self.provisions_first:  # a preamble explains the norm; its articles are the law
+            ranked = _last(ranked, [d for d in ranked if d.meta.get("article") == PREAMBLE])
         asker = question if isinstance(question, str) and question.strip() else query
         if self.jurisdiction_first and isinstance(asker, str) and asker.strip():
             ranked, stats["jurisdiction"] = self._jurisdiction_first(asker, named, ranked)

@@ -361,6 +361,28 @@ def test_superseded_last_comes_before_the_jurisdiction_step_and_can_be_switched_
     assert LegalReranker.from_dict(data).to_dict() == data
 
 
+def test_provisions_first_puts_a_preamble_after_the_norms_articles():
+    lprl = {"law_id": "BOE-A-1995-24292", "law_short": "LPRL", "rank": 2, "status": "in_force", "country": "es",
+            "lang": "es", "last_updated": "2025-01-01"}
+    candidates = [
+        Document(id="lprl-pre", content="Exposición de motivos ... la formación de los trabajadores ...",
+                 meta={**lprl, "article": "preambulo"}, score=0.9),
+        Document(id="lprl-19", content="Artículo 19. Formación de los trabajadores.", meta={**lprl, "article": "19"},
+                 score=0.8),
+        Document(id="lprl-14", content="Artículo 14. Derecho a la protección.", meta={**lprl, "article": "14"},
+                 score=0.7),
+    ]
+    question = "¿Qué dice la Ley de Prevención de Riesgos Laborales sobre la formación?"
+    out = LegalReranker(today="2026-01-01").run(documents=candidates, query=question)
+    assert [d.id for d in out["documents"]] == ["lprl-19", "lprl-14", "lprl-pre"]  # after, never removed
+    scores = [d.score for d in out["documents"]]
+    assert scores == sorted(scores, reverse=True)
+    off = LegalReranker(today="2026-01-01", provisions_first=False)
+    assert off.run(documents=candidates, query=question)["documents"][0].id == "lprl-pre"
+    data = off.to_dict()
+    assert data["init_parameters"]["provisions_first"] is False and LegalReranker.from_dict(data).to_dict() == data
+
+
 def _cited(doc_id: str, meta: dict, match: str = "exact") -> Document:
     # as LexicalFirstGate hands them on: fixed score, `lexical_match`
     return Document(id=doc_id, content="...", meta={**meta, "lexical_match": match, "score_type": "unit"}, score=1.0)
