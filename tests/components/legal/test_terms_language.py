@@ -111,6 +111,10 @@ def test_expand_appends_the_terms_the_text_does_not_already_hold(table):
     assert table.expand("me pagan la hora extra", "pt").endswith("horas suplementares sobrejornada adicional hora extraordinária")
     matches = [("curro", "trabajo empleo")]
     assert table.expand("mi curro", matches=matches) == "mi curro trabajo empleo"  # the caller's matches
+    # a deadline to sue is the statute's prescription / caducity of the action, in both languages
+    assert "caducidad" in table.expand("¿cuánto tiempo tengo para reclamar el despido?")
+    assert "prescrição" in table.expand("quanto tempo tenho para entrar com ação trabalhista?", "pt")
+    assert "suspensión contrato nacimiento" in table.expand("¿cuánto dura el permiso por nacimiento?")
 
 
 def test_lexical_coverage_is_the_share_of_the_question_words_a_text_holds():
