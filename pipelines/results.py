@@ -31,7 +31,8 @@ class QueryResult(TypedDict):
     The answer to one question (`LexHay.ask`); the keys are a public contract of the SDK, the CLI and HTTP.
 
     - `answer`: the answer text; citations the verifier could not check are marked in it.
-    - `citations`: the articles the answer used, one `Citation` per article, in context order.
+    - `citations`: the articles the answer used, one `Citation` per article, in context order (an LLM answer without
+      a META block or `[n]` references: the context articles its text cites, as the verifier checked them).
     - `context_chunk_ids`: ids of the blocks the answer was given; send them back as `previous_chunk_ids` for a
       follow-up question (carryover).
     - `need`: what the answer said it was missing (the META block's `NEED` requests, parsed).

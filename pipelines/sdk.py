@@ -168,6 +168,23 @@ def _source_digest(path: Path, fingerprint: bytes) -> str:
     return digest.hexdigest()
 
 
+def _blocks_cited(verified: list[dict[str, Any]], context: list[Document]) -> list[int]:
+    """
+    The context blocks (1-based) of the articles an answer's text cites, as `CitationVerifier` verified them: the
+    first block of each (of its law; of any law when the citation names none), in the order the answer cites them.
+    """
+    found: list[int] = []
+    for citation in verified:
+        article = str(citation.get("article") or "").lower()
+        law_id = citation.get("law_id")
+        block = next((i for i, doc in enumerate(context, start=1) if article
+                      and str(doc.meta.get("article") or "").lower() == article
+                      and (law_id is None or doc.meta.get("law_id") == law_id)), None)
+        if block is not None and block not in found:
+            found.append(block)
+    return found
+
+
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
     """Files to index: each file as given, each directory expanded to its supported files (sorted)."""
     files: list[Path] = []
@@ -697,12 +714,15 @@ class LexHay:
                     "trace": trace}
         parsed = out["meta_parser"]
         context = out["answer_prompt"]["context_documents"]
+        used = [i for i in parsed["used"] if i not in parsed["dropped"]]
+        context_chunk_ids = parsed["context_chunk_ids"]
+        if not used and not parsed["meta_valid"]:  # an LLM answer without USED or [n]: the articles its text cites
+            used = _blocks_cited(out["verifier"].get("verified_citations") or [], context)
+            context_chunk_ids = [context[i - 1].id for i in used]
         citations: list[Citation] = []
         for i, d in enumerate(context, start=1):  # one citation per article (its first used block)
             key = (d.meta.get("law_id"), d.meta.get("article"))
-            if i in parsed["used"] and i not in parsed["dropped"] and key not in {
-                (c["law_id"], c["article"]) for c in citations
-            }:
+            if i in used and key not in {(c["law_id"], c["article"]) for c in citations}:
                 citations.append({"law_id": key[0], "article": key[1], "title": d.meta.get("article_title") or "",
                                   "chunk_id": d.id, "law_short": d.meta.get("law_short"),
                                   "label": article_citation(d.meta)})
@@ -712,7 +732,7 @@ class LexHay:
         return {
             "answer": out["verifier"]["answer"],
             "citations": citations,
-            "context_chunk_ids": parsed["context_chunk_ids"],
+            "context_chunk_ids": context_chunk_ids,
             "need": parsed["need"],
             "route": crag.get("route", "ACCEPT"),
             "fallbacks": {**fallbacks, "answer": out["answer"]["fallback"]},

