@@ -96,6 +96,7 @@ class LegalReranker:
     force: "¿qué dice la Ley de Prevención de Riesgos Laborales sobre la formación?" is answered by its article 19,
     not by the preamble's paragraph on training. A preamble among the candidates goes after the provisions. Never
     removed.
+
     Named norms (`named_first`, on by default): a question that names a norm ("¿qué dice la Constitución sobre las
     vacaciones?", "o que a CLT diz sobre férias?", "según el ET ...", "donde dice la constitucion que...") asks
     what that norm says, so the blocks of the norms it names come before the others (after the jurisdiction step,
