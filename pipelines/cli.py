@@ -176,6 +176,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
         out.print(table)
     for u in result["unverified_citations"]:
         err.print(f"[yellow]unverified citation[/yellow] {u['text']} ({u['reason']})")
+    if reason := result["trace"].get("answer_fallback"):  # why the answer is the extractive one
+        err.print(f"extractive answer: {reason}")
     err.print(f"route {result['route']} · fallbacks {result['fallbacks']} · {result['trace']['seconds']} s")
     return 0
 
