@@ -27,6 +27,7 @@ from components.legal.access import (
     tenant_meta,
 )
 from components.legal.answer_format import article_citation
+from components.legal.citations import cites_block
 from components.legal.ids import SOURCE_DIGEST
 from components.retrievers.retrieval_chain import CITATION_STAGES
 from components.utils.stage_runner import pipeline_stages, run_stages
@@ -171,15 +172,12 @@ def _source_digest(path: Path, fingerprint: bytes) -> str:
 def _blocks_cited(verified: list[dict[str, Any]], context: list[Document]) -> list[int]:
     """
     The context blocks (1-based) of the articles an answer's text cites, as `CitationVerifier` verified them: the
-    first block of each (of its law; of any law when the citation names none), in the order the answer cites them.
+    first block each names (`cites_block`), in the order the answer cites them.
     """
     found: list[int] = []
     for citation in verified:
-        article = str(citation.get("article") or "").lower()
-        law_id = citation.get("law_id")
-        block = next((i for i, doc in enumerate(context, start=1) if article
-                      and str(doc.meta.get("article") or "").lower() == article
-                      and (law_id is None or doc.meta.get("law_id") == law_id)), None)
+        block = next((i for i, doc in enumerate(context, start=1)
+                      if citation.get("article") and cites_block(citation, doc.meta)), None)
         if block is not None and block not in found:
             found.append(block)
     return found

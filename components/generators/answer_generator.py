@@ -8,8 +8,8 @@ from haystack.dataclasses import ChatMessage, StreamingChunk
 
 from components.generators.extractive_answer import ExtractiveAnswer
 from components.generators.llm_backends import chat_text, generator_to_dict, warm_up_generator, with_deserialized_generator
-from components.legal.answer_format import CONTEXT_TAG_RE, cited_indices, split_meta
-from components.legal.citations import CitationGrammar
+from components.legal.answer_format import cited_indices, split_meta
+from components.legal.citations import CitationGrammar, cites_block
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class AnswerGenerator:
         reason = FALLBACK_NO_LLM
         if self.chat_generator is not None:
             text = chat_text(self.chat_generator, prompt, timeout=self.timeout, streaming_callback=streaming_callback)
-            answer, meta_lines, has_delimiter = split_meta(CONTEXT_TAG_RE.sub("", text or ""))
+            answer, meta_lines, has_delimiter = split_meta(text or "")
             reason = FALLBACK_UNCITED if answer else FALLBACK_NO_REPLY  # "===META===\nUSED|1" alone answers nothing
             has_meta = bool(meta_lines) or has_delimiter
             if answer and (not documents or self._cites_context(answer, has_meta, documents)):
@@ -145,14 +145,13 @@ class AnswerGenerator:
         """
         Whether a reply refers to its context: it has a META block or trailing USED / DROP / NEED lines
         (`has_meta`), or its answer text cites a fragment of the context ("[2]") or an article a context block holds
-        (of its law, or of any law when the citation names none).
+        (`cites_block`, as the citation verifier checks it).
         """
         if has_meta or any(1 <= i <= len(documents) for i in cited_indices(answer)):
             return True
-        held = {(doc.meta.get("law_id"), str(doc.meta.get("article") or "").lower()) for doc in documents}
         return any(
-            (citation["law_id"], str(citation["article"]).lower()) in held
-            or (citation["law_id"] is None and any(article == str(citation["article"]).lower() for _, article in held))
+            cites_block(citation, doc.meta)
             for citation in self._citations.extract(answer)
             if citation.get("article")
+            for doc in documents
         )

@@ -334,9 +334,9 @@ class ExtractiveAnswer:
         concepts = split_concepts(question) if not found_citations else []
         halves = [
             i for i in sorted(sentences)
-            if len(concepts) > 1 and documents[i].meta.get("status") != REPEALED
+            if documents[i].meta.get("status") != REPEALED
             and any(_query_rank(documents[i], concept) == 0 for concept in concepts)
-        ]
+        ] if len(concepts) > 1 else []
         ordered = first + (lead if top > 0 else []) + halves + (in_force or matching)
         articles: dict[tuple[Any, ...], int] = {}
         for i in ordered:

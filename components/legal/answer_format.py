@@ -69,8 +69,10 @@ _MAX_INDEX_RANGE: Final[int] = 50  # a wider "1-999" is read as its two ends, no
 def split_meta(reply: str) -> tuple[str, list[str], bool]:
     """
     An answer reply split into (answer, metadata lines, whether the `===META===` delimiter was found); without the
-    delimiter, trailing USED / DROP / NEED lines still count as metadata.
+    delimiter, trailing USED / DROP / NEED lines still count as metadata. The prompt's context delimiters
+    (`<<ctx-…>>`) are never part of an answer, even when a model echoes them: they are removed first.
     """
+    reply = CONTEXT_TAG_RE.sub("", reply)
     delimiters = list(DELIMITER_RE.finditer(reply))
     if delimiters:
         last = delimiters[-1]

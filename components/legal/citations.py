@@ -350,6 +350,20 @@ def cited_articles(citations: list[dict[str, Any]]) -> set[tuple[str, str]]:
     return pairs | {(law_id, article) for law_id in named for article in lawless}
 
 
+def cites_block(citation: dict[str, Any], meta: dict[str, Any]) -> bool:
+    """
+    Whether a block (its `meta`) is what a citation (`CitationGrammar.extract`) names: its article (any article for
+    a law-only citation) of its law; of any law when the citation names none; of a norm outside the laws table,
+    the block whose short name is that norm's.
+    """
+    article, law_id, law = citation.get("article"), citation.get("law_id"), citation.get("law")
+    if article is not None and meta.get("article") != article:
+        return False
+    if law_id is not None:
+        return meta.get("law_id") == law_id
+    return law is None or law_key(str(meta.get("law_short", ""))) == law_key(law)
+
+
 def not_in_corpus(citations: list[dict[str, Any]], case_law: list[dict[str, Any]]) -> list[str]:
     """
     What a question cites that no statute of the corpus holds, in order, once each: the unknown norms

@@ -9,7 +9,6 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ChatMessage
 
 from components.legal.answer_format import (
-    CONTEXT_TAG_RE,
     META_DELIMITER,
     META_LINE_RE,
     cited_indices,
@@ -121,8 +120,7 @@ class AnswerMetaParser:
         warnings: list[str] = []
         if not reply.strip():
             warnings.append(WARN_NO_REPLY)
-        # the prompt's context delimiters (`<<ctx-…>>`) are never part of an answer, even when a model echoes them
-        answer, meta_lines, has_delimiter = split_meta(CONTEXT_TAG_RE.sub("", reply))
+        answer, meta_lines, has_delimiter = split_meta(reply)  # context delimiters a model echoes removed too
         if not has_delimiter and reply.strip():
             warnings.append(WARN_NO_DELIMITER)
 

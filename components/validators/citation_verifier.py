@@ -12,7 +12,7 @@ from components.legal.answer_format import (
     UNVERIFIED_MARKS,
     missing_articles_notice,
 )
-from components.legal.citations import CitationGrammar, citation_condition, law_key
+from components.legal.citations import CitationGrammar, citation_condition, cites_block, law_key
 from components.legal.legal_text import detect_query_language
 
 logger = logging.getLogger(__name__)
@@ -199,13 +199,4 @@ def _key(citation: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def _in_context(citation: dict[str, Any], documents: list[Document]) -> bool:
-    law_id, law, article = citation["law_id"], citation["law"], citation["article"]
-    for doc in documents:
-        if article is not None and doc.meta.get("article") != article:
-            continue
-        if law_id is not None:
-            if doc.meta.get("law_id") == law_id:
-                return True
-        elif law is None or law_key(str(doc.meta.get("law_short", ""))) == law_key(law):
-            return True
-    return False
+    return any(cites_block(citation, doc.meta) for doc in documents)

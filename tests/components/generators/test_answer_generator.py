@@ -103,6 +103,7 @@ def test_run_keeps_a_reply_that_cites_its_context(reply):
     "Tienes 30 días naturales [4].",  # a fragment the context does not have
     "El artículo 500 del Estatuto de los Trabajadores te da 40 días.",  # an article the context does not hold
     "Tienes 30 días (art. 38 de la LGSS).",  # the article number of the context, of another law
+    "Tienes 30 días (art. 38 del Código Penal).",  # of a norm the corpus lacks, as the verifier reads it
 ])
 def test_run_replaces_a_reply_that_cites_nothing_of_its_context(reply):
     out = AnswerGenerator(chat_generator=ScriptedChatGenerator(replies=[reply])).run(
