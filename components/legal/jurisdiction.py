@@ -22,7 +22,7 @@ LANGUAGE_COUNTRY: Final[dict[str, str]] = {"es": "es", "pt": "br"}
 # country names and demonyms, matched accent- and case-insensitively as whole-word prefixes
 _COUNTRY_WORDS: Final[dict[str, tuple[str, ...]]] = {
     "br": ("brasil", "brazil", "brasilen", "brasileir", "brasilic"),
-    "es": ("espana", "espanha", "espanol", "espanhol"),
+    "es": ("espana", "espanha", "espanol", "espanhol", "spain", "spanish"),
 }
 _COUNTRY_RES: Final[dict[str, re.Pattern[str]]] = {
     country: re.compile(r"\b(?:" + "|".join(words) + r")\w*", re.IGNORECASE)

@@ -282,6 +282,13 @@ _QUERY_LANG_WEAK_MARKERS: Final[dict[str, frozenset[str]]] = {
     "pt": frozenset({"o", "da", "mas", "dia", "dias"}),
 }
 _QUERY_LANG_LETTERS: Final[dict[str, str]] = {"es": "ñ¿¡", "pt": "ãõçê"}
+# A question in English ("How many days of paid holiday do I get in Spain?") holds a Portuguese marker or two ("do")
+# by chance: English function words neither language writes tell it, so that it is not taken for either.
+_ENGLISH_MARKERS: Final[frozenset[str]] = frozenset(
+    "the how what which who why is are does did was were my you your we our they their can could should would will "
+    "of to for with without from get got have has had if after before during and or not this that be been being i "
+    "i'm it its am paid work job boss fired holiday holidays leave employer employee day days say says".split()
+)
 
 
 def detect_query_language(text: str, default: str | None = None) -> str | None:
@@ -289,9 +296,10 @@ def detect_query_language(text: str, default: str | None = None) -> str | None:
     Tell a Spanish question from a Portuguese one (`detect_language` needs longer text).
 
     Counts the words that only one of the two languages uses (half for the weak ones, which the other language also
-    writes), plus two for each letter only one of them writes ("ã", "ç" / "ñ", "¿").
+    writes), plus two for each letter only one of them writes ("ã", "ç" / "ñ", "¿"). A question with more English
+    function words than either count is neither.
 
-    :returns: "es", "pt", or `default` when the question gives no evidence either way (a tie).
+    :returns: "es", "pt", or `default` when the question gives no evidence either way (a tie) or is in English.
     """
     lowered = (text or "").lower()
     words = re.findall(r"[a-záéíóúâêôãõçñüà]+", lowered)
@@ -301,7 +309,8 @@ def detect_query_language(text: str, default: str | None = None) -> str | None:
         + 2 * sum(lowered.count(letter) for letter in _QUERY_LANG_LETTERS[lang])
         for lang, markers in _QUERY_LANG_MARKERS.items()
     }
-    if counts["es"] == counts["pt"]:
+    english = sum(1 for word in re.findall(r"[a-z']+", lowered) if word in _ENGLISH_MARKERS)
+    if counts["es"] == counts["pt"] or english > max(counts.values()):
         return default
     return "es" if counts["es"] > counts["pt"] else "pt"
 

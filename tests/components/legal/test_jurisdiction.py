@@ -8,6 +8,8 @@ def test_countries_named_reads_names_and_demonyms_in_both_languages():
     assert countries_named("como funciona o aviso prévio no BRASIL") == {"br"}
     assert countries_named("a lei espanhola sobre férias") == {"es"}
     assert countries_named("las vacaciones en España") == {"es"}
+    assert countries_named("How many days of paid holiday do I get in Spain?") == {"es"}
+    assert countries_named("Spanish labour law on overtime") == {"es"}
     assert countries_named("¿cuántos días de vacaciones tengo?") == set()
     assert countries_named("") == set()
 

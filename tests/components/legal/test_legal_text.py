@@ -292,6 +292,14 @@ def test_detect_query_language(question, language):
     assert detect_query_language(question) == language
 
 
+def test_detect_query_language_takes_an_english_question_for_neither():
+    # "do" is a Portuguese word: the English ones outnumber it
+    assert detect_query_language("How many days of paid holiday do I get in Spain?") is None
+    assert detect_query_language("Can my boss fire me for being late?", default="es") == "es"
+    # a Spanish citation inside an English frame is still Spanish
+    assert detect_query_language("What does artículo 14 de la Constitución say?") == "es"
+
+
 def test_detect_query_language_without_evidence_returns_default():
     assert detect_query_language("art. 38 ET") is None
     assert detect_query_language("CLT 59-A", default="es") == "es"
