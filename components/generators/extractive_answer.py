@@ -80,6 +80,10 @@ EXTRACTIVE_TEXTS = {
 MAX_SENTENCE_CHARS = 500
 ARTICLE_MIN_RATIO = 0.5  # a 2nd or 3rd article is quoted only when its best sentence scores at least this share
 
+# a list item's enumerator: "I - " (Brazilian incisos), "1.º", "2.ª", "3. ", "a) ", "b. "
+_ITEM_RE = re.compile(
+    r"^(?:(?P<roman>[IVXLC]+\s*[-–—])|(?P<ordinal>\d+\.?[ºª°])|(?P<number>\d+(?:\.\d+)*\.)|(?P<letter>[a-zñ][).]))\s"
+)
 # a leading enumeration marker, not worth quoting: "1. ", "2 bis. ", "a) ", "b. ", "1." before a capital ("1.El")
 _ENUMERATOR_RE = re.compile(r"^(?:\d+(?:\.\d+)*(?:\s+bis)?\.(?:\s+|(?=[A-ZÁÉÍÓÚÑ]))|(?:[a-zñ]\)|[a-zñ]\.)\s+)")
 
@@ -98,8 +102,8 @@ def citation(document: Document, language: str = "es", units: list[tuple[str, st
     return f"{cited}; {note}" if meta.get("status") == REPEALED else cited
 
 
-def _clean(sentence: str) -> str:
-    text = _ENUMERATOR_RE.sub("", sentence).strip()
+def _clean(sentence: str, *, keep_enumerator: bool = False) -> str:
+    text = sentence.strip() if keep_enumerator else _ENUMERATOR_RE.sub("", sentence).strip()
     return text if len(text) <= MAX_SENTENCE_CHARS else text[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + "…"
 
 
@@ -163,11 +167,46 @@ def _article_sentences(
     return parts, [i for i in parts for _ in sentences[i]], [sentence for i in parts for sentence in sentences[i]]
 
 
+def _with_items(sentences: list[str], positions: list[int]) -> list[int]:
+    """
+    `positions` plus the list items that follow the last chosen sentence when it introduces them ("Los Estatutos de
+    autonomía deberán contener:" says nothing without its letters): the enumerated sentences after it, within
+    `MAX_SENTENCE_CHARS` of text after the first. A lead-in followed by a chosen item already introduces that item.
+    """
+    if not positions or not _clean(sentences[positions[-1]]).endswith(":"):
+        return positions
+    lead = positions[-1]
+    # the list is the items of one kind, other than the lead-in's own ("2. ... siguientes: a) ... b) ... 3. ...")
+    list_kind = _item_kind(sentences[lead + 1]) if lead + 1 < len(sentences) else None
+    if list_kind is None or list_kind == _item_kind(sentences[lead]):
+        return positions
+    items, added = [], 0
+    for following in range(lead + 1, len(sentences)):
+        size = len(_clean(sentences[following]))
+        if _item_kind(sentences[following]) != list_kind or (items and added + size > MAX_SENTENCE_CHARS):
+            break
+        items.append(following)
+        added += size
+    return positions + items
+
+
+def _item_kind(sentence: str) -> str | None:
+    """The kind of list item `sentence` is ("roman", "ordinal", "number", "letter"), None for no item."""
+    found = _ITEM_RE.match(sentence.strip())
+    return found.lastgroup if found else None
+
+
 def _quote(sentences: list[str], positions: list[int]) -> str:
-    """The chosen sentences in their order in the article; a gap between non-adjacent ones is marked."""
-    parts = [_clean(sentences[positions[0]])]
+    """
+    The chosen sentences in their order in the article; a gap between non-adjacent ones is marked. Enumerators are
+    left out ("2. ", "a) "), except on the items quoted right after the sentence introducing them ("deberán contener:
+    a) La denominación ... b) La delimitación ...").
+    """
+    parts, listing = [_clean(sentences[positions[0]])], False
     for previous, position in zip(positions, positions[1:]):
-        parts.append((" " if position == previous + 1 else GAP_MARK) + _clean(sentences[position]))
+        adjacent = position == previous + 1
+        listing = adjacent and (listing or parts[-1].endswith(":")) and _item_kind(sentences[position]) is not None
+        parts.append((" " if adjacent else GAP_MARK) + _clean(sentences[position], keep_enumerator=listing))
     return "".join(parts)
 
 
@@ -383,7 +422,7 @@ class ExtractiveAnswer:
         for i in parts:
             if i not in scores:  # a block beyond the candidate pool: a cited article, or another part of one
                 scores[i] = self._scores(question, {i: sentences[i]}, language)[i]
-        positions = self._best_positions([score for i in parts for score in scores[i]])
+        positions = _with_items(article_sentences, self._best_positions([score for i in parts for score in scores[i]]))
         return list(dict.fromkeys(owners[p] for p in positions)), article_sentences, positions, []
 
     def _pinned(
