@@ -246,6 +246,29 @@ _CASE_LAW_RE: Final[re.Pattern[str]] = re.compile(
 )
 
 
+def without_case_law_numbers(text: str) -> str:
+    """
+    `text` without the numbers of the case law it cites: "o que diz a Súmula 331 do TST?" -> "o que diz a Súmula do
+    TST?", a CNJ process number left out. A statute corpus holds no judgment or súmula, and searched as written their
+    number finds the article that has it (CLT art. 331). `text` itself when it cites none.
+    """
+    original = unicodedata.normalize("NFC", text or "")
+    spans = [
+        match.span(group)
+        for match in _CASE_LAW_RE.finditer(_fold(original))
+        for group in ("es_number", "number", "process")
+        if match.group(group)
+    ]
+    if not spans:
+        return text
+    kept, last = [], 0
+    for start, end in spans:
+        kept.append(original[last:start])
+        last = end
+    kept.append(original[last:])
+    return " ".join("".join(kept).split())
+
+
 def _fold(text: str) -> str:
     """Accent-free copy of NFC `text`, character for character (offsets stay valid)."""
     if text.isascii():

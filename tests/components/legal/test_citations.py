@@ -9,6 +9,7 @@ from components.legal.citations import (
     not_in_corpus,
     pinpoint,
     subdivisions,
+    without_case_law_numbers,
 )
 
 ET = "BOE-A-2015-11430"
@@ -187,6 +188,12 @@ def test_spanish_judgments_are_case_law(grammar):
         ("sentencia", "31/2010", "TC", "sentencia del Tribunal Constitucional 31/2010"),
     ]
     assert grammar.extract_case_law("la Ley 3/2012 y el Real Decreto 1234/2020") == []
+
+
+def test_without_case_law_numbers_blanks_only_the_numbers_of_case_law():
+    assert without_case_law_numbers("Súmula nº 331 do TST e OJ 394 da SBDI-1") == "Súmula nº do TST e OJ da SBDI-1"
+    assert without_case_law_numbers("según la STS 1234/2020, ¿es nulo?") == "según la STS , ¿es nulo?"
+    assert without_case_law_numbers("art. 331 da CLT  e Lei 8.036") == "art. 331 da CLT  e Lei 8.036"  # untouched
 
 
 def test_not_in_corpus_lists_unknown_norms_then_case_law(grammar):

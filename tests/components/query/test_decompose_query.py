@@ -250,6 +250,18 @@ def test_fallback_without_llm_on_real_questions():
     ]
 
 
+def test_the_number_of_cited_case_law_is_not_searched():
+    decomposer = DecomposeQuery()
+    assert decomposer.run(query="o que diz a Súmula 331 do TST sobre terceirização?")["queries"] == [
+        "o que diz a Súmula do TST sobre terceirização?"
+    ]
+    assert decomposer.run(query="processo 0001234-56.2023.5.02.0001, o que significa?")["queries"] == [
+        "processo , o que significa?"
+    ]
+    # an article's number is the citation fetch's, and searched as written
+    assert decomposer.run(query="o que diz o art. 331 da CLT?")["queries"] == ["o que diz o art. 331 da CLT?"]
+
+
 def test_fallback_when_the_generator_raises_or_is_too_slow():
     down = DecomposeQuery(chat_generator=ScriptedChatGenerator(error="connection refused"),
                           llm_on_first_question=True).run(query=SICK_LEAVE)
