@@ -451,6 +451,7 @@ class ExtractiveAnswer:
                 continue
             lead, start, end = found
             positions = ([lead] if lead is not None else []) + list(range(start, min(end, start + self.max_sentences)))
+            positions = _with_items(article_sentences, positions)
             blocks = list(dict.fromkeys([owners[start], *(owners[p] for p in positions)]))
             pinned[key] = (blocks, article_sentences, positions, units)
         return pinned

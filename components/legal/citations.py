@@ -447,7 +447,8 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
     start, end = int(span[0]), int(span[1])
     after: list[tuple[str, str]] = []
     word = _ARTICLE_WORD_RE.search(folded, start, end)
-    number = _ITEM_NUMBER_RE.match(folded, word.end() if word else start)
+    # without the word, the law is named first ("CLT 611-B inciso XXX", "ET 38.2"): the article is the first number
+    number = _ITEM_NUMBER_RE.match(folded, word.end()) if word else _ITEM_NUMBER_RE.search(folded, start, end)
     position = number.end() if number and number.end() <= end else end
     while (match := _UNIT_AFTER_RE.match(folded, position)) and position < match.end() <= end:
         after.append(_unit(match))

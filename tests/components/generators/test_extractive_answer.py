@@ -408,3 +408,18 @@ def test_a_list_brought_in_by_its_introduction_stays_within_the_quote_length():
     quote = next(line for line in answer.splitlines() if line.startswith("- «"))
     assert "Son causas de suspensión las siguientes:" in quote and "Item número 1 " in quote
     assert "Item número 29" not in quote and len(quote) < 700
+
+
+def test_a_cited_apartado_that_ends_introducing_a_list_is_quoted_with_it(docs):
+    block = Document(
+        content="Artículo 55. Forma y efectos del despido disciplinario.\n\n4. El despido será considerado procedente."
+        "\n\n5. Será nulo el despido que tenga por móvil alguna de las causas de discriminación. Será también nulo "
+        "el despido en los siguientes supuestos:\n\na) El de las personas trabajadoras durante los periodos de "
+        "suspensión del contrato por nacimiento.\n\nb) El de las trabajadoras embarazadas.\n\n6. La nulidad del "
+        "despido tendrá el efecto de la readmisión inmediata.",
+        meta={"law_id": "BOE-A-2015-11430", "law_short": "ET", "article": "55", "status": "in_force"},
+    )
+    answer = ExtractiveAnswer().run(question="¿y el artículo 55.5 ET?", documents=[block])["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    assert "en los siguientes supuestos: a) El de las personas" in quote and "b) El de las trabajadoras" in quote
+    assert "readmisión" not in quote and "(ET, art. 55, apartado 5)" in quote

@@ -166,6 +166,11 @@ def test_a_norm_the_corpus_lacks_keeps_its_name_and_fetches_nothing(grammar):
         ("Art. 5º, caput, da CF", [("caput", "")]),
         ("art. 477 da CLT", []),
         ("CLT 59-A", []),
+        # the law named first, no article word: the first number is the article's
+        ("CLT 611-B inciso XXX", [("inciso", "XXX")]),
+        ("CLT 611-B, XXX", [("inciso", "XXX")]),
+        ("CF 7º, XVII", [("inciso", "XVII")]),
+        ("ET 38.2", [("apartado", "2")]),
         ("artículo 14 de la Constitución", []),
     ],
 )
