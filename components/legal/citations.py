@@ -31,12 +31,15 @@ DEFAULT_ALIASES: Final[dict[str, str | None]] = {
     "Estatuto": "ET",
     "TRLET": "ET",
     "Real Decreto Legislativo 2/2015": "ET",
+    "E.T.": "ET",
     "Estatuto de los Trabajadores de 1995": "ET1995",
     "Real Decreto Legislativo 1/1995": "ET1995",
     "Constitución": "CE",
     "Constitución Española": "CE",
+    "C.E.": "CE",
     "Ley General de la Seguridad Social": "LGSS",
     "TRLGSS": "LGSS",
+    "L.G.S.S.": "LGSS",
     "Real Decreto Legislativo 8/2015": "LGSS",
     "Ley General de la Seguridad Social de 1994": "LGSS1994",
     "Real Decreto Legislativo 1/1994": "LGSS1994",
@@ -67,6 +70,7 @@ DEFAULT_ALIASES: Final[dict[str, str | None]] = {
     "CF 1988": "CF88",
     "Constituição de 1988": "CF88",
     "Consolidação das Leis do Trabalho": "CLT",
+    "C.L.T.": "CLT",
     "Consolidação das Leis Trabalhistas": "CLT",
     "Decreto-Lei 5.452": "CLT",
     "Constitución Federal": None,
@@ -154,7 +158,7 @@ _ITEM_WORDS_RE: Final[re.Pattern[str]] = re.compile(r"(?P<w1>[a-z]+)(?:[\s-]+(?P
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
     r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z]\)|\.[a-z](?!\w))?"  # "52.c)", "49.1.b"
-    r"(?:[^\S\n]*,?[^\S\n]*(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.|numeros?|num\.|\u00a7+|paragrafos?"
+    r"(?:[^\S\n]*,?[^\S\n]*(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+|paragrafos?"
     r"|alineas?)\s*(?:(?-i:[IVXLC]+)(?!\w)|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
     r"|\s*,\s*(?:(?-i:[IVXLC]+)(?!\w)|[a-z]\)|caput(?!\w))|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"
     r"|\s*,\s*[a-z](?=\s*,|\s+(?:do|da|de|del|dos|das)(?!\w)))*",
@@ -246,27 +250,8 @@ _CASE_LAW_RE: Final[re.Pattern[str]] = re.compile(
 )
 
 
-def without_case_law_numbers(text: str) -> str:
-    """
-    `text` without the numbers of the case law it cites: "o que diz a Súmula 331 do TST?" -> "o que diz a Súmula do
-    TST?", a CNJ process number left out. A statute corpus holds no judgment or súmula, and searched as written their
-    number finds the article that has it (CLT art. 331). `text` itself when it cites none.
-    """
-    original = unicodedata.normalize("NFC", text or "")
-    spans = [
-        match.span(group)
-        for match in _CASE_LAW_RE.finditer(_fold(original))
-        for group in ("es_number", "number", "process")
-        if match.group(group)
-    ]
-    if not spans:
-        return text
-    kept, last = [], 0
-    for start, end in spans:
-        kept.append(original[last:start])
-        last = end
-    kept.append(original[last:])
-    return " ".join("".join(kept).split())
+# a number as a citation writes it: "605/49", "8.036", "1º", "59-A"
+_CITED_NUMBER_RE: Final[re.Pattern[str]] = re.compile(r"\d+(?:[./-]\d+)*(?:[\u00ba\u00aa\u00b0]|-[a-z](?!\w))?", re.I)
 
 
 def _fold(text: str) -> str:
@@ -404,7 +389,7 @@ _UNIT_NAMED: Final[str] = (
     r"(?:apartados?|apdos?\.?|numeros?|num\.)[^\S\n]*(?P<apartado>\d+)(?!\d)"
     r"|(?:letras?|alineas?)[^\S\n]*(?P<letra>[a-z])(?:\)|(?!\w))"
     r"|(?:\u00a7+|paragrafos?)[^\S\n]*(?P<paragrafo>\d+|unico)(?:[^\S\n]?[\u00ba\u00aa\u00b0o](?!\w))?"
-    r"|(?:incisos?|inc\.)[^\S\n]*(?P<inciso>(?-i:[IVXLC]+))(?!\w)"
+    r"|(?:incisos?|inc\.?)[^\S\n]*(?P<inciso>(?-i:[IVXLC]+))(?!\w)"
     r"|(?P<caput>caput)(?!\w)"
 )
 # after the article number: "38.2", "49.1.b)", "52.c)", ", apartado 2", ", § 8º", ", inciso XVII", ", II, b,"
@@ -771,6 +756,33 @@ class CitationGrammar:
                 out.append({"kind": kind, "number": match.group("number"), "court": court})
             out[-1].update(text=original[match.start() : match.end()], span=[match.start(), match.end()])
         return out
+
+    def search_text(self, text: str) -> str:
+        """
+        `text` as a search should read it: without the numbers of what it cites outside the corpus, the norms the laws
+        table lacks ("art. 1º da Lei 605/49" -> "art. da Lei") and case law ("Súmula 331 do TST" -> "Súmula do TST",
+        a CNJ process number left out). Searched as written, such a number finds the article that bears it (CLT art.
+        605, art. 331). `text` itself when it cites nothing of the kind.
+        """
+        original = unicodedata.normalize("NFC", text or "")
+        folded = _fold(original)
+        spans = [
+            match.span(group)
+            for match in _CASE_LAW_RE.finditer(folded)
+            for group in ("es_number", "number", "process")
+            if match.group(group)
+        ]
+        for cited in self.extract(original):
+            if cited.get("law") and not cited.get("law_id"):
+                spans += [found.span() for found in _CITED_NUMBER_RE.finditer(folded, *cited["span"])]
+        if not spans:
+            return text
+        kept, last = [], 0
+        for start, end in sorted(spans):
+            kept.append(original[last:max(start, last)])
+            last = max(end, last)
+        kept.append(original[last:])
+        return " ".join("".join(kept).split())
 
     def resolve_law(self, name: str) -> tuple[str | None, str | None]:
         """

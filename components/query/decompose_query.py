@@ -16,7 +16,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
-from components.legal.citations import without_case_law_numbers
+from components.legal.citations import CitationGrammar
 from components.legal.legal_text import detect_query_language, fold_accents
 from components.legal.terms import dedup, extract_keywords, format_hints, load_equivalences, split_concepts
 from components.generators.llm_backends import (
@@ -204,8 +204,9 @@ class DecomposeQuery:
     find a follow-up's article far more often. With carried blocks, the first reading alone found follow-ups'
     articles more often than both, and new questions' less often (benchmarks/follow_up_bench.py).
 
-    The number of the case law a question cites ("Súmula 331 do TST", a CNJ process number) is left out of every
-    deterministic query: the corpus holds statutes, and the number would find the article that bears it.
+    The numbers of what a question cites outside the corpus, case law ("Súmula 331 do TST", a CNJ process number)
+    and norms the laws table lacks ("Lei 605/49"), are left out of every deterministic query: searched, a number
+    finds the article that bears it (`CitationGrammar.search_text`).
 
     No LLM is asked about a turn unless `llm_on_follow_up` is set; then the LLM gets the system prompt, the last
     4 messages of the conversation (200 characters each) and the question, plus the equivalences found in it,
@@ -273,6 +274,7 @@ class DecomposeQuery:
         self.llm_on_first_question = llm_on_first_question
         self.llm_on_follow_up = llm_on_follow_up
         self.equivalences = load_equivalences(equivalences_file)
+        self._grammar = CitationGrammar()
 
     def to_dict(self) -> dict[str, Any]:
         """
@@ -364,9 +366,9 @@ class DecomposeQuery:
             trace["llm_reply"] = raw
             queries, path = _queries_from_reply(parsed, raw, follow_up=follow_up, limit=limit)
         # the LLM only adds queries: the deterministic ones (the question as written, a turn's readings) come first;
-        # the number of a súmula or a judgment the question cites is not searched (it would find that article)
+        # the numbers of a norm or a súmula the corpus lacks are not searched (they would find that article)
         deterministic = self._deterministic(
-            without_case_law_numbers(query), follow_up=follow_up, limit=limit, previous=previous,
+            self._grammar.search_text(query), follow_up=follow_up, limit=limit, previous=previous,
             carryover=bool(carryover),
         )
         if queries is None:

@@ -69,6 +69,8 @@ def test_from_dict():
         ("artículo 38 y siguientes del Estatuto", [(ET, "38")]),
         ("art. 2 bis ET1995", [("BOE-A-1995-7730", "2 bis")]),
         ("art. 38 et", [(ET, "38")]),
+        ("art. 38 del E.T. y art. 14 de la C.E.", [(ET, "38"), (CE, "14")]),  # abbreviations written with dots
+        ("art. 174 L.G.S.S.", [(LGSS, "174")]),
         ("¿Cuál es el órgano de gobierno del Poder Judicial según el artículo 122?", [(None, "122")]),
     ],
 )
@@ -85,6 +87,8 @@ def test_run_spanish_forms(detector, query, expected):
         ("Art. 5º, caput, da CF/88", [("CF88", "5")]),
         ("art. 5º-A da CF", [("CF88", "5-a")]),
         ("artigos 5º a 7º da Constituição", [("CF88", "5"), ("CF88", "6"), ("CF88", "7")]),
+        ("art 7 inc XVII CF/88", [("CF88", "7")]),  # "inc" without its dot
+        ("art. 482 da C.L.T.", [("DEL-5452-1943", "482")]),
     ],
 )
 def test_run_portuguese_forms(detector, query, expected):

@@ -9,7 +9,6 @@ from components.legal.citations import (
     not_in_corpus,
     pinpoint,
     subdivisions,
-    without_case_law_numbers,
 )
 
 ET = "BOE-A-2015-11430"
@@ -195,10 +194,14 @@ def test_spanish_judgments_are_case_law(grammar):
     assert grammar.extract_case_law("la Ley 3/2012 y el Real Decreto 1234/2020") == []
 
 
-def test_without_case_law_numbers_blanks_only_the_numbers_of_case_law():
-    assert without_case_law_numbers("Súmula nº 331 do TST e OJ 394 da SBDI-1") == "Súmula nº do TST e OJ da SBDI-1"
-    assert without_case_law_numbers("según la STS 1234/2020, ¿es nulo?") == "según la STS , ¿es nulo?"
-    assert without_case_law_numbers("art. 331 da CLT  e Lei 8.036") == "art. 331 da CLT  e Lei 8.036"  # untouched
+def test_search_text_leaves_out_the_numbers_of_what_the_corpus_lacks(grammar):
+    assert grammar.search_text("Súmula nº 331 do TST e OJ 394 da SBDI-1") == "Súmula nº do TST e OJ da SBDI-1"
+    assert grammar.search_text("según la STS 1234/2020, ¿es nulo?") == "según la STS , ¿es nulo?"
+    assert grammar.search_text("o que diz o art. 1º da Lei 605/49?") == "o que diz o art. da Lei ?"
+    # the corpus's own norms keep their numbers; a text citing nothing is returned as it is
+    held = "art. 331 da CLT e art. 2 del RD 1561/1995"
+    assert grammar.search_text(held) == held
+    assert grammar.search_text("  ¿cuántos  días?") == "  ¿cuántos  días?"
 
 
 def test_not_in_corpus_lists_unknown_norms_then_case_law(grammar):

@@ -258,6 +258,7 @@ def test_the_number_of_cited_case_law_is_not_searched():
     assert decomposer.run(query="processo 0001234-56.2023.5.02.0001, o que significa?")["queries"] == [
         "processo , o que significa?"
     ]
+    assert decomposer.run(query="o que diz o art. 1º da Lei 605/49?")["queries"] == ["o que diz o art. da Lei ?"]
     # an article's number is the citation fetch's, and searched as written
     assert decomposer.run(query="o que diz o art. 331 da CLT?")["queries"] == ["o que diz o art. 331 da CLT?"]
 
