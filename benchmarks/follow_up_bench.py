@@ -5,7 +5,9 @@ from the previous question ("¿y me las pueden pagar?") or asks a new one ("¿cu
 
 Two kinds of pairs, each a first question and a turn labelled with the article that answers it:
 - follow-ups (`--pairs`, default `benchmarks/questions/follow-up/follow-up.jsonl`: 10 Spanish and 10 Portuguese
-  pairs of a first question and an elliptical follow-up; `follow-up-holdout.jsonl` holds 20 more);
+  pairs of a first question and an elliptical follow-up; `follow-up-holdout.jsonl` holds 20 more;
+  `follow-up-third-turn.jsonl` 12 third turns, whose `first` lists the two questions before them, the second
+  itself a follow-up);
 - topic switches (`--switch FILE`, repeatable, a labelled question set such as `../shared/eval/dev-labor-es.jsonl`):
   each question of the file asked after the question before it, a new question in the same conversation.
 
@@ -63,13 +65,14 @@ def cited(result: dict, relevant: set[tuple[str, str]]) -> tuple[float, float]:
     return float(any(k in relevant for k in keys)), float(bool(keys) and keys[0] in relevant)
 
 
-def conversation_pairs(path: str, *, switch: bool) -> list[tuple[str, dict]]:
-    """(first question, labelled turn) pairs: a follow-up file's `first` and `question`, or, for a topic switch,
-    each question of a labelled set after the question before it."""
+def conversation_pairs(path: str, *, switch: bool) -> list[tuple[list[str], dict]]:
+    """(earlier questions, labelled turn) pairs: a follow-up file's `first` (a question, or the list of the
+    conversation's questions before the turn) and `question`, or, for a topic switch, each question of a labelled
+    set after the question before it."""
     items = load_labelled(path)
     if not switch:
-        return [(item["first"], item) for item in items]
-    return [(items[i - 1]["question"], items[i]) for i in range(1, len(items))]
+        return [([item["first"]] if isinstance(item["first"], str) else list(item["first"]), item) for item in items]
+    return [([items[i - 1]["question"]], items[i]) for i in range(1, len(items))]
 
 
 def main() -> int:
@@ -100,10 +103,15 @@ def main() -> int:
         modes = (*MODES, "carryover+llm")
     records = []
     for name, pairs in sets:
-        for index, (first_question, pair) in enumerate(pairs):
-            lex.clear_caches()
-            first = lex.ask(first_question)
-            history = [{"role": "user", "content": first_question}, {"role": "assistant", "content": first["answer"]}]
+        for index, (earlier, pair) in enumerate(pairs):
+            # the conversation before the turn, each question asked as the SDK sends a turn (history + carryover)
+            history: list[dict[str, str]] = []
+            first: dict = {"context_chunk_ids": []}
+            for question in earlier:
+                lex.clear_caches()
+                first = lex.ask(question, history=history, previous_chunk_ids=first["context_chunk_ids"])
+                history = [*history, {"role": "user", "content": question},
+                           {"role": "assistant", "content": first["answer"]}]
             language = detect_query_language(pair["question"], default="es") or "es"
             record = {"set": name, "id": pair["id"], "language": language}
             for mode in modes if index % 2 == 0 else modes[::-1]:

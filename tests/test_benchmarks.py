@@ -50,9 +50,9 @@ def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
     sets = sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl"))
     assert [p.stem for p in sets] == ["holdout-labor-br", "holdout-labor-es", "named-norms"]
     follow_ups = sorted((ROOT / "benchmarks" / "questions" / "follow-up").glob("*.jsonl"))
-    assert [p.stem for p in follow_ups] == ["follow-up-holdout", "follow-up"]
+    assert [p.stem for p in follow_ups] == ["follow-up-holdout", "follow-up-third-turn", "follow-up"]
     items = [item for path in [*sets, *follow_ups] for item in load_labelled(path)]
-    assert len(items) == 121 and len({item["id"] for item in items}) == 121
+    assert len(items) == 133 and len({item["id"] for item in items}) == 133
     laws = {law for item in items for law, _ in item["relevant"]}
     files = [path for path in sorted((ROOT / "data" / "corpus").glob("*.md"))
              if path.stem in laws or path.stem == "CLT"]
@@ -131,9 +131,13 @@ def test_the_follow_up_pairs_have_a_first_question_and_balance_languages():
     bench = _bench("follow_up_bench")
     for path in sorted(bench.FOLLOW_UPS.parent.glob("*.jsonl")):
         pairs = load_labelled(path)
-        assert all(pair["first"].strip() and pair["question"].strip() and pair["expected"] for pair in pairs)
-        languages = [detect_query_language(pair["first"] + " " + pair["question"], default="es") for pair in pairs]
-        assert languages.count("es") == languages.count("pt") == 10, path.name
+        # `first`: the question before the turn, or the conversation's questions before it (a third turn)
+        earlier = [[pair["first"]] if isinstance(pair["first"], str) else pair["first"] for pair in pairs]
+        assert all(all(q.strip() for q in questions) for questions in earlier)
+        assert all(pair["question"].strip() and pair["expected"] for pair in pairs)
+        languages = [detect_query_language(" ".join([*questions, pair["question"]]), default="es")
+                     for questions, pair in zip(earlier, pairs)]
+        assert languages.count("es") == languages.count("pt") == len(pairs) // 2, path.name
 
 
 def test_follow_up_bench_counts_a_labelled_citation_and_a_labelled_first_one():
@@ -150,14 +154,16 @@ def test_follow_up_bench_counts_a_labelled_citation_and_a_labelled_first_one():
 def test_follow_up_bench_pairs_a_follow_up_file_and_a_topic_switch_set(tmp_path):
     bench = _bench("follow_up_bench")
     follow_ups = bench.conversation_pairs(str(bench.FOLLOW_UPS), switch=False)
-    assert len(follow_ups) == 20 and all(first == pair["first"] for first, pair in follow_ups)
+    assert len(follow_ups) == 20 and all(earlier == [pair["first"]] for earlier, pair in follow_ups)
+    third_turns = bench.conversation_pairs(str(bench.FOLLOW_UPS.with_name("follow-up-third-turn.jsonl")), switch=False)
+    assert len(third_turns) == 12 and all(len(earlier) == 2 for earlier, _ in third_turns)
     labelled = tmp_path / "set.jsonl"
     labelled.write_text("\n".join(
         f'{{"id": "q{i}", "question": "pregunta {i}", "expected": [{{"law": "ET", "article": "{i}"}}]}}'
         for i in range(3)) + "\n", encoding="utf-8")
     switches = bench.conversation_pairs(str(labelled), switch=True)
     # each question after the one before it; the first question of the set only opens the conversation
-    assert [(first, pair["id"]) for first, pair in switches] == [("pregunta 0", "q1"), ("pregunta 1", "q2")]
+    assert [(earlier, pair["id"]) for earlier, pair in switches] == [(["pregunta 0"], "q1"), (["pregunta 1"], "q2")]
 
 
 def test_llm_relevance_bench_resorts_the_judged_head_only():

@@ -33,6 +33,7 @@ FOLLOWUP_MAX_QUERIES = 3
 HISTORY_MESSAGES = 4
 HISTORY_MAX_CHARS = 200
 MAX_QUERY_CHARS = 120
+PREVIOUS_QUESTIONS = 2  # the user questions a turn is read with (`_previous_questions`)
 MAX_FALLBACK_TERMS = 10
 
 DECOMPOSE_SYSTEM_PROMPT = """\
@@ -133,18 +134,24 @@ def _recent_history(history: list[ChatMessage] | None) -> list[ChatMessage]:
     return recent
 
 
-def _last_question(history: list[ChatMessage] | None) -> str | None:
-    """The conversation's last user message with text (the question a follow-up goes on from), or None."""
-    for message in reversed(history or []):
-        if message.is_from(ChatRole.USER) and message.text and message.text.strip():
-            return message.text.strip()
-    return None
+def _previous_questions(history: list[ChatMessage] | None) -> list[str]:
+    """
+    What a turn goes on from: the conversation's last `PREVIOUS_QUESTIONS` user questions, oldest first, each cut
+    to its first `MAX_QUERY_CHARS // 2` characters (a long story must not drown the turn's words); one reading, or
+    none without a question. A third turn ("¿me las tienen que pagar?") often goes on from a question that was itself
+    a follow-up ("¿y si me despiden antes de disfrutarlas?"), whose matter only the question before it names.
+    """
+    questions = [
+        message.text.strip()[: MAX_QUERY_CHARS // 2]
+        for message in history or []
+        if message.is_from(ChatRole.USER) and message.text and message.text.strip()
+    ]
+    return [" ".join(questions[-PREVIOUS_QUESTIONS:])] if questions else []
 
 
 def _with_previous(query: str, previous: str) -> str:
-    """A follow-up read with the question before it (its first `MAX_QUERY_CHARS // 2` characters, so that a long
-    story does not drown the follow-up's words)."""
-    return " ".join(f"{previous[:MAX_QUERY_CHARS // 2]} {query}".split())
+    """A follow-up read with the question(s) before it (one of `_previous_questions`)."""
+    return " ".join(f"{previous} {query}".split())
 
 
 def _queries_from_reply(parsed: Any, raw: str, *, follow_up: bool, limit: int) -> tuple[list[str] | None, str]:
@@ -199,10 +206,15 @@ class DecomposeQuery:
       both readings, as written and read with the question before it, and `MultiQueryRetriever` fuses the two
       rankings; a turn that asks nothing new is searched read with the question before it.
     - With carried-over blocks but no conversation: the turn's keywords plus their statutory terms.
+    "The question before it" is, from the third turn on, the last two user questions: a third turn often goes on
+    from a follow-up ("¿cuántos días de vacaciones tengo? / ¿y si me despiden antes de disfrutarlas? / ¿me las
+    tienen que pagar?"), and read with the follow-up alone it had no matter.
     Why: without carried blocks, a follow-up searched as written lost its matter, and a new question searched
     only read with the previous one lost its own; both readings keep new questions as good as asked alone and
     find a follow-up's article far more often. With carried blocks, the first reading alone found follow-ups'
-    articles more often than both, and new questions' less often (benchmarks/follow_up_bench.py).
+    articles more often than both, and new questions' less often; read with two questions, third turns that go on
+    from a follow-up are found far more often, a new question asked third somewhat less often with carried blocks
+    (benchmarks/follow_up_bench.py).
 
     The numbers of what a question cites outside the corpus, case law ("Súmula 331 do TST", a CNJ process number)
     and norms the laws table lacks ("Lei 605/49"), are left out of every deterministic query: searched, a number
@@ -344,8 +356,8 @@ class DecomposeQuery:
             trace = {"mode": "disabled", "path": "disabled", "queries": [query.strip()]}
             return {"queries": [query.strip()], "fallback": False, "trace": trace}
         started = time.perf_counter()
-        previous = _last_question(history)
-        follow_up = bool(carryover) or previous is not None
+        previous = _previous_questions(history)
+        follow_up = bool(carryover) or bool(previous)
         limit = min(FOLLOWUP_MAX_QUERIES, self.max_queries) if follow_up else self.max_queries
         matches = self.equivalences.matches(query)
         trace: dict[str, Any] = {
@@ -410,19 +422,19 @@ class DecomposeQuery:
         *,
         follow_up: bool,
         limit: int,
-        previous: str | None = None,
+        previous: list[str] | None = None,
         carryover: bool = False,
     ) -> list[str]:
         """
         Deterministic queries. A first question: the question as written, then, when it compares concepts, one
         query per concept (its words).
 
-        A turn of a conversation (`previous`: the conversation's last user question; its first
-        `MAX_QUERY_CHARS // 2` characters, so that a long story does not drown the turn's words):
-        - without carried-over blocks: the turn as written, then the turn read with `previous`, for the retriever
-          to fuse; a turn that asks nothing new (only words that ask to go on): read with `previous` only;
-        - with them (`carryover`): the turn read with `previous`, then one query per concept, its keywords plus
-          their statutory terms; nothing new: no query (the carried blocks answer it).
+        A turn of a conversation (`previous`: what it goes on from, `_previous_questions`: the last user question,
+        from the third turn on the last two):
+        - without carried-over blocks: the turn as written, then the turn read with each of `previous`, for the
+          retriever to fuse; a turn that asks nothing new (only words that ask to go on): its readings only;
+        - with them (`carryover`): the turn's readings, then one query per concept, its keywords plus their
+          statutory terms; nothing new: no query (the carried blocks answer it).
 
         Carried-over blocks without the conversation: one query per concept, its keywords plus their statutory
         terms; nothing left, nothing new: no query.
@@ -432,15 +444,16 @@ class DecomposeQuery:
             return dedup([" ".join(query.split()), *(concepts if len(concepts) > 1 else [])])[:limit]
         language = detect_query_language(query, default="es")  # the whole question tells it better than a part
         keywords = [extract_keywords(c, extra_stopwords=FOLLOWUP_FILLER, language=language) for c in concepts]
-        if previous is not None and not carryover:
+        readings = [_with_previous(query, earlier) for earlier in previous or []]
+        if readings and not carryover:
             if any(keywords):
-                return dedup([" ".join(query.split()), _with_previous(query, previous)])[:limit]
-            return [_with_previous(query, previous)]
+                return dedup([" ".join(query.split()), *readings])[:limit]
+            return readings[:limit]
         queries = []
         for concept, words in zip(concepts, keywords):
             if words:
                 terms = self.equivalences.terms(concept, language)
                 queries.append(" ".join(dedup([*words, *terms])[:MAX_FALLBACK_TERMS]))
-        if queries and previous is not None:
-            queries.insert(0, _with_previous(query, previous))
+        if queries:
+            queries = [*readings, *queries]
         return dedup(queries)[:limit]

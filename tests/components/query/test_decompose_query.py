@@ -155,10 +155,12 @@ def test_run_follow_up_sends_the_last_four_history_messages_truncated():
     history = _history()
     decomposer = DecomposeQuery(chat_generator=llm, llm_on_follow_up=True)
     result = decomposer.run(query="¿Y si no me las pagan?", history=history, carryover=["c1", "c2"])
-    # the deterministic queries (the turn read with the conversation's last question, its keywords), then the
+    # the deterministic queries (the turn read with the conversation's last two questions, its keywords), then the
     # LLM's, at most 3
-    assert result["queries"] == ["¿Y quién fija las fechas? ¿Y si no me las pagan?", "pagan",
-                                 "sanción incumplimiento empresario vacaciones reclamación"]
+    assert result["queries"] == [
+        "¿Se pueden partir en varios periodos? ¿Y quién fija las fechas? ¿Y si no me las pagan?", "pagan",
+        "sanción incumplimiento empresario vacaciones reclamación",
+    ]
     assert result["trace"]["path"] == "llm"
     assert result["trace"]["mode"] == "follow_up" and result["trace"]["carryover"] == 2
     (messages,) = llm.calls
@@ -311,12 +313,13 @@ def test_a_conversation_turn_is_searched_as_written_and_read_with_the_question_b
     # with the previous answer's blocks carried over: read with the question before it, then its keywords
     carried = decomposer.run(query=follow_up, history=history, carryover=["c1"])["queries"]
     assert carried[0] == read_with_previous and len(carried) > 1 and "pagar" in carried[1]
-    # the last user turn is the one a turn goes on from
-    longer = [ChatMessage.from_user("¿Qué es un ERTE?"), *history]
-    assert decomposer.run(query="¿y si estoy de baja?", history=longer, carryover=["c1"])["queries"][0].startswith(
-        "¿Cuántos días de vacaciones")
-    assert decomposer.run(query="¿y si estoy de baja?", history=longer)["queries"][1].startswith(
-        "¿Cuántos días de vacaciones")
+    # a third turn goes on from the last two user questions (the second may itself be a follow-up), no earlier one
+    third = [ChatMessage.from_user("¿Qué es un ERTE?"), *history,
+             ChatMessage.from_user("¿y si me despiden antes de disfrutarlas?"), ChatMessage.from_assistant("...")]
+    both = "¿Cuántos días de vacaciones tengo al año? ¿y si me despiden antes de disfrutarlas? ¿me las tienen que pagar?"
+    assert decomposer.run(query="¿me las tienen que pagar?", history=third, carryover=["c1"])["queries"][0] == both
+    assert decomposer.run(query="¿me las tienen que pagar?", history=third)["queries"] == [
+        "¿me las tienen que pagar?", both]
     # nothing new: the carried-over blocks answer it; without them, the previous question's matter is searched
     assert decomposer.run(query="¿Puedes explicarlo mejor?", history=history, carryover=["c1"])["queries"] == []
     assert decomposer.run(query="¿Puedes explicarlo mejor?", history=history)["queries"] == [
