@@ -134,11 +134,11 @@ def _recent_history(history: list[ChatMessage] | None) -> list[ChatMessage]:
     return recent
 
 
-def _previous_questions(history: list[ChatMessage] | None) -> list[str]:
+def _previous_questions(history: list[ChatMessage] | None) -> str | None:
     """
     What a turn goes on from: the conversation's last `PREVIOUS_QUESTIONS` user questions, oldest first, each cut
-    to its first `MAX_QUERY_CHARS // 2` characters (a long story must not drown the turn's words); one reading, or
-    none without a question. A third turn ("¿me las tienen que pagar?") often goes on from a question that was itself
+    to its first `MAX_QUERY_CHARS // 2` characters (a long story must not drown the turn's words); None without a
+    user question. A third turn ("¿me las tienen que pagar?") often goes on from a question that was itself
     a follow-up ("¿y si me despiden antes de disfrutarlas?"), whose matter only the question before it names.
     """
     questions = [
@@ -146,11 +146,11 @@ def _previous_questions(history: list[ChatMessage] | None) -> list[str]:
         for message in history or []
         if message.is_from(ChatRole.USER) and message.text and message.text.strip()
     ]
-    return [" ".join(questions[-PREVIOUS_QUESTIONS:])] if questions else []
+    return " ".join(questions[-PREVIOUS_QUESTIONS:]) if questions else None
 
 
 def _with_previous(query: str, previous: str) -> str:
-    """A follow-up read with the question(s) before it (one of `_previous_questions`)."""
+    """A follow-up read with the question(s) before it (`_previous_questions`)."""
     return " ".join(f"{previous} {query}".split())
 
 
@@ -357,7 +357,7 @@ class DecomposeQuery:
             return {"queries": [query.strip()], "fallback": False, "trace": trace}
         started = time.perf_counter()
         previous = _previous_questions(history)
-        follow_up = bool(carryover) or bool(previous)
+        follow_up = bool(carryover) or previous is not None
         limit = min(FOLLOWUP_MAX_QUERIES, self.max_queries) if follow_up else self.max_queries
         matches = self.equivalences.matches(query)
         trace: dict[str, Any] = {
@@ -422,7 +422,7 @@ class DecomposeQuery:
         *,
         follow_up: bool,
         limit: int,
-        previous: list[str] | None = None,
+        previous: str | None = None,
         carryover: bool = False,
     ) -> list[str]:
         """
@@ -431,10 +431,10 @@ class DecomposeQuery:
 
         A turn of a conversation (`previous`: what it goes on from, `_previous_questions`: the last user question,
         from the third turn on the last two):
-        - without carried-over blocks: the turn as written, then the turn read with each of `previous`, for the
-          retriever to fuse; a turn that asks nothing new (only words that ask to go on): its readings only;
-        - with them (`carryover`): the turn's readings, then one query per concept, its keywords plus their
-          statutory terms; nothing new: no query (the carried blocks answer it).
+        - without carried-over blocks: the turn as written, then the turn read with `previous`, for the retriever
+          to fuse; a turn that asks nothing new (only words that ask to go on): read with `previous` only;
+        - with them (`carryover`): the turn read with `previous`, then one query per concept, its keywords plus
+          their statutory terms; nothing new: no query (the carried blocks answer it).
 
         Carried-over blocks without the conversation: one query per concept, its keywords plus their statutory
         terms; nothing left, nothing new: no query.
@@ -444,16 +444,15 @@ class DecomposeQuery:
             return dedup([" ".join(query.split()), *(concepts if len(concepts) > 1 else [])])[:limit]
         language = detect_query_language(query, default="es")  # the whole question tells it better than a part
         keywords = [extract_keywords(c, extra_stopwords=FOLLOWUP_FILLER, language=language) for c in concepts]
-        readings = [_with_previous(query, earlier) for earlier in previous or []]
-        if readings and not carryover:
+        if previous is not None and not carryover:
             if any(keywords):
-                return dedup([" ".join(query.split()), *readings])[:limit]
-            return readings[:limit]
+                return dedup([" ".join(query.split()), _with_previous(query, previous)])[:limit]
+            return [_with_previous(query, previous)]
         queries = []
         for concept, words in zip(concepts, keywords):
             if words:
                 terms = self.equivalences.terms(concept, language)
                 queries.append(" ".join(dedup([*words, *terms])[:MAX_FALLBACK_TERMS]))
-        if queries:
-            queries = [*readings, *queries]
+        if queries and previous is not None:
+            queries.insert(0, _with_previous(query, previous))
         return dedup(queries)[:limit]
