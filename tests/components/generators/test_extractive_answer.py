@@ -341,23 +341,34 @@ def test_an_apartado_written_without_its_space_is_found_and_its_number_left_out(
     assert quote.startswith("- «El traslado de trabajadores que no hayan sido contratados") and "apartado 1)" in quote
 
 
+_LAW_IDS = {"ET": "BOE-A-2015-11430", "LGSS": "BOE-A-2015-11724", "CE": "BOE-A-1978-31229", "CLT": "DEL-5452-1943"}
+
+
+def _block(law_short: str, article: str, content: str) -> Document:
+    """One in-force article block of a bundled law, as the store holds it (Portuguese for the CLT)."""
+    meta = {"law_id": _LAW_IDS[law_short], "law_short": law_short, "article": article, "status": "in_force"}
+    return Document(content=content, meta={**meta, **({"lang": "pt"} if law_short == "CLT" else {})})
+
+
+def _first_quote(question: str, block: Document, **init: int) -> str:
+    """The first quote line ('- «...» (citation)') of the extractive answer to `question` from `block` alone."""
+    answer = ExtractiveAnswer(**init).run(question=question, documents=[block])["answer"]
+    return next(line for line in answer.splitlines() if line.startswith("- «"))
+
+
 def test_a_sentence_introducing_a_list_is_quoted_with_its_items():
     # CLT art. 392 § 4º names nothing until its incisos: quoted alone it would answer nothing
-    block = Document(
-        content="Art. 392. A empregada gestante tem direito à licença-maternidade de 120 (cento e vinte) dias, sem "
+    block = _block(
+        "CLT", "392",
+        "Art. 392. A empregada gestante tem direito à licença-maternidade de 120 (cento e vinte) dias, sem "
         "prejuízo do emprego e do salário.\n\n§ 3º Em caso de parto antecipado, a mulher terá direito aos 120 (cento e "
         "vinte) dias previstos neste artigo.\n\n§ 4º É garantido à empregada, durante a gravidez, sem prejuízo do "
-        "salário e demais direitos:\n\nI - transferência de função, quando as condições de saúde o exigirem, assegurada a "
-        "retomada da função anteriormente exercida, logo após o retorno ao trabalho;\n\nII - dispensa do horário de "
-        "trabalho pelo tempo necessário para a realização de, no mínimo, seis consultas médicas e demais exames "
-        "complementares.\n\n§ 5º (VETADO)",
-        meta={"law_id": "DEL-5452-1943", "law_short": "CLT", "article": "392", "article_label": "Art. 392",
-              "lang": "pt", "status": "in_force"},
+        "salário e demais direitos:\n\nI - transferência de função, quando as condições de saúde o exigirem, "
+        "assegurada a retomada da função anteriormente exercida, logo após o retorno ao trabalho;\n\n"
+        "II - dispensa do horário de trabalho pelo tempo necessário para a realização de, no mínimo, seis consultas "
+        "médicas e demais exames complementares.\n\n§ 5º (VETADO)",
     )
-    answer = ExtractiveAnswer(max_articles=1, max_sentences=1).run(
-        question="o que é garantido à empregada durante a gravidez?", documents=[block]
-    )["answer"]
-    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    quote = _first_quote("o que é garantido à empregada durante a gravidez?", block, max_articles=1, max_sentences=1)
     assert "durante a gravidez, sem prejuízo do salário e demais direitos:" in quote
     assert "transferência de função" in quote and "seis consultas médicas" in quote
     assert "demais direitos: I - transferência de função" in quote  # the items keep their numerals
@@ -365,61 +376,53 @@ def test_a_sentence_introducing_a_list_is_quoted_with_its_items():
 
 
 def test_a_list_ends_where_the_next_apartado_begins():
-    block = Document(
-        content="Artículo 226. Subsidios.\n\n1. Se reconocerá un subsidio temporal.\n\n2. Serán beneficiarios los "
+    block = _block(
+        "LGSS", "226",
+        "Artículo 226. Subsidios.\n\n1. Se reconocerá un subsidio temporal.\n\n2. Serán beneficiarios los "
         "familiares de pensionistas en quienes se den las siguientes circunstancias:\n\na) Haber convivido con el "
         "causante.\n\nb) Carecer de medios propios de vida.\n\n3. La duración de los subsidios se determinará "
         "reglamentariamente.",
-        meta={"law_id": "BOE-A-2015-11724", "law_short": "LGSS", "article": "226", "status": "in_force"},
     )
-    answer = ExtractiveAnswer(max_articles=1, max_sentences=1).run(
-        question="¿qué familiares de pensionistas son beneficiarios?", documents=[block]
-    )["answer"]
-    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    quote = _first_quote("¿qué familiares de pensionistas son beneficiarios?", block, max_articles=1, max_sentences=1)
     assert quote.startswith("- «Serán beneficiarios") and "circunstancias: a) Haber convivido" in quote
     assert "b) Carecer de medios propios de vida.»" in quote and "duración" not in quote
 
 
 def test_a_lead_in_quoted_with_the_item_it_introduces_brings_no_other_item():
-    block = Document(
-        content="Artículo 153. El control de la actividad de los órganos de las Comunidades Autónomas se ejercerá:\n\n"
+    block = _block(
+        "CE", "153",
+        "Artículo 153. El control de la actividad de los órganos de las Comunidades Autónomas se ejercerá:\n\n"
         "a) Por el Tribunal Constitucional, el relativo a la constitucionalidad de sus disposiciones.\n\n"
         "b) Por el Gobierno, previo dictamen del Consejo de Estado.\n\n"
         "d) Por el Tribunal de Cuentas, el económico y presupuestario.",
-        meta={"law_id": "BOE-A-1978-31229", "law_short": "CE", "article": "153", "status": "in_force"},
     )
-    answer = ExtractiveAnswer(max_articles=1).run(
-        question="¿quién ejerce el control económico y presupuestario de las Comunidades Autónomas?", documents=[block]
-    )["answer"]
-    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    quote = _first_quote(
+        "¿quién ejerce el control económico y presupuestario de las Comunidades Autónomas?", block, max_articles=1
+    )
     assert "se ejercerá: […] Por el Tribunal de Cuentas, el económico y presupuestario." in quote
     assert "Tribunal Constitucional" not in quote
 
 
 def test_a_list_brought_in_by_its_introduction_stays_within_the_quote_length():
     items = "\n\n".join(f"{n}. Item número {n} de una larga lista de supuestos legales." for n in range(1, 30))
-    block = Document(
-        content=f"Artículo 99. Supuestos.\n\nSon causas de suspensión las siguientes:\n\n{items}",
-        meta={"law_id": "BOE-A-2015-11430", "law_short": "ET", "article": "99", "status": "in_force"},
+    block = _block(
+        "ET", "99",
+        f"Artículo 99. Supuestos.\n\nSon causas de suspensión las siguientes:\n\n{items}",
     )
-    answer = ExtractiveAnswer(max_articles=1, max_sentences=1).run(
-        question="¿cuáles son las causas de suspensión?", documents=[block]
-    )["answer"]
-    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    quote = _first_quote("¿cuáles son las causas de suspensión?", block, max_articles=1, max_sentences=1)
     assert "Son causas de suspensión las siguientes:" in quote and "Item número 1 " in quote
     assert "Item número 29" not in quote and len(quote) < 700
 
 
 def test_a_cited_apartado_that_ends_introducing_a_list_is_quoted_with_it(docs):
-    block = Document(
-        content="Artículo 55. Forma y efectos del despido disciplinario.\n\n4. El despido será considerado procedente."
+    block = _block(
+        "ET", "55",
+        "Artículo 55. Forma y efectos del despido disciplinario.\n\n4. El despido será considerado procedente."
         "\n\n5. Será nulo el despido que tenga por móvil alguna de las causas de discriminación. Será también nulo "
         "el despido en los siguientes supuestos:\n\na) El de las personas trabajadoras durante los periodos de "
         "suspensión del contrato por nacimiento.\n\nb) El de las trabajadoras embarazadas.\n\n6. La nulidad del "
         "despido tendrá el efecto de la readmisión inmediata.",
-        meta={"law_id": "BOE-A-2015-11430", "law_short": "ET", "article": "55", "status": "in_force"},
     )
-    answer = ExtractiveAnswer().run(question="¿y el artículo 55.5 ET?", documents=[block])["answer"]
-    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    quote = _first_quote("¿y el artículo 55.5 ET?", block)
     assert "en los siguientes supuestos: a) El de las personas" in quote and "b) El de las trabajadoras" in quote
     assert "readmisión" not in quote and "(ET, art. 55, apartado 5)" in quote
