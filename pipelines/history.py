@@ -17,6 +17,8 @@ _MAKERS: dict[str, Callable[[str], ChatMessage]] = {
     "user": ChatMessage.from_user,
     "assistant": ChatMessage.from_assistant,
 }
+# the roles an OpenAI conversation holds; those not in `_MAKERS` are not history, any other is a mistake ("usr")
+ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 
 def message_text(content: Any) -> str:
@@ -37,7 +39,7 @@ def to_history(messages: Any) -> list[ChatMessage] | None:
 
     :param messages: None, or a list of `{"role", "content"}` dicts and / or `ChatMessage`s.
     :returns: The history, or None when it holds no user / assistant text.
-    :raises ValueError: Anything but a list of such messages.
+    :raises ValueError: Anything but a list of such messages, or a role that is not one of `ROLES`.
     """
     if messages is None:
         return None
@@ -45,6 +47,9 @@ def to_history(messages: Any) -> list[ChatMessage] | None:
         isinstance(m, ChatMessage) or (isinstance(m, dict) and "role" in m) for m in messages
     ):
         raise ValueError('history must be a list of {"role", "content"} messages')
+    unknown = [m["role"] for m in messages if isinstance(m, dict) and m["role"] not in ROLES]
+    if unknown:
+        raise ValueError(f"history has a message of unknown role {unknown[0]!r}; roles: {', '.join(sorted(ROLES))}")
     turns: list[tuple[str, str]] = []
     for m in messages:
         if isinstance(m, ChatMessage):

@@ -31,9 +31,11 @@ def test_history_from_openai_messages_and_chat_messages():
     long = to_history([{"role": "user", "content": f"turno {n}"} for n in range(50)])
     assert len(long) == MAX_HISTORY_MESSAGES and long[-1].text == "turno 49"
     assert to_history(None) is None and to_history([{"role": "system", "content": "x"}]) is None
-    for bad in ("hola", [{"content": "sin rol"}], [1]):
+    for bad in ("hola", [{"content": "sin rol"}], [1], [{"role": "usr", "content": "¿Vacaciones?"}]):
         with pytest.raises(ValueError, match="history"):
             to_history(bad)
+    with pytest.raises(ValueError, match="unknown role 'usr'"):  # a typo is not a turn silently dropped
+        to_history([{"role": "user", "content": "a"}, {"role": "usr", "content": "b"}])
     assert message_text(None) == "" and message_text([{"type": "text", "text": "a"}, "b"]) == "a"
 
 
