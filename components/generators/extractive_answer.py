@@ -29,6 +29,7 @@ from components.legal.answer_format import (
 )
 from components.legal.citations import CitationGrammar, cited_articles, listed_spans, not_in_corpus, pinpoint
 from components.legal.ids import REPEALED
+from components.legal.jurisdiction import country_readings
 from components.legal.legal_text import split_sentences, unit_range
 from components.legal.terms import split_concepts, stems
 
@@ -220,8 +221,9 @@ class ExtractiveAnswer:
     weighted by its rarity among all the candidate sentences (a term found in one sentence counts more than one
     found in all of them). An article the question cites is quoted first, then the retrieval's best in-force block
     (its rank is the engine's relevance judgement; word overlap alone misreads colloquial questions), then, for a
-    question comparing concepts ("diferencia entre despido objetivo y disciplinario", `split_concepts`), the best
-    block of each concept's own search (`meta["query_ranks"]`, `MultiQueryRetriever`), then up to `max_articles` in
+    question comparing concepts ("diferencia entre despido objetivo y disciplinario", `split_concepts`) or countries
+    ("vacaciones en España y en Brasil", `country_readings`), the best block of each concept's or country's own
+    search (`meta["query_ranks"]`, `MultiQueryRetriever`), then up to `max_articles` in
     all of the blocks whose best sentence scores at least half as much as the best-scoring one.
     Each article is quoted once, whatever the number of its blocks (a long article is stored in parts): its
     `max_sentences` best sentences across its blocks, in text order (an article sharing no term: its opening
@@ -370,7 +372,8 @@ class ExtractiveAnswer:
         # at its first block in this order, which stays among the blocks used: the answer's citations follow them
         # a question comparing concepts ("despido objetivo y disciplinario") was also searched once per concept
         # (DecomposeQuery): each concept's best block answers its half, whatever its word overlap
-        concepts = split_concepts(question) if not found_citations else []
+        # a question about two countries' law was searched once per country (`country_readings`): likewise
+        concepts = (country_readings(question) or split_concepts(question)) if not found_citations else []
         halves = [
             i for i in sorted(sentences)
             if documents[i].meta.get("status") != REPEALED

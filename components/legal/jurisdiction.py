@@ -10,6 +10,7 @@ whether a norm belongs to it; the legal re-ranker puts the norms of that jurisdi
 """
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
@@ -34,6 +35,28 @@ def countries_named(text: str) -> set[str]:
     """The countries `text` names by name or demonym ("en Brasil", "a lei espanhola")."""
     folded = fold_accents(text or "")
     return {country for country, pattern in _COUNTRY_RES.items() if pattern.search(folded)}
+
+
+def country_readings(question: str) -> list[str]:
+    """
+    A question about several countries' law ("¿cuántos días de vacaciones hay en España y en Brasil?") read once
+    per country, the other countries' names left out: "¿cuántos días de vacaciones hay en España y en ?", "... en y
+    en Brasil?". Searched as written, the question goes to whichever country's statute is nearest in wording; each
+    reading names one country, whose norms the re-ranker puts first. `[]` for a question naming fewer than two.
+    """
+    named = countries_named(question)
+    question = unicodedata.normalize("NFC", question)
+    folded = fold_accents(question)
+    if len(named) < 2 or len(folded) != len(question):  # the spans must index both
+        return []
+    readings = []
+    for country in sorted(named):
+        spans = [m.span() for other in sorted(named - {country}) for m in _COUNTRY_RES[other].finditer(folded)]
+        text = question
+        for start, end in sorted(spans, reverse=True):
+            text = text[:start] + text[end:]
+        readings.append(" ".join(text.split()))
+    return readings
 
 
 def question_jurisdiction(

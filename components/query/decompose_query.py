@@ -17,6 +17,7 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
 from components.legal.citations import CitationGrammar
+from components.legal.jurisdiction import country_readings
 from components.legal.legal_text import detect_query_language, fold_accents
 from components.legal.terms import dedup, extract_keywords, format_hints, load_equivalences, split_concepts
 from components.generators.llm_backends import (
@@ -426,8 +427,9 @@ class DecomposeQuery:
         carryover: bool = False,
     ) -> list[str]:
         """
-        Deterministic queries. A first question: the question as written, then, when it compares concepts, one
-        query per concept (its words).
+        Deterministic queries. A first question: the question as written, then, when it names several countries,
+        one reading per country (`country_readings`), else, when it compares concepts, one query per concept (its
+        words).
 
         A turn of a conversation (`previous`: what it goes on from, `_previous_questions`: the last user question,
         from the third turn on the last two):
@@ -440,8 +442,9 @@ class DecomposeQuery:
         terms; nothing left, nothing new: no query.
         """
         concepts = split_concepts(query)
-        if not follow_up:
-            return dedup([" ".join(query.split()), *(concepts if len(concepts) > 1 else [])])[:limit]
+        if not follow_up:  # a question about two countries' law is compared by country, not by its words
+            parts = country_readings(query) or (concepts if len(concepts) > 1 else [])
+            return dedup([" ".join(query.split()), *parts])[:limit]
         language = detect_query_language(query, default="es")  # the whole question tells it better than a part
         keywords = [extract_keywords(c, extra_stopwords=FOLLOWUP_FILLER, language=language) for c in concepts]
         if previous is not None and not carryover:

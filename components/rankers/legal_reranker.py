@@ -387,7 +387,7 @@ class LegalReranker:
             ranked = _last(ranked, [d for d in ranked if d.meta.get("article") == PREAMBLE])
         asker = question if isinstance(question, str) and question.strip() else query
         if self.jurisdiction_first and isinstance(asker, str) and asker.strip():
-            ranked, stats["jurisdiction"] = self._jurisdiction_first(asker, named, ranked)
+            ranked, stats["jurisdiction"] = self._jurisdiction_first(asker, named, ranked, query=query)
         if self.named_first and named:
             ranked, stats["named"] = self._named_first(named, ranked)
         if exact:
@@ -402,15 +402,20 @@ class LegalReranker:
         return [c["law_id"] for c in self._grammar.extract(query, colloquial=True) if c.get("law_id")]
 
     def _jurisdiction_first(
-        self, query: str, named: list[str], documents: list[Document]
+        self, question: str, named: list[str], documents: list[Document], *, query: str | None = None
     ) -> tuple[list[Document], dict[str, Any] | None]:
         """
         The documents of the question's jurisdiction first, then the others in their order, their scores rescaled
         below the last of the first group's (scores stay monotone along the list). A document whose meta does not
-        say (no `country` / `lang`) stays where it is. `named`: the law ids the question names.
+        say (no `country` / `lang`) stays where it is. `named`: the law ids the question names. A question about
+        several countries has none; then the country or norm the searched `query` names, if one (a reading of
+        the question per country, `country_readings`), puts that country's norms first for that query.
         """
         law_country = {d.meta.get("law_id"): d.meta.get("country") for d in documents if d.meta.get("country")}
-        found = question_jurisdiction(query, cited_law_ids=named, law_country=law_country.get)
+        found = question_jurisdiction(question, cited_law_ids=named, law_country=law_country.get)
+        if found is None and query and query != question:
+            by_query = question_jurisdiction(query)
+            found = by_query if by_query and by_query["source"] in ("law", "country") else None
         if found is None:
             return documents, None
         foreign = [d for d in documents if in_jurisdiction(d.meta, found) is False]

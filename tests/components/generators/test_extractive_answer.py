@@ -119,6 +119,18 @@ def test_a_comparison_gets_each_concepts_best_block_quoted():
     cited = [line.rsplit("(", 1)[1] for line in ExtractiveAnswer(max_articles=2).run(
         question=question, documents=docs)["answer"].splitlines() if line.startswith("- «")]
     assert cited == ["ET, art. 53)", "ET, art. 54)"]
+    # a question about two countries was searched once per country: each country's best block is quoted
+    both = "¿Cuántos días de vacaciones hay en España y en Brasil?"
+    clt = Document(content="Art. 130. Após cada período de 12 meses de vigência do contrato de trabalho, o empregado "
+                   "terá direito a férias de 30 dias corridos.",
+                   meta={"law_id": "DEL-5452-1943", "law_short": "CLT", "article": "130", "lang": "pt",
+                         "status": "in_force", "query_ranks": {"¿Cuántos días de vacaciones hay en y en Brasil?": 0}})
+    spain = Document(content=_et("38", "").content, meta={**_et("38", "").meta, "query_ranks": {
+        both: 0, "¿Cuántos días de vacaciones hay en España y en ?": 0}})
+    other = Document(content=_et("37", "").content, meta={**_et("37", "").meta, "query_ranks": {both: 1}})
+    cited = [line.rsplit("(", 1)[1] for line in ExtractiveAnswer(max_articles=2).run(
+        question=both, documents=[spain, other, clt])["answer"].splitlines() if line.startswith("- «")]
+    assert cited == ["ET, art. 38)", "CLT, art. 130)"]
     # a question comparing nothing: a search query's best block is not quoted for that alone
     plain = "¿Qué pasa si me despiden?"
     docs = [Document(content=d.content, score=d.score, meta={**d.meta, "query_ranks": {plain: 0, "otra": 0}})

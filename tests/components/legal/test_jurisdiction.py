@@ -1,4 +1,10 @@
-from components.legal.jurisdiction import COUNTRY_LANGUAGE, LANGUAGE_COUNTRY, countries_named, question_jurisdiction
+from components.legal.jurisdiction import (
+    COUNTRY_LANGUAGE,
+    LANGUAGE_COUNTRY,
+    countries_named,
+    country_readings,
+    question_jurisdiction,
+)
 
 LAW_COUNTRY = {"DEL-5452-1943": "br", "CF88": "br", "BOE-A-2015-11430": "es", "BOE-A-1978-31229": "es"}.get
 
@@ -52,3 +58,14 @@ def test_in_jurisdiction_reads_the_country_or_the_language_the_jurisdiction_name
     by_country = question_jurisdiction("como são as férias no Brasil?")
     assert in_jurisdiction(clt, by_country) and in_jurisdiction(portugal, by_country) is False
     assert in_jurisdiction({}, by_country) is None  # the meta does not say: left where it is
+
+
+def test_country_readings_read_a_question_once_per_country_it_names():
+    assert country_readings("¿Cuántos días de vacaciones hay en España y en Brasil?") == [
+        "¿Cuántos días de vacaciones hay en y en Brasil?",  # br first (sorted), Spain left out
+        "¿Cuántos días de vacaciones hay en España y en ?",
+    ]
+    readings = country_readings("a lei brasileira e a espanhola sobre horas extras")
+    assert [countries_named(reading) for reading in readings] == [{"br"}, {"es"}]
+    assert country_readings("¿Cuántos días de vacaciones hay en España?") == []
+    assert country_readings("") == []

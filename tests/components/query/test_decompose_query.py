@@ -252,6 +252,15 @@ def test_fallback_without_llm_on_real_questions():
     ]
 
 
+def test_a_question_about_two_countries_is_searched_once_per_country():
+    question = "¿Cuántos días de vacaciones hay en España y en Brasil?"
+    assert DecomposeQuery().run(query=question)["queries"] == [
+        question, "¿Cuántos días de vacaciones hay en y en Brasil?", "¿Cuántos días de vacaciones hay en España y en ?"]
+    # a comparison across countries is compared by country, not split at "y" into "en brasil"
+    queries = DecomposeQuery().run(query="compara el despido en España y en Brasil")["queries"]
+    assert "en brasil" not in queries and len(queries) == 3
+
+
 def test_the_number_of_cited_case_law_is_not_searched():
     decomposer = DecomposeQuery()
     assert decomposer.run(query="o que diz a Súmula 331 do TST sobre terceirização?")["queries"] == [
@@ -316,7 +325,8 @@ def test_a_conversation_turn_is_searched_as_written_and_read_with_the_question_b
     # a third turn goes on from the last two user questions (the second may itself be a follow-up), no earlier one
     third = [ChatMessage.from_user("¿Qué es un ERTE?"), *history,
              ChatMessage.from_user("¿y si me despiden antes de disfrutarlas?"), ChatMessage.from_assistant("...")]
-    both = "¿Cuántos días de vacaciones tengo al año? ¿y si me despiden antes de disfrutarlas? ¿me las tienen que pagar?"
+    both = ("¿Cuántos días de vacaciones tengo al año? ¿y si me despiden antes de disfrutarlas? "
+            "¿me las tienen que pagar?")
     assert decomposer.run(query="¿me las tienen que pagar?", history=third, carryover=["c1"])["queries"][0] == both
     assert decomposer.run(query="¿me las tienen que pagar?", history=third)["queries"] == [
         "¿me las tienen que pagar?", both]

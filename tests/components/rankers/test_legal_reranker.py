@@ -288,6 +288,22 @@ def test_jurisdiction_first_follows_the_norm_or_country_the_question_names():
     assert [d.id for d in out["documents"]] == ["clt-130", "et-38", "clt-134"]
 
 
+def test_a_question_about_two_countries_ranks_each_countrys_reading_with_that_country_first():
+    reranker = LegalReranker(today="2026-01-01")
+    question = "¿Cuántos días de vacaciones hay en España y en Brasil?"
+    # the reading that names Spain alone (DecomposeQuery's `country_readings`): Spanish norms first
+    spain = reranker.run(documents=_holiday_candidates(), query="¿Cuántos días de vacaciones hay en España y en ?",
+                         question=question)
+    assert spain["stats"]["jurisdiction"] == {"country": "es", "source": "country"}
+    assert spain["documents"][0].id == "et-38"
+    # the question itself names both: no preference
+    both = reranker.run(documents=_holiday_candidates(), query=question, question=question)
+    assert both["stats"]["jurisdiction"] is None and both["documents"][0].id == "clt-130"
+    # a fragment's language is no country: the question's lack of one stands
+    fragment = reranker.run(documents=_holiday_candidates(), query="vacaciones", question=question)
+    assert fragment["stats"]["jurisdiction"] is None
+
+
 def test_jurisdiction_is_read_from_the_users_question_when_the_query_is_a_fragment_of_it():
     reranker = LegalReranker(today="2026-01-01")
     # "pagar" is a word of both languages; the follow-up it was made from tells which
