@@ -5,7 +5,15 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
-from components.legal.citations import CitationGrammar, article_alone, citation_filters, not_in_corpus, subdivisions
+from components.legal.citations import (
+    FIRST_ARTICLE,
+    CitationGrammar,
+    article_alone,
+    asks_about_whole_norm,
+    citation_filters,
+    not_in_corpus,
+    subdivisions,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +42,11 @@ class CitationDetector:
     subdivision with no article ("e o parágrafo 8º?", "¿y el apartado 2?") is of the article the last question
     citing one named (the citation then carries `units`, for the answer to quote that subdivision). Such a citation
     has `from_history: True`.
+
+    A question about a norm as a whole, its name and nothing else to search ("ET", "¿qué es la CLT?", "¿de qué trata
+    la Ley de Prevención de Riesgos Laborales?"), cites the norm's first article, which states its object and scope
+    (`whole_norm: True`; `citations.asks_about_whole_norm`): searched, the name alone found nothing close enough and
+    the question was refused as outside the corpus.
 
     ### Usage example
 
@@ -137,6 +150,8 @@ class CitationDetector:
                 continue
             seen.add(key)
             citations.append(citation)
+        if asks_about_whole_norm(query, citations):  # "¿qué es la CLT?": the first article states a norm's object
+            citations = [{**c, "article": FIRST_ARTICLE, "whole_norm": True} for c in citations]
         if citations:
             logger.debug("Citations in query: {citations}", citations=[(c["law"], c["article"]) for c in citations])
         case_law = self.grammar.extract_case_law(query)

@@ -19,6 +19,7 @@ from haystack import logging
 from components.legal.ids import ADCT_PREFIX
 from components.legal.laws import load_laws_table
 from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key, ordinal_to_int
+from components.legal.terms import extract_keywords
 
 logger = logging.getLogger(__name__)
 
@@ -370,6 +371,30 @@ def cites_block(citation: dict[str, Any], meta: dict[str, Any]) -> bool:
     if law_id is not None:
         return meta.get("law_id") == law_id
     return law is None or law_key(str(meta.get("law_short", ""))) == law_key(law)
+
+
+# Words that ask what a norm as a whole is about ("¿de qué trata la LPRL?", "o que a CLT regula?"), folded; with them
+# and the norm's name alone, a question asks for the norm's object, which its first article states.
+_WHOLE_NORM_WORDS: Final[frozenset[str]] = frozenset(
+    "trata tratan regula regulan dice diz dizem habla fala sirve serve resumen resumo resume resumir explica "
+    "explicas explicame explique objeto objetivo ambito aplicacion significa".split()
+)
+FIRST_ARTICLE: Final[str] = "1"
+
+
+def asks_about_whole_norm(question: str, citations: list[dict[str, Any]]) -> bool:
+    """
+    Whether `question` asks about the norms it names as a whole ("ET", "¿qué es la CLT?", "¿de qué trata la Ley de
+    Prevención de Riesgos Laborales?"): every citation names a known law and no article, and, the citations' text
+    left out, the question holds no content word but `_WHOLE_NORM_WORDS`.
+    """
+    if not citations or any(not c.get("law_id") or c.get("article") for c in citations):
+        return False
+    rest = question or ""
+    for citation in sorted(citations, key=lambda c: c["span"][0], reverse=True):
+        start, end = citation["span"]
+        rest = rest[:start] + " " + rest[end:]
+    return all(fold_accents(word) in _WHOLE_NORM_WORDS for word in extract_keywords(rest, language=None))
 
 
 def not_in_corpus(citations: list[dict[str, Any]], case_law: list[dict[str, Any]]) -> list[str]:

@@ -148,6 +148,8 @@ def _missing(citations: list[dict[str, Any]], documents: list[Document]) -> list
         law_id, article = citation.get("law_id"), citation.get("article")
         if not article or (law_id, article) in fetched or (not law_id and (citation.get("law") or article in articles)):
             continue  # found, or of a norm the corpus lacks (`CitationDetector.unknown_norms` says so)
+        if citation.get("whole_norm"):
+            continue  # the question did not cite that article: the norm's first one was only its best answer
         alone = tuple(citation.get("span") or ()) not in listed and citation.get("text")
         written = re.sub(r"-([a-z])$", lambda m: f"-{m.group(1).upper()}", article)  # "477-z": "art. 477-Z"
         label = citation["text"] if alone else ", ".join(p for p in (citation.get("law"), f"art. {written}") if p)

@@ -47,7 +47,22 @@ def test_from_dict():
     data = CitationDetector(aliases={"Lei 8.213": "L8213"}).to_dict()
     restored = CitationDetector.from_dict(data)
     assert restored.to_dict() == data
-    assert _pairs(restored.run(query="Lei 8.213")) == [("L8213", None)]
+    assert _pairs(restored.run(query="o que diz a Lei 8.213 sobre o auxílio-doença?")) == [("L8213", None)]
+
+
+def test_a_question_about_a_norm_as_a_whole_cites_its_first_article(detector):
+    # the name and nothing else to search: the norm's object and scope, which its first article states
+    for query, law_id in (("ET", ET), ("¿qué es la CLT?", "DEL-5452-1943"),
+                          ("Real Decreto 1561/1995", "BOE-A-1995-21346"),
+                          ("¿De qué trata la Ley de Prevención de Riesgos Laborales?", "BOE-A-1995-24292"),
+                          ("o que a Constituição Federal regula?", "CF88")):
+        result = detector.run(query=query)
+        assert _pairs(result) == [(law_id, "1")], query
+        assert result["citations"][0]["whole_norm"] is True and result["filters"] is not None
+    # anything else to search, an article, or a norm the corpus lacks: as before
+    assert _pairs(detector.run(query="¿qué dice la CLT sobre férias?")) == [("DEL-5452-1943", None)]
+    assert _pairs(detector.run(query="¿qué dice el art. 38 ET?")) == [(ET, "38")]
+    assert _pairs(detector.run(query="¿qué es la Lei 8.213?")) == [(None, None)]
 
 
 @pytest.mark.parametrize(
@@ -158,7 +173,8 @@ def test_run_law_only_citations(detector):
     assert result["filters"] is None  # a whole law is not a direct fetch
     law_only = detector.run(query="¿Qué dice el Estatuto de los Trabajadores sobre las vacaciones?")
     assert _pairs(law_only) == [(ET, None)]
-    assert _pairs(detector.run(query="Real Decreto 1561/1995")) == [("BOE-A-1995-21346", None)]
+    assert _pairs(detector.run(query="¿Qué jornadas especiales regula el Real Decreto 1561/1995?")) == [
+        ("BOE-A-1995-21346", None)]
     # a norm named as people type it, lowercase and without its accent
     assert _pairs(detector.run(query="es verdad que la constitucion dice que el sueldo tiene que dar para vivir?")) == [
         (CE, None)

@@ -103,10 +103,13 @@ def test_run_missing_article_and_no_citations(store):
         "reason": "weak direct fetch: 0 cited articles, no exact hit (min_results 3)",
         "missing": ["art. 999 ET"],  # for the answer to say so, not quote a namesake as if it were the one asked
     }
-    law_only = CitationDetector().run(query="¿Qué dice el Estatuto de los Trabajadores?")["citations"]
+    law_only = CitationDetector().run(query="¿Qué dice el Estatuto de los Trabajadores del despido?")["citations"]
     result = LexicalFirstGate().run(citations=law_only, documents=[_doc("x", ET, "ET", "1")])
     assert result == {
         "skip_expansion": False, "documents": [], "reason": "no article cited in the query", "missing": []}
+    # a question about the whole norm reads its first article; a norm without one is not "missing" it
+    whole = CitationDetector().run(query="¿Qué es el Estatuto de los Trabajadores?")["citations"]
+    assert whole[0]["article"] == "1" and LexicalFirstGate().run(citations=whole, documents=[])["missing"] == []
 
 
 def test_run_reports_each_cited_article_the_fetch_did_not_find(store):
