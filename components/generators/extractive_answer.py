@@ -30,7 +30,7 @@ from components.legal.answer_format import (
 from components.legal.citations import CitationGrammar, cited_articles, listed_spans, not_in_corpus, pinpoint
 from components.legal.ids import REPEALED
 from components.legal.jurisdiction import country_readings
-from components.legal.legal_text import split_sentences, unit_range
+from components.legal.legal_text import blank_spans, split_sentences, unit_range
 from components.legal.terms import split_concepts, stems
 
 logger = logging.getLogger(__name__)
@@ -355,9 +355,7 @@ class ExtractiveAnswer:
         # are left out of the sentence scoring, they would favour any block that merely names the law
         cited = cited_articles(found_citations)
         pinned = self._pinned(question, found_citations, documents, sentences)
-        for citation_found in sorted(found_citations, key=lambda c: c["span"][0], reverse=True):
-            start, end = citation_found["span"]
-            question = question[:start] + " " + question[end:]
+        question = blank_spans(question, [c["span"] for c in found_citations])
         scores = self._scores(question, pool, language)
         best = {i: max(doc_scores) for i, doc_scores in scores.items()}
         top = max(best.values())

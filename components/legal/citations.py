@@ -18,7 +18,13 @@ from haystack import logging
 
 from components.legal.ids import ADCT_PREFIX
 from components.legal.laws import load_laws_table
-from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key, ordinal_to_int
+from components.legal.legal_text import (
+    LATIN_SUFFIXES,
+    blank_spans,
+    fold_accents,
+    normalize_article_key,
+    ordinal_to_int,
+)
 from components.legal.terms import extract_keywords
 
 logger = logging.getLogger(__name__)
@@ -390,10 +396,7 @@ def asks_about_whole_norm(question: str, citations: list[dict[str, Any]]) -> boo
     """
     if not citations or any(not c.get("law_id") or c.get("article") for c in citations):
         return False
-    rest = question or ""
-    for citation in sorted(citations, key=lambda c: c["span"][0], reverse=True):
-        start, end = citation["span"]
-        rest = rest[:start] + " " + rest[end:]
+    rest = blank_spans(question or "", [c["span"] for c in citations])
     return all(fold_accents(word) in _WHOLE_NORM_WORDS for word in extract_keywords(rest, language=None))
 
 
@@ -800,14 +803,7 @@ class CitationGrammar:
         for cited in self.extract(original):
             if cited.get("law") and not cited.get("law_id"):
                 spans += [found.span() for found in _CITED_NUMBER_RE.finditer(folded, *cited["span"])]
-        if not spans:
-            return text
-        kept, last = [], 0
-        for start, end in sorted(spans):
-            kept.append(original[last:max(start, last)])
-            last = max(end, last)
-        kept.append(original[last:])
-        return " ".join("".join(kept).split())
+        return " ".join(blank_spans(original, spans).split()) if spans else text
 
     def resolve_law(self, name: str) -> tuple[str | None, str | None]:
         """

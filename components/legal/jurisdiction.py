@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from components.legal.legal_text import detect_query_language, fold_accents
+from components.legal.legal_text import blank_spans, detect_query_language, fold_accents
 
 # the language a country's statutes are written in, and the country whose law a question in a language is about
 COUNTRY_LANGUAGE: Final[dict[str, str]] = {"es": "es", "br": "pt", "pt": "pt"}
@@ -49,14 +49,11 @@ def country_readings(question: str) -> list[str]:
     folded = fold_accents(question)
     if len(named) < 2 or len(folded) != len(question):  # the spans must index both
         return []
-    readings = []
-    for country in sorted(named):
-        spans = [m.span() for other in sorted(named - {country}) for m in _COUNTRY_RES[other].finditer(folded)]
-        text = question
-        for start, end in sorted(spans, reverse=True):
-            text = text[:start] + text[end:]
-        readings.append(" ".join(text.split()))
-    return readings
+    names = {country: [m.span() for m in _COUNTRY_RES[country].finditer(folded)] for country in named}
+    return [
+        " ".join(blank_spans(question, [span for other in named - {country} for span in names[other]]).split())
+        for country in sorted(named)
+    ]
 
 
 def question_jurisdiction(

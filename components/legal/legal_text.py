@@ -12,6 +12,7 @@ Pure-Python text utilities for Spanish and Portuguese statutes, shared by the in
 import logging
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 logger = logging.getLogger(__name__)
@@ -45,6 +46,19 @@ def fold_accents(text: str) -> str:
     if text.isascii():
         return text
     return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).translate(_DROP_COMBINING_MARKS))
+
+
+def blank_spans(text: str, spans: Iterable[Sequence[int]]) -> str:
+    """
+    `text` with each `(start, end)` span replaced by one space, overlapping or repeated spans as one (the citations
+    of a list, "arts. 40 y 41 ET", share their span): a question read without what its citations or names say.
+    """
+    pieces, last = [], 0
+    for start, end in sorted((int(span[0]), int(span[1])) for span in spans):
+        if start >= last:
+            pieces += [text[last:start], " "]
+        last = max(last, end)
+    return "".join([*pieces, text[last:]])
 
 
 _UNIT_ORDINALS: Final[dict[str, int]] = {

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from components.legal.legal_text import (
+    blank_spans,
     cardinal_to_int,
     detect_language,
     detect_query_language,
@@ -402,3 +403,12 @@ def test_unit_range_on_a_spanish_article_keeps_the_apartado_s_unnumbered_paragra
     lead, start, end = unit_range(sentences, [("apartado", "1"), ("letra", "b")])
     assert sentences[lead] == "1. El contrato de trabajo se extinguirá:"
     assert sentences[start].startswith("b) Por las causas consignadas válidamente en el contrato") and end == start + 1
+
+
+def test_blank_spans_replaces_each_span_by_one_space_and_a_shared_span_once():
+    question = "¿qué dicen los arts. 40 y 41 ET sobre la movilidad geográfica?"
+    # the two citations of the list share one span: blanked once, nothing after it lost
+    assert blank_spans(question, [[15, 31], [15, 31]]) == "¿qué dicen los   sobre la movilidad geográfica?"
+    assert blank_spans("a b c d", [(6, 7), (0, 1), (2, 5)]) == " " * 5  # in any order
+    assert blank_spans("abcdef", [(1, 4), (2, 5)]) == "a f"  # overlapping spans: one
+    assert blank_spans("sin citas", []) == "sin citas"
