@@ -16,7 +16,7 @@ def table():
         ("fui mandado embora grávida, tenho direito a alguma coisa?", ["mandado embora", "grávida"]),
         ("minha carteira assinada só depois da experiência?", ["carteira assinada", "experiência"]),
         ("faço hora extra todo dia e não recebo", ["hora extra"]),
-        ("tenho férias vencidas, o patrão paga em dobro?", ["férias vencidas"]),
+        ("tenho férias vencidas, o patrão paga em dobro?", ["férias vencidas", "patrão"]),
         ("o 13º salário vem quando?", ["13º salário"]),
         ("fui demitido por justa causa sem aviso", ["fui demitido", "justa causa", "aviso"]),
     ],
@@ -144,3 +144,22 @@ def test_split_concepts():
     assert split_concepts("tenho direito a seguro-desemprego ou FGTS?") == ["tenho direito a seguro-desemprego", "fgts"]
     question = "quebrei um copo no restaurante e o patrão quer descontar do meu salário, pode?"
     assert split_concepts(question) == [question.lower().rstrip("?").strip()]
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "key", "term"),
+    [
+        # a pay cut is a substantial modification of working conditions (ET art. 41), unpaid wages a cause to quit
+        ("¿pueden bajarme el sueldo sin mi permiso?", "es", "bajar el sueldo", "modificación"),
+        ("¿puedo irme si no me pagan desde marzo?", "es", "no me pagan", "impago"),
+        ("me echaron sin motivo ninguno", "es", "sin motivo", "improcedente"),
+        ("¿me pueden cambiar de ciudad de trabajo?", "es", "cambiar de ciudad", "movilidad"),
+        ("o patrão não paga o salário há dois meses", "pt", "não paga o salário", "indireta"),
+        ("trabalho com produtos químicos, tenho adicional?", "pt", "produtos químicos", "insalubridade"),
+        ("meu patrão me xingou", "pt", "patrão", "empregador"),
+    ],
+)
+def test_everyday_wording_of_common_conflicts_gets_the_statute_terms(table, text, language, key, term):
+    matches = table.matches(text, language=language)
+    assert key in [k for k, _ in matches]
+    assert term in table.terms(text, language=language)
