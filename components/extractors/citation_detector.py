@@ -11,9 +11,12 @@ from components.legal.citations import (
     article_alone,
     asks_about_whole_norm,
     citation_filters,
+    listed_spans,
     not_in_corpus,
+    pinpoint,
     subdivisions,
 )
+from components.legal.jurisdiction import question_jurisdiction
 
 logger = logging.getLogger(__name__)
 
@@ -152,6 +155,7 @@ class CitationDetector:
             citations.append(citation)
         if asks_about_whole_norm(query, citations):  # "¿qué es la CLT?": the first article states a norm's object
             citations = [{**c, "article": FIRST_ARTICLE, "whole_norm": True} for c in citations]
+        citations = _read_lawless(query, citations)
         if citations:
             logger.debug("Citations in query: {citations}", citations=[(c["law"], c["article"]) for c in citations])
         case_law = self.grammar.extract_case_law(query)
@@ -163,6 +167,27 @@ class CitationDetector:
             "named_laws": list(dict.fromkeys(c["law_id"] for c in citations if c["law_id"])),
             "unknown_norms": not_in_corpus(citations, case_law),
         }
+
+
+def _read_lawless(query: str, citations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """
+    The citations, an article cited with no law carrying what tells its law among those that have that article:
+    the question's `jurisdiction` (`question_jurisdiction`: "o que diz o artigo 7º?" is Brazilian law) and the
+    subdivision it names (`units`: only the Constitution's article 7 has an inciso XVII).
+    """
+    listed = listed_spans(citations)
+    read = []
+    for citation in citations:
+        if citation.get("article") and not citation.get("law_id") and not citation.get("law"):
+            citation = dict(citation)
+            jurisdiction = question_jurisdiction(query)
+            if jurisdiction:
+                citation["jurisdiction"] = jurisdiction
+            units = pinpoint(query, citation["span"]) if tuple(citation["span"]) not in listed else []
+            if units:
+                citation["units"] = units
+        read.append(citation)
+    return read
 
 
 def _lacks_law(reference: dict[str, Any]) -> bool:

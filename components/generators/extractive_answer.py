@@ -160,6 +160,13 @@ def _part(document: Document) -> int:
     return part if isinstance(part, int) else 0
 
 
+def _best_law(cited: dict[str, Any], documents: list[Document]) -> str | None:
+    """The law of an article cited with no law ("o artigo 7º, inciso XVII"): that of its best-ranked block."""
+    if cited.get("law") or not cited.get("article"):
+        return None
+    return next((d.meta.get("law_id") for d in documents if d.meta.get("article") == cited["article"]), None)
+
+
 def _article_sentences(
     key: tuple[Any, ...], documents: list[Document], sentences: dict[int, list[str]]
 ) -> tuple[list[int], list[int], list[str]]:
@@ -361,7 +368,11 @@ class ExtractiveAnswer:
         top = max(best.values())
         matching = [i for i in sorted(best) if top > 0 and best[i] >= ARTICLE_MIN_RATIO * top]
         in_force = [i for i in matching if documents[i].meta.get("status") != REPEALED]
-        first = [i for i in sorted(sentences) if _key(documents[i]) in cited]
+        # and so is one cited with no law that the fetch found in one law only (`LexicalFirstGate`'s exact hits)
+        first = [
+            i for i in sorted(sentences)
+            if _key(documents[i]) in cited or documents[i].meta.get("lexical_match") == "exact"
+        ]
         # the retrieval's best block is quoted whatever its word overlap: its rank weighs meaning, BM25 and the legal
         # rules, while shared words say little about a colloquial question ("se ha muerto mi abuela" shares
         # "muerte" with the survivors' pensions, nothing with the leave article); the overlap picks the others
@@ -441,7 +452,7 @@ class ExtractiveAnswer:
         listed = listed_spans(citations)
         pinned: dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]] = {}
         for cited in citations:
-            key = (cited.get("law_id"), cited.get("article"))
+            key = (cited.get("law_id") or _best_law(cited, documents), cited.get("article"))
             if not all(key) or key in pinned or tuple(cited["span"]) in listed:  # "arts. 40 y 41": no one unit
                 continue
             # a follow-up's subdivision comes with its citation ("e o parágrafo 8º?" after "art. 477 da CLT")

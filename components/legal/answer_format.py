@@ -20,7 +20,7 @@ from typing import Any, Final
 from haystack import Document
 
 from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, PARTIALLY_REPEALED, REPEALED
-from components.legal.legal_text import detect_query_language, fold_accents
+from components.legal.legal_text import detect_query_language, fold_accents, split_sentences, unit_range
 
 META_DELIMITER: Final[str] = "===META==="
 # "===META===", "=== META ===", "==META==", "**===META===**"
@@ -357,6 +357,16 @@ def article_body(document: Document) -> str:
     if label and rest.strip() and fold_accents(first).lower().startswith(label):
         return rest.strip()
     return content
+
+
+def holds_subdivision(blocks: list[Document], units: list[tuple[str, str]]) -> bool:
+    """
+    Whether an article, its blocks (any order; parts are read in order), has the subdivision `units` names
+    (`components.legal.citations.pinpoint`: "inciso XVII" -> `[("inciso", "XVII")]`).
+    """
+    parts = sorted(blocks, key=lambda doc: doc.meta.get("part") if isinstance(doc.meta.get("part"), int) else 0)
+    sentences = [s for doc in parts for s in split_sentences(article_body(doc), lang=doc.meta.get("lang", "es"))]
+    return bool(units) and unit_range(sentences, units) is not None
 
 
 def _note(meta: dict[str, Any]) -> str:

@@ -6,7 +6,9 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components.legal.answer_format import holds_subdivision
 from components.legal.citations import cited_articles, listed_spans
+from components.legal.jurisdiction import in_jurisdiction
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +29,10 @@ class LexicalFirstGate:
     Input: the citations of `CitationDetector` and the documents its `filters` fetched from the store. A document
     is an *exact hit* when its `law_id` and `article` match a citation, or when it matches a citation without a law
     ("según el artículo 122") and that article was found in one law only, or in a law the question names with
-    another citation ("o art. 3º da CLT e o art. 2º"); it then gets score 1.0. A document that matches a law-less
-    citation found in several laws, none of them named, is an article match (score 0.5). Both carry
+    another citation ("o art. 3º da CLT e o art. 2º"), or in one law only of the question's jurisdiction, or of
+    those in one law only has the subdivision the citation names ("o que diz o artigo 7º, inciso XVII?": the CLT's
+    and the Constitution's article 7 are Brazilian, the Constitution's alone has an inciso XVII); it then gets score
+    1.0. A document that matches a law-less citation found in several such laws is an article match (score 0.5). Both carry
     `meta["score_type"] = "unit"` (calibrated scores, read by `CRAGRouter`) and `meta["lexical_match"]`
     (`exact` / `article`); documents that match no citation are dropped.
 
@@ -104,15 +108,12 @@ class LexicalFirstGate:
         if not with_law and not lawless:
             return {"skip_expansion": False, "documents": [], "reason": REASON_NO_ARTICLES, "missing": []}
 
-        laws_per_lawless: dict[str, set[str]] = {}
-        for doc in documents:
-            if doc.meta.get("article") in lawless:
-                laws_per_lawless.setdefault(doc.meta["article"], set()).add(doc.meta.get("law_id"))
+        read_as = _lawless_laws(citations, documents, lawless)
         cited = cited_articles(citations)  # a law-less article under a law the question names is cited too
         exact, partial = [], []
         for doc in documents:
             key = (doc.meta.get("law_id"), doc.meta.get("article"))
-            if key in cited or len(laws_per_lawless.get(key[1], ())) == 1:
+            if key in cited or (key[1] in read_as and read_as[key[1]] == key[0]):
                 exact.append(_scored(doc, EXACT_HIT_SCORE, "exact"))
             elif key[1] in lawless:
                 partial.append(_scored(doc, ARTICLE_MATCH_SCORE, "article"))
@@ -136,6 +137,31 @@ class LexicalFirstGate:
         logger.debug("Lexical-first gate: skip_expansion={skip} ({reason})", skip=skip, reason=reason)
         missing = _missing(citations, documents)
         return {"skip_expansion": skip, "documents": matched, "reason": reason, "missing": missing}
+
+
+def _lawless_laws(citations: list[dict[str, Any]], documents: list[Document], lawless: set[str]) -> dict[str, str]:
+    """
+    Per article cited with no law, the one law it is read as, when the fetch tells: the only law it was found in;
+    else the only one of those in the citation's `jurisdiction`; else, of those, the only one whose article has the
+    subdivision the citation names (`units`). An article the fetch leaves in several laws is not in the result.
+    """
+    found: dict[str, dict[str, list[Document]]] = {}
+    for doc in documents:
+        if doc.meta.get("article") in lawless:
+            found.setdefault(doc.meta["article"], {}).setdefault(doc.meta.get("law_id"), []).append(doc)
+    read_as: dict[str, str] = {}
+    for article, laws in found.items():
+        for citation in (c for c in citations if c.get("article") == article and not c.get("law_id")):
+            jurisdiction, units = citation.get("jurisdiction"), citation.get("units")
+            if jurisdiction and len(laws) > 1:
+                laws = {law: blocks for law, blocks in laws.items()
+                        if in_jurisdiction(blocks[0].meta, jurisdiction)} or laws
+            if units and len(laws) > 1:
+                units = [(str(kind), str(value)) for kind, value in units]
+                laws = {law: blocks for law, blocks in laws.items() if holds_subdivision(blocks, units)} or laws
+        if len(laws) == 1:
+            read_as[article] = next(iter(laws))
+    return read_as
 
 
 def _missing(citations: list[dict[str, Any]], documents: list[Document]) -> list[str]:

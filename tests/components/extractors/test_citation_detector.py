@@ -324,3 +324,17 @@ def test_a_number_is_an_article_only_as_the_whole_follow_up(detector):
     for question in ("¿y el 2024?", "¿y si trabajo el 41% de la jornada?", "tengo 41 años, ¿y el paro?"):
         assert detector.run(query=question, history=history)["citations"] == []
     assert detector.run(query="¿y el 41?")["citations"] == []  # no conversation: no law, no article
+
+
+def test_an_article_cited_with_no_law_carries_what_tells_its_law():
+    detector = CitationDetector()
+    lawless = detector.run(query="o que diz o artigo 7º, inciso XVII?")["citations"][0]
+    assert lawless["law_id"] is None and lawless["article"] == "7"
+    assert lawless["jurisdiction"] == {"language": "pt", "source": "language"}
+    assert lawless["units"] == [("inciso", "XVII")]
+    spanish = detector.run(query="¿qué dice el artículo 14 de la Constitución española y el 15?")["citations"]
+    assert "jurisdiction" not in spanish[0] and "units" not in spanish[0]  # its law is named
+    # a list names no one subdivision; a question in no telling language has no jurisdiction
+    listed = detector.run(query="¿qué dicen los artículos 38.1 y 38.3?")["citations"]
+    assert all("units" not in c for c in listed)
+    assert "jurisdiction" not in detector.run(query="art. 477")["citations"][0]

@@ -116,3 +116,19 @@ def test_an_article_cited_without_its_law_is_quoted_from_the_law_the_question_na
     answer = ExtractiveAnswer().run(question="o que diz o art. 3º da CLT e o art. 2º?", documents=documents)["answer"]
     quotes = [line for line in answer.splitlines() if line.startswith("- «")]
     assert [quote.rsplit("(", 1)[1] for quote in quotes] == ["CLT, art. 3º)", "CLT, art. 2º)"]
+
+
+def test_an_article_cited_with_no_law_is_quoted_from_the_law_the_gate_read_it_in(br):
+    from components.extractors.citation_detector import CitationDetector
+    from components.routers.lexical_first_gate import LexicalFirstGate
+
+    question = "o que diz o artigo 7º, inciso XVII?"
+    citations = CitationDetector().run(query=question)["citations"]
+    fetched = [br[("CLT", "7")], br[("CF88", "7")]]
+    gated = LexicalFirstGate().run(citations=citations, documents=fetched)["documents"]
+    assert [d.meta["law_short"] for d in gated] == ["CF88", "CLT"]  # only the Constitution's has an inciso XVII
+    answer = ExtractiveAnswer().run(question=question, documents=[*gated, br[("CLT", "130")]], citations=citations)
+    text = answer["answer"]
+    assert text.startswith(EXTRACTIVE_TEXTS_PT["intro"])  # not "no sentence matched": the cited article is quoted
+    quote = next(line for line in text.splitlines() if line.startswith("- «"))
+    assert "XVII - gozo de férias anuais remuneradas" in quote and quote.endswith("(CF88, art. 7º, inciso XVII)")

@@ -162,3 +162,50 @@ def test_run_a_law_less_article_is_exact_in_a_law_the_question_names(store):
     citations, fetched = _fetch(store, "¿qué dice el artículo 14?")  # no law named: an article match in both
     result = LexicalFirstGate().run(citations=citations, documents=fetched)
     assert {d.meta["lexical_match"] for d in result["documents"]} == {"article"}
+
+
+def _article(law_id, law_short, article, country, content):
+    lang = "pt" if country == "br" else "es"
+    meta = {"law_id": law_id, "law_short": law_short, "article": article, "level": "parent", "country": country,
+            "lang": lang}
+    return Document(id=f"{law_short}{article}", content=content, meta=meta)
+
+
+CF88_7 = (
+    "Art. 7º São direitos dos trabalhadores urbanos e rurais, além de outros que visem à melhoria de sua condição"
+    " social:\n\nI - relação de emprego protegida contra despedida arbitrária;\n\nXVII - gozo de férias anuais"
+    " remuneradas com, pelo menos, um terço a mais do que o salário normal;"
+)
+CLT_7 = "Art. 7º Os preceitos constantes da presente Consolidação não se aplicam:\n\na) aos empregados domésticos;"
+ARTICLES_7 = [
+    _article("CF88", "CF88", "7", "br", CF88_7),
+    _article("DEL-5452-1943", "CLT", "7", "br", CLT_7),
+    _article(CE, "CE", "7", "es", "Artículo 7. Los sindicatos de trabajadores y las asociaciones empresariales..."),
+]
+
+
+def test_run_a_law_less_article_is_exact_in_the_only_law_of_the_question_s_jurisdiction():
+    gate = LexicalFirstGate()
+    citations = CitationDetector().run(query="¿qué dice el artículo 7?")["citations"]
+    assert citations[0]["jurisdiction"] == {"language": "es", "source": "language"}
+    result = gate.run(citations=citations, documents=ARTICLES_7)
+    assert result["reason"] == "exact article hit: CE art. 7"
+    assert [(d.id, d.meta["lexical_match"]) for d in result["documents"]] == [
+        ("CE7", "exact"), ("CF887", "article"), ("CLT7", "article")
+    ]
+    # two Brazilian laws have an article 7: the Portuguese question alone does not tell which
+    citations = CitationDetector().run(query="o que diz o artigo 7º?")["citations"]
+    result = gate.run(citations=citations, documents=ARTICLES_7)
+    assert {d.meta["lexical_match"] for d in result["documents"]} == {"article"}
+
+
+def test_run_a_law_less_article_is_exact_in_the_only_law_whose_article_has_the_cited_subdivision():
+    citations = CitationDetector().run(query="o que diz o artigo 7º, inciso XVII?")["citations"]
+    assert citations[0]["units"] == [("inciso", "XVII")]
+    result = LexicalFirstGate().run(citations=citations, documents=ARTICLES_7)
+    assert result["skip_expansion"] is True and result["reason"] == "exact article hit: CF88 art. 7"
+    assert [d.id for d in result["documents"] if d.meta["lexical_match"] == "exact"] == ["CF887"]
+    # a subdivision no article of that number has tells nothing: left as it was
+    citations = CitationDetector().run(query="o que diz o artigo 7º, inciso XC?")["citations"]
+    result = LexicalFirstGate().run(citations=citations, documents=ARTICLES_7)
+    assert {d.meta["lexical_match"] for d in result["documents"]} == {"article"}
