@@ -32,6 +32,7 @@ from typing import Any  # noqa: E402
 from haystack import Document, component, default_from_dict, default_to_dict, logging, tracing  # noqa: E402
 
 from components.document_stores.vector_search import stored_vectors  # noqa: E402
+from components.legal.legal_text import unshout  # noqa: E402
 from components.embedders.openvino_backend import (  # noqa: E402
     OpenVINOEncoder,
     dense_backend,
@@ -541,6 +542,7 @@ class DenseTextEmbedder:
         if not isinstance(text, str):
             msg = "DenseTextEmbedder expects a string; use DenseDocumentEmbedder to embed a list of Documents."
             raise TypeError(msg)
+        text = unshout(text)  # a question typed in capitals is embedded as typed in lower case
         cache = query_embedding_cache()
         # per tenant (the request's cache partition): a tenant never learns, by a hit, what another one asked
         key = (cache_partition(), self.model_name, self.dtype, self.normalize_embeddings, text)

@@ -48,6 +48,25 @@ def fold_accents(text: str) -> str:
     return unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).translate(_DROP_COMBINING_MARKS))
 
 
+# A text with at least this many cased letters, nearly all of them capitals, was typed with caps lock on
+SHOUTED_MIN_LETTERS: Final[int] = 12
+SHOUTED_MIN_SHARE: Final[float] = 0.8
+
+
+def unshout(text: str) -> str:
+    """
+    `text` in lower case when it is typed in capitals ("QUANTO TEMPO TENHO PARA ENTRAR NA JUSTIÇA?"), else as it is.
+
+    A dense model reads "FÉRIAS" as other tokens than "férias"; a question in capitals would be matched by the
+    shape of its letters rather than by what it asks. Short texts and texts where capitals are a part ("CLT art.
+    477", "¿qué dice el ET?") are left alone.
+    """
+    cased = [ch for ch in text if ch.isupper() or ch.islower()]
+    if len(cased) < SHOUTED_MIN_LETTERS or sum(ch.isupper() for ch in cased) < SHOUTED_MIN_SHARE * len(cased):
+        return text
+    return text.lower()
+
+
 def blank_spans(text: str, spans: Iterable[Sequence[int]]) -> str:
     """
     `text` with each `(start, end)` span replaced by one space, overlapping or repeated spans as one (the citations

