@@ -17,6 +17,7 @@ from components.legal.citations import (
     subdivisions,
 )
 from components.legal.jurisdiction import question_jurisdiction
+from components.legal.terms import asks_nothing_new
 
 logger = logging.getLogger(__name__)
 
@@ -117,7 +118,25 @@ class CitationDetector:
             units, span = alone
             found.append({"law_id": article["law_id"], "law": article["law"], "article": article["article"],
                           "text": query[span[0]:span[1]], "span": span, "units": units, "from_history": True})
+        if not (references or bare or alone) and asks_nothing_new(query):
+            found += self._last_cited(history)  # "explícamelo mejor": the articles the conversation is about
         return found
+
+    def _last_cited(self, history: list[ChatMessage] | None) -> list[dict[str, Any]]:
+        """
+        The articles (of a known law) the last user question citing any cites, read as it was ("¿y el 39?" after
+        "art. 38 ET" is ET art. 39), as follow-up citations: a turn that only asks to go on ("resúmelo", "explica
+        melhor") is about them. Their span is empty: the turn does not write them.
+        """
+        history = list(history or [])
+        for index in range(len(history) - 1, -1, -1):
+            message = history[index]
+            if isinstance(message, ChatMessage) and message.is_from(ChatRole.USER) and message.text:
+                read = self._in_conversation(message.text, history[:index])
+                cited = [c for c in read if c["law_id"] and c["article"]]
+                if cited:
+                    return [{**c, "span": [0, 0], "from_history": True} for c in cited]
+        return []
 
     @component.output_types(
         citations=list[dict[str, Any]],

@@ -45,15 +45,23 @@ def country_readings(question: str) -> list[str]:
     reading names one country, whose norms the re-ranker puts first. `[]` for a question naming fewer than two.
     """
     named = countries_named(question)
-    question = unicodedata.normalize("NFC", question)
-    folded = fold_accents(question)
-    if len(named) < 2 or len(folded) != len(question):  # the spans must index both
+    if len(named) < 2:
         return []
-    names = {country: [m.span() for m in _COUNTRY_RES[country].finditer(folded)] for country in named}
-    return [
-        " ".join(blank_spans(question, [span for other in named - {country} for span in names[other]]).split())
-        for country in sorted(named)
-    ]
+    return [without_countries(question, named - {country}) for country in sorted(named)]
+
+
+def without_countries(text: str, countries: Iterable[str] | None = None) -> str:
+    """
+    `text` without the names of `countries` (all by default): "¿y en Brasil?" -> "¿y en ?". A conversation's turn
+    that names only a country ("¿y en Brasil?", "e na Espanha?") asks the question before it of that country's law.
+    """
+    text = unicodedata.normalize("NFC", text)
+    folded = fold_accents(text)
+    if len(folded) != len(text):  # the spans must index both
+        return " ".join(text.split())
+    chosen = _COUNTRY_RES if countries is None else {c: _COUNTRY_RES[c] for c in countries if c in _COUNTRY_RES}
+    spans = [match.span() for pattern in chosen.values() for match in pattern.finditer(folded)]
+    return " ".join(blank_spans(text, spans).split())
 
 
 def question_jurisdiction(

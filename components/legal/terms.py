@@ -230,6 +230,28 @@ def dedup(items: Any) -> list[str]:
     return out
 
 
+# Words that only ask to go on with the previous answer; in follow-up mode they bring nothing new to search.
+FOLLOWUP_FILLER = frozenset(
+    fold_accents(word)
+    for word in """
+    aclara aclarame aclarar claro contar cuentame detalle detalles dime decirme ejemplo ejemplos entendido
+    entiendo explica explicame explicamelo explicar explicarlo explicarmelo explicas gracias mas ok okay repetir
+    repite resume resumelo resumeme resumemelo resumen resumes resumidamente resumir resumirlo resumirmelo
+    seguro sentido significa vale explicarias
+    beleza certo detalha detalhar detalhe entendi exemplo exemplos explique explica-me melhor obrigada
+    obrigado repete repita resuma resumindo resumo valeu entender entendo
+    """.split()
+)
+
+
+def asks_nothing_new(text: str, language: str | None = None) -> bool:
+    """
+    Whether a conversation's turn only asks to go on with what came before ("explícamelo mejor", "resúmelo",
+    "explica melhor", "¿y en Brasil?" once its country is left out): no keyword but `FOLLOWUP_FILLER`'s.
+    """
+    return not extract_keywords(text, extra_stopwords=FOLLOWUP_FILLER, language=language)
+
+
 def extract_keywords(
     text: str, *, extra_stopwords: frozenset[str] = frozenset(), language: str | None = None
 ) -> list[str]:

@@ -17,9 +17,16 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
 from components.legal.citations import CitationGrammar
-from components.legal.jurisdiction import country_readings
-from components.legal.legal_text import detect_query_language, fold_accents
-from components.legal.terms import dedup, extract_keywords, format_hints, load_equivalences, split_concepts
+from components.legal.jurisdiction import countries_named, country_readings, without_countries
+from components.legal.legal_text import detect_query_language
+from components.legal.terms import (
+    FOLLOWUP_FILLER,
+    dedup,
+    extract_keywords,
+    format_hints,
+    load_equivalences,
+    split_concepts,
+)
 from components.generators.llm_backends import (
     chat_json,
     generator_to_dict,
@@ -89,18 +96,6 @@ Respuesta: []"""
 
 DECOMPOSE_USER_TEMPLATE = "Pregunta: {query}{hints}"
 
-
-# Words that only ask to go on with the previous answer; in follow-up mode they bring nothing new to search.
-FOLLOWUP_FILLER = frozenset(
-    fold_accents(word)
-    for word in """
-    aclara aclarame aclarar claro contar cuentame detalle detalles dime decirme ejemplo ejemplos entendido
-    entiendo explica explicame explicamelo explicar explicarlo explicarmelo explicas gracias mas ok okay repetir
-    repite resume resumen resumir seguro sentido significa vale
-    beleza certo detalha detalhar detalhe entendi exemplo exemplos explique explica-me melhor obrigada
-    obrigado repete repita resumo valeu
-    """.split()
-)
 
 _ARTICLE_REF = re.compile(
     r"\b(?:art[íi]culos?|artigos?|arts?\.?)\s*\d+(?:[ºª°o]|-[a-z])?(?:\.\d+)*(?:\s*(?:bis|ter))?"
@@ -202,7 +197,8 @@ class DecomposeQuery:
       with the question before it ("¿Cuántos días de vacaciones tengo? ¿y me las pueden pagar?": the previous
       question supplies the matter, the embedding model reads the two as one question), then by its keywords
       plus their statutory terms, one query per concept; a turn that asks nothing new ("explícamelo mejor") is
-      not searched, the carried blocks answer it.
+      searched read with the question before it only: the carried blocks alone, graded by `CRAGRouter` on their
+      similarity to words that name no matter, were refused as off-topic.
     - With the conversation alone (what a plain OpenAI-compatible chat client sends), the turn is searched under
       both readings, as written and read with the question before it, and `MultiQueryRetriever` fuses the two
       rankings; a turn that asks nothing new is searched read with the question before it.
@@ -436,7 +432,7 @@ class DecomposeQuery:
         - without carried-over blocks: the turn as written, then the turn read with `previous`, for the retriever
           to fuse; a turn that asks nothing new (only words that ask to go on): read with `previous` only;
         - with them (`carryover`): the turn read with `previous`, then one query per concept, its keywords plus
-          their statutory terms; nothing new: no query (the carried blocks answer it).
+          their statutory terms; nothing new: read with `previous` only.
 
         Carried-over blocks without the conversation: one query per concept, its keywords plus their statutory
         terms; nothing left, nothing new: no query.
@@ -446,11 +442,17 @@ class DecomposeQuery:
             parts = country_readings(query) or (concepts if len(concepts) > 1 else [])
             return dedup([" ".join(query.split()), *parts])[:limit]
         language = detect_query_language(query, default="es")  # the whole question tells it better than a part
-        keywords = [extract_keywords(c, extra_stopwords=FOLLOWUP_FILLER, language=language) for c in concepts]
-        if previous is not None and not carryover:
-            if any(keywords):
-                return dedup([" ".join(query.split()), _with_previous(query, previous)])[:limit]
+        keywords = [
+            extract_keywords(without_countries(c), extra_stopwords=FOLLOWUP_FILLER, language=language)
+            for c in concepts
+        ]
+        if previous is not None and countries_named(query) and not any(keywords):
+            # "¿y en Brasil?": the question before, of another country's law; what it found there does not answer
+            return [_with_previous(query, without_countries(previous))]
+        if previous is not None and not any(keywords):
             return [_with_previous(query, previous)]
+        if previous is not None and not carryover:
+            return dedup([" ".join(query.split()), _with_previous(query, previous)])[:limit]
         queries = []
         for concept, words in zip(concepts, keywords):
             if words:

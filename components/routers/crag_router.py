@@ -9,7 +9,13 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS
 from components.legal.legal_text import detect_query_language, fold_accents
-from components.legal.terms import DEFAULT_EQUIVALENCES_FILE, Equivalences, extract_keywords, load_equivalences
+from components.legal.terms import (
+    DEFAULT_EQUIVALENCES_FILE,
+    Equivalences,
+    asks_nothing_new,
+    extract_keywords,
+    load_equivalences,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +64,10 @@ class CRAGRouter:
     similarity `HybridRetriever` records as `dense_score`), `auto` mode grades the set on it (as `cosine`); blocks
     declared `unit` (citations fetched directly) keep their score, and a block with neither counts 0. Carried-over
     blocks (`meta["carried_over"]`) are graded on their own dense similarity to the new question only (0 without
-    one): any caller can send ids, so they never vouch for a question by their fixed score.
+    one): any caller can send ids, so they never vouch for a question by their fixed score. The one exception is a
+    turn that asks nothing new ("explica melhor", "resúmelo": no word but `FOLLOWUP_FILLER`'s) with carried-over
+    blocks alone (nothing was searched for it): what it asks about is those blocks, which the caller may read, and
+    its words, naming no matter, are close to none. They are graded on their fixed score (as `unit`).
     Otherwise:
 
     `score_mode="auto"` takes the type a document declares in `meta["score_type"]` (`LexicalFirstGate` marks its
@@ -269,7 +278,7 @@ class CRAGRouter:
             documents = _merge(carried, documents)
         if not (self.enabled if enabled is None else enabled):
             return {"accepted": documents, "route": "ACCEPT", "retries": retries, "confidence": 1.0}
-        ranked = sorted(self.calibrate(documents), reverse=True)
+        ranked = sorted(self.calibrate(documents, goes_on=asks_nothing_new(query)), reverse=True)
         best = ranked[0] if ranked else 0.0
         top = ranked[: self.top_n]
         mean_top = sum(top) / len(top) if top else 0.0
@@ -307,12 +316,15 @@ class CRAGRouter:
         language = detect_query_language(query, default="es")
         return messages.get(language) or messages.get("es") or next(iter(messages.values()))
 
-    def calibrate(self, documents: list[Document]) -> list[float]:
+    def calibrate(self, documents: list[Document], *, goes_on: bool = False) -> list[float]:
         """
         Calibrated [0, 1] score of each document, in input order (see the class description). A carried-over block
         (`meta["carried_over"]`, the previous turn's context) is graded on its own dense similarity to this
-        question (`absolute_field`, calibrated as `cosine`), 0 without one: never on its fixed score.
+        question (`absolute_field`, calibrated as `cosine`), 0 without one: never on its fixed score, unless
+        `goes_on` (the question asks nothing new) and they are all there is (nothing was searched).
         """
+        if goes_on and documents and all(doc.meta.get("carried_over") for doc in documents):
+            return [self._calibrated(doc.score or 0.0, "unit") for doc in documents]
         scores = self._calibrate_scores(documents)
         for position, doc in enumerate(documents):
             if doc.meta.get("carried_over"):

@@ -446,11 +446,15 @@ def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
                                                    ChatMessage.from_assistant(result["answer"])])
         assert chat["trace"]["queries"] == ["¿Y cuánto dura?", "¿contrato de interinidad? ¿Y cuánto dura?"]
         assert chat["route"] == "ACCEPT" and chat["citations"][0]["law_id"] == "BOE-A-1999-346"
-        # carried-over ids are graded on their own similarity to the new question (issue 12): a question that
-        # says nothing ("¿Y eso?") is not vouched for by the ids a caller sends, whatever they are
+        # carried-over ids are graded on their own similarity to the new question (issue 12): a question with words
+        # of its own is not vouched for by the ids a caller sends, whatever they are
+        off_topic = lex.ask("¿Y la receta de la paella?", previous_chunk_ids=result["context_chunk_ids"])
+        assert off_topic["route"] == "REJECT" and off_topic["citations"] == [], off_topic["trace"]["crag"]
+        assert list(off_topic) == list(QueryResult.__annotations__)
+        # a turn that asks nothing new ("¿Y eso?") searches nothing: it is about the carried blocks, answered from them
         vague = lex.ask("¿Y eso?", previous_chunk_ids=result["context_chunk_ids"])
-        assert vague["route"] == "REJECT" and vague["citations"] == [], vague["trace"]["crag"]
-        assert list(vague) == list(QueryResult.__annotations__)
+        assert vague["trace"]["queries"] == [] and vague["route"] == "ACCEPT", vague["trace"]["crag"]
+        assert ("BOE-A-1999-346", "4") in {(c["law_id"], c["article"]) for c in vague["citations"]}
 
 
 def test_ask_with_a_cited_article_uses_the_lexical_first_gate(indexed, no_llm):

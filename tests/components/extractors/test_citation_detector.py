@@ -338,3 +338,20 @@ def test_an_article_cited_with_no_law_carries_what_tells_its_law():
     listed = detector.run(query="¿qué dicen los artículos 38.1 y 38.3?")["citations"]
     assert all("units" not in c for c in listed)
     assert "jurisdiction" not in detector.run(query="art. 477")["citations"][0]
+
+
+def test_a_turn_that_asks_nothing_new_cites_the_articles_the_conversation_is_about(detector):
+    from haystack.dataclasses import ChatMessage
+
+    history = [ChatMessage.from_user("¿qué dice el artículo 38 del ET?"), ChatMessage.from_assistant("(ET, art. 38)"),
+               ChatMessage.from_user("¿y el 39?"), ChatMessage.from_assistant("(ET, art. 39)")]
+    for turn in ("resúmelo", "¿me lo explicas mejor?", "ok, gracias"):
+        (cited,) = detector.run(query=turn, history=history)["citations"]
+        assert (cited["law"], cited["article"], cited["from_history"]) == ("ET", "39", True)  # "¿y el 39?" as read
+    paragraph = [ChatMessage.from_user("o que diz o art. 477 da CLT?"), ChatMessage.from_user("e o parágrafo 8º?")]
+    (cited,) = detector.run(query="explica melhor", history=paragraph)["citations"]
+    assert (cited["article"], cited["units"]) == ("477", [("paragrafo", "8")])
+    # a turn with words of its own, or no conversation citing any article: nothing carried
+    assert detector.run(query="¿y si me despiden?", history=history)["citations"] == []
+    assert detector.run(query="resúmelo", history=_conversation("¿cuántas vacaciones tengo?"))["citations"] == []
+    assert detector.run(query="resúmelo")["citations"] == []

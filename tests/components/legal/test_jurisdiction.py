@@ -4,6 +4,7 @@ from components.legal.jurisdiction import (
     countries_named,
     country_readings,
     question_jurisdiction,
+    without_countries,
 )
 
 LAW_COUNTRY = {"DEL-5452-1943": "br", "CF88": "br", "BOE-A-2015-11430": "es", "BOE-A-1978-31229": "es"}.get
@@ -69,3 +70,10 @@ def test_country_readings_read_a_question_once_per_country_it_names():
     assert [countries_named(reading) for reading in readings] == [{"br"}, {"es"}]
     assert country_readings("¿Cuántos días de vacaciones hay en España?") == []
     assert country_readings("") == []
+
+
+def test_without_countries_leaves_out_the_names_of_countries():
+    assert without_countries("¿y en Brasil?") == "¿y en ?"
+    assert without_countries("e na Espanha, pela lei espanhola?") == "e na , pela lei ?"
+    assert without_countries("¿y en Brasil y España?", ["es"]) == "¿y en Brasil y ?"
+    assert without_countries("¿cuántos días de vacaciones tengo?") == "¿cuántos días de vacaciones tengo?"

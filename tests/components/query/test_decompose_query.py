@@ -175,13 +175,15 @@ def test_run_follow_up_sends_the_last_four_history_messages_truncated():
     nothing_new = DecomposeQuery(chat_generator=ScriptedChatGenerator(replies=['["vacaciones no disfrutadas"]']),
                                  llm_on_follow_up=True).run(query="¿Y si no me las dan?", history=history,
                                                             carryover=["c1"])
-    assert nothing_new["queries"] == ["vacaciones no disfrutadas"]
+    assert nothing_new["queries"][0].endswith("¿Y quién fija las fechas? ¿Y si no me las dan?")  # read with them
+    assert nothing_new["queries"][1:] == ["vacaciones no disfrutadas"]
 
 
 def test_run_follow_up_empty_list_skips_retrieval():
     llm = ScriptedChatGenerator(replies=["[]"])
+    # the carried-over blocks without the conversation: nothing to read the turn with, they answer it
     result = DecomposeQuery(chat_generator=llm, llm_on_follow_up=True).run(
-        query="¿Puedes explicarlo mejor?", history=_history(), carryover=["c1"])
+        query="¿Puedes explicarlo mejor?", carryover=["c1"])
     assert result["queries"] == []
     assert result["fallback"] is False
     assert result["trace"]["skip_retrieval"] is True
@@ -330,16 +332,34 @@ def test_a_conversation_turn_is_searched_as_written_and_read_with_the_question_b
     assert decomposer.run(query="¿me las tienen que pagar?", history=third, carryover=["c1"])["queries"][0] == both
     assert decomposer.run(query="¿me las tienen que pagar?", history=third)["queries"] == [
         "¿me las tienen que pagar?", both]
-    # nothing new: the carried-over blocks answer it; without them, the previous question's matter is searched
-    assert decomposer.run(query="¿Puedes explicarlo mejor?", history=history, carryover=["c1"])["queries"] == []
-    assert decomposer.run(query="¿Puedes explicarlo mejor?", history=history)["queries"] == [
-        "¿Cuántos días de vacaciones tengo al año? ¿Puedes explicarlo mejor?"]
+    # nothing new: the previous question's matter is searched, with or without the carried-over blocks
+    for carryover in (["c1"], None):
+        assert decomposer.run(query="¿Puedes explicarlo mejor?", history=history, carryover=carryover)["queries"] == [
+            "¿Cuántos días de vacaciones tengo al año? ¿Puedes explicarlo mejor?"]
     # a first question (no earlier user turn) is not a conversation turn
     first = decomposer.run(query=follow_up, history=[ChatMessage.from_assistant("Hola, ¿en qué te ayudo?")])
     assert first["queries"] == [follow_up] and first["trace"]["mode"] == "first_question"
     # carried-over blocks without the conversation: the keywords and their statutory terms
     alone = decomposer.run(query="¿y me las pueden pagar en vez de disfrutarlas?", carryover=["c1"])["queries"]
     assert alone and all("vacaciones" not in q for q in alone)
+
+
+def test_a_turn_naming_only_a_country_asks_the_question_before_it_of_that_country():
+    from haystack.dataclasses import ChatMessage
+
+    decomposer = DecomposeQuery()
+    history = [ChatMessage.from_user("¿Cuántos días de vacaciones tengo en España?"),
+               ChatMessage.from_assistant("Treinta días naturales (ET, art. 38).")]
+    # one reading, the question before it without its country; the carried-over Spanish blocks do not answer it
+    expected = ["¿Cuántos días de vacaciones tengo en ? ¿y en Brasil?"]
+    assert decomposer.run(query="¿y en Brasil?", history=history)["queries"] == expected
+    assert decomposer.run(query="¿y en Brasil?", history=history, carryover=["c1"])["queries"] == expected
+    portuguese = [ChatMessage.from_user("quantos dias de férias eu tenho?")]
+    assert decomposer.run(query="e na Espanha?", history=portuguese)["queries"] == [
+        "quantos dias de férias eu tenho? e na Espanha?"]
+    # a turn with something new besides the country is searched as any other turn
+    new = decomposer.run(query="¿y en Brasil si estoy embarazada?", history=history)["queries"]
+    assert new[0] == "¿y en Brasil si estoy embarazada?" and len(new) == 2
 
 
 def test_follow_up_prompt_and_hints_speak_the_questions_language():

@@ -230,6 +230,20 @@ def test_carried_over_blocks_are_graded_on_their_own_similarity_never_their_fixe
     assert retried["route"] == "REJECT"
 
 
+def test_a_turn_that_asks_nothing_new_is_answered_from_its_carried_over_blocks():
+    router = CRAGRouter(max_retries=0)
+    carried = [Document(content=f"labour block {i}", score=0.5, meta={"score_type": "unit", "carried_over": True,
+                                                                        "dense_score": 0.05}) for i in range(3)]
+    # nothing was searched for "explica melhor": its words are close to no block, the blocks are what it is about
+    assert router.calibrate(carried, goes_on=True) == [0.5, 0.5, 0.5]
+    for turn in ("explica melhor", "¿Puedes explicarlo mejor?", "resúmelo"):
+        assert router.run(query=turn, documents=carried)["route"] == "ACCEPT"
+    # a question with words of its own is graded on its similarity, and so is the set once anything was retrieved
+    assert router.run(query="¿Cuál es la receta de la paella?", documents=carried)["route"] == "REJECT"
+    retrieved = Document(content="receta", score=0.1, meta={"dense_score": 0.05})
+    assert router.run(query="explica melhor", documents=[*carried, retrieved])["route"] == "REJECT"
+
+
 def test_a_block_both_carried_and_retrieved_counts_as_retrieved():
     carried = Document(id="b1", content="x", score=0.5, meta={"carried_over": True, "score_type": "unit"})
     retrieved = Document(id="b1", content="x", score=0.3, meta={"dense_score": 0.55})
