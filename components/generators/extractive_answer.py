@@ -208,12 +208,17 @@ def _quote(sentences: list[str], positions: list[int]) -> str:
     """
     The chosen sentences in their order in the article; a gap between non-adjacent ones is marked. Enumerators are
     left out ("2. ", "a) "), except on the items quoted right after the sentence introducing them ("deberán contener:
-    a) La denominación ... b) La delimitación ...").
+    a) La denominación ... b) La delimitación ...") or after it and a gap ("Constituem justa causa ...: […] b)
+    incontinência de conduta": the letter is the subdivision asked about).
     """
     parts, listing = [_clean(sentences[positions[0]])], False
     for previous, position in zip(positions, positions[1:]):
         adjacent = position == previous + 1
-        listing = adjacent and (listing or parts[-1].endswith(":")) and _item_kind(sentences[position]) is not None
+        kind = _item_kind(sentences[position])
+        # after a gap, an item of the list the lead-in opens (not a later apartado: "4. No obstante ...")
+        lead_list = _item_kind(sentences[previous + 1]) if previous + 1 < len(sentences) else None
+        opened = parts[-1].endswith(":") and (adjacent or kind == lead_list)
+        listing = ((adjacent and listing) or opened) and kind is not None
         parts.append((" " if adjacent else GAP_MARK) + _clean(sentences[position], keep_enumerator=listing))
     return "".join(parts)
 

@@ -301,7 +301,7 @@ def test_a_cited_letter_is_quoted_after_the_sentence_that_introduces_it():
     document = _et("49", "Extinción del contrato")
     answer = ExtractiveAnswer().run(question="el 49.1.b) del ET", documents=[document])["answer"]
     quote = next(line for line in answer.splitlines() if line.startswith("- «"))
-    assert quote.startswith("- «El contrato de trabajo se extinguirá: […] Por las causas consignadas válidamente")
+    assert quote.startswith("- «El contrato de trabajo se extinguirá: […] b) Por las causas consignadas válidamente")
     assert quote.endswith("(ET, art. 49, apartado 1, letra b)")
 
 
@@ -411,7 +411,7 @@ def test_a_lead_in_quoted_with_the_item_it_introduces_brings_no_other_item():
     quote = _first_quote(
         "¿quién ejerce el control económico y presupuestario de las Comunidades Autónomas?", block, max_articles=1
     )
-    assert "se ejercerá: […] Por el Tribunal de Cuentas, el económico y presupuestario." in quote
+    assert "se ejercerá: […] d) Por el Tribunal de Cuentas, el económico y presupuestario." in quote
     assert "Tribunal Constitucional" not in quote
 
 

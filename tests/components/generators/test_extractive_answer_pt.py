@@ -132,3 +132,16 @@ def test_an_article_cited_with_no_law_is_quoted_from_the_law_the_gate_read_it_in
     assert text.startswith(EXTRACTIVE_TEXTS_PT["intro"])  # not "no sentence matched": the cited article is quoted
     quote = next(line for line in text.splitlines() if line.startswith("- «"))
     assert "XVII - gozo de férias anuais remuneradas" in quote and quote.endswith("(CF88, art. 7º, inciso XVII)")
+
+
+def test_a_cited_letter_is_quoted_with_its_letter_after_the_lead_in(br):
+    from components.extractors.citation_detector import CitationDetector
+    from haystack.dataclasses import ChatMessage
+
+    question = "e a alínea b?"
+    history = [ChatMessage.from_user("o que diz o art. 482 da CLT?")]
+    citations = CitationDetector().run(query=question, history=history)["citations"]
+    answer = ExtractiveAnswer().run(question=question, documents=[br[("CLT", "482")]], citations=citations)["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    assert quote.startswith("- «Constituem justa causa para rescisão do contrato de trabalho pelo empregador: […] b) ")
+    assert quote.endswith("(CLT, art. 482, alínea b)")
