@@ -79,6 +79,7 @@ EXTRACTIVE_TEXTS = {
     "pt": EXTRACTIVE_TEXTS_PT,
 }
 MAX_SENTENCE_CHARS = 500
+MAX_LEAD_IN_DISTANCE = 12  # sentences between a list item and the lead-in it is quoted with, at most
 ARTICLE_MIN_RATIO = 0.5  # a 2nd or 3rd article is quoted only when its best sentence scores at least this share
 
 # a list item's enumerator: "I - " (Brazilian incisos), "1.º", "2.ª", "3. ", "a) ", "b. "
@@ -173,6 +174,31 @@ def _article_sentences(
     """One article's blocks (its parts in order), the block of each of its sentences, and those sentences."""
     parts = sorted((i for i in sentences if _article(documents, i) == key), key=lambda i: (_part(documents[i]), i))
     return parts, [i for i in parts for _ in sentences[i]], [sentence for i in parts for sentence in sentences[i]]
+
+
+def _with_lead_ins(sentences: list[str], positions: list[int]) -> list[int]:
+    """
+    `positions` plus the sentence introducing a chosen list item that comes without it: "b) El de las trabajadoras
+    embarazadas, desde la fecha de inicio del embarazo ..." says what it says only after "Será también nulo el
+    despido en los siguientes supuestos:". The lead-in is the nearest sentence before the item that ends with a
+    colon and opens a list of the item's kind; none within `MAX_LEAD_IN_DISTANCE` sentences, none added.
+    """
+    chosen = set(positions)
+    for position in positions:
+        kind = _item_kind(sentences[position])
+        if kind is None:
+            continue
+        for before in range(position - 1, max(-1, position - 1 - MAX_LEAD_IN_DISTANCE), -1):
+            if before in chosen:
+                break  # the quote already runs from a sentence before the item
+            if (
+                _clean(sentences[before], keep_enumerator=True).endswith(":")
+                and _item_kind(sentences[before]) != kind
+                and _item_kind(sentences[before + 1]) == kind  # it opens a list of that kind ("5." is no "a)")
+            ):
+                chosen.add(before)
+                break
+    return sorted(chosen)
 
 
 def _with_items(sentences: list[str], positions: list[int]) -> list[int]:
@@ -439,7 +465,8 @@ class ExtractiveAnswer:
         for i in parts:
             if i not in scores:  # a block beyond the candidate pool: a cited article, or another part of one
                 scores[i] = self._scores(question, {i: sentences[i]}, language)[i]
-        positions = _with_items(article_sentences, self._best_positions([score for i in parts for score in scores[i]]))
+        best = self._best_positions([score for i in parts for score in scores[i]])
+        positions = _with_items(article_sentences, _with_lead_ins(article_sentences, best))
         return list(dict.fromkeys(owners[p] for p in positions)), article_sentences, positions, []
 
     def _pinned(

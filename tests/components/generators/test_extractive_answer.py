@@ -438,3 +438,18 @@ def test_a_cited_apartado_that_ends_introducing_a_list_is_quoted_with_it(docs):
     quote = _first_quote("¿y el artículo 55.5 ET?", block)
     assert "en los siguientes supuestos: a) El de las personas" in quote and "b) El de las trabajadoras" in quote
     assert "readmisión" not in quote and "(ET, art. 55, apartado 5)" in quote
+
+
+def test_a_quoted_list_item_comes_with_the_sentence_that_introduces_it():
+    # "b) El de las trabajadoras embarazadas ..." says what it says only after "Será también nulo el despido ...:"
+    answer = ExtractiveAnswer().run(question="me han despedido estando embarazada",
+                                    documents=[_et("55", "Forma y efectos del despido disciplinario")])["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    lead, _, item = quote.partition("Será también nulo el despido, en los siguientes supuestos:")
+    assert item and "b) El de las trabajadoras embarazadas" in item  # the item, with its letter, after its lead-in
+    # an apartado after a list's lead-in is not one of its items: no lead-in is brought for it
+    et53 = _et("53", "Forma y efectos de la extinción por causas objetivas")
+    quote = next(line for line in ExtractiveAnswer().run(
+        question="¿qué efectos tiene la calificación judicial de la decisión extintiva?", documents=[et53]
+    )["answer"].splitlines() if line.startswith("- «"))
+    assert "La calificación por la autoridad judicial" in quote and "Será también nula" not in quote
