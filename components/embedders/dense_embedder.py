@@ -32,12 +32,12 @@ from typing import Any  # noqa: E402
 from haystack import Document, component, default_from_dict, default_to_dict, logging, tracing  # noqa: E402
 
 from components.document_stores.vector_search import stored_vectors  # noqa: E402
-from components.legal.legal_text import unshout  # noqa: E402
 from components.embedders.openvino_backend import (  # noqa: E402
     OpenVINOEncoder,
     dense_backend,
     is_sentence_transformers_folder,
 )
+from components.legal.legal_text import unshout  # noqa: E402
 from components.utils.hardware import cpu_has_native_bf16  # noqa: E402
 from components.utils.models import resolve_model  # noqa: E402
 from components.utils.ttl_cache import TTLCache, cache_partition  # noqa: E402

@@ -195,11 +195,11 @@ def _read_lawless(query: str, citations: list[dict[str, Any]]) -> list[dict[str,
     subdivision it names (`units`: only the Constitution's article 7 has an inciso XVII).
     """
     listed = listed_spans(citations)
+    jurisdiction = question_jurisdiction(query)
     read = []
     for citation in citations:
         if citation.get("article") and not citation.get("law_id") and not citation.get("law"):
             citation = dict(citation)
-            jurisdiction = question_jurisdiction(query)
             if jurisdiction:
                 citation["jurisdiction"] = jurisdiction
             units = pinpoint(query, citation["span"]) if tuple(citation["span"]) not in listed else []

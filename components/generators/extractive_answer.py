@@ -15,6 +15,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ChatMessage
 
 from components.legal.answer_format import (
+    AMBIGUOUS_ARTICLE_NOTES,
     GAP_MARK,
     META_DELIMITER,
     OUT_OF_SCOPE_NOTES,
@@ -166,6 +167,27 @@ def _best_law(cited: dict[str, Any], documents: list[Document]) -> str | None:
     if cited.get("law") or not cited.get("article"):
         return None
     return next((d.meta.get("law_id") for d in documents if d.meta.get("article") == cited["article"]), None)
+
+
+def _lawless_choices(
+    citations: list[dict[str, Any]], documents: list[Document], cited: set[tuple[str, str]]
+) -> dict[str, int]:
+    """
+    Per article cited with no law (as the question writes it: "artículo 14"), the position of the best-ranked block
+    of that number, whose law it is read in (`_best_law`); articles no block has are left out, and so are those
+    read in a law the question names (`cited`, `cited_articles`: "o art. 3º da CLT e o art. 2º").
+    """
+    choices: dict[str, int] = {}
+    for citation in citations:
+        if citation.get("law_id") or any(article == citation.get("article") for _, article in cited):
+            continue
+        law_id = _best_law(citation, documents)
+        if law_id is None:
+            continue
+        at = next(i for i, d in enumerate(documents)
+                  if d.meta.get("law_id") == law_id and d.meta.get("article") == citation["article"])
+        choices.setdefault(str(citation.get("text") or citation["article"]), at)
+    return choices
 
 
 def _article_sentences(
@@ -376,6 +398,16 @@ class ExtractiveAnswer:
         matters = _nonblank(out_of_scope)
         if matters:
             notice += [neutralize(OUT_OF_SCOPE_NOTES[language].format(matters=" / ".join(matters))), ""]
+        # an article cited by its number alone: the best-ranked law's, said when other laws' articles of that number
+        # are here too and the fetch did not read it in that one law (`LexicalFirstGate`'s exact hits): "¿qué dice
+        # el artículo 14?" is CE, ET, LOLS ... art. 14
+        lawless = _lawless_choices(found_citations, documents, cited_articles(found_citations))
+        for cited, at in lawless.items():
+            number = documents[at].meta.get("article")
+            laws = {d.meta.get("law_id") for d in documents if d.meta.get("article") == number}
+            if documents[at].meta.get("lexical_match") != "exact" and len(laws) > 1:
+                chosen = citation(documents[at], language)
+                notice += [neutralize(AMBIGUOUS_ARTICLE_NOTES[language].format(article=cited, chosen=chosen)), ""]
         # each block split by its own language's abbreviations ("Dec. Legislativo", "Proc." end no Portuguese sentence)
         sentences = {
             i: split_sentences(article_body(doc), lang=doc.meta.get("lang", "es")) for i, doc in enumerate(documents)
@@ -400,9 +432,12 @@ class ExtractiveAnswer:
         matching = [i for i in sorted(best) if top > 0 and best[i] >= ARTICLE_MIN_RATIO * top]
         in_force = [i for i in matching if documents[i].meta.get("status") != REPEALED]
         # and so is one cited with no law that the fetch found in one law only (`LexicalFirstGate`'s exact hits)
+        # and one cited by its number alone, in the law it is read in (above)
+        chosen_keys = {_key(documents[at]) for at in lawless.values()}
         first = [
             i for i in sorted(sentences)
-            if _key(documents[i]) in cited or documents[i].meta.get("lexical_match") == "exact"
+            if _key(documents[i]) in cited or _key(documents[i]) in chosen_keys
+            or documents[i].meta.get("lexical_match") == "exact"
         ]
         # the retrieval's best block is quoted whatever its word overlap: its rank weighs meaning, BM25 and the legal
         # rules, while shared words say little about a colloquial question ("se ha muerto mi abuela" shares
@@ -508,7 +543,8 @@ class ExtractiveAnswer:
         frequency = Counter(stem for doc_found in found.values() for stem_set in doc_found for stem in stem_set)
         total = sum(len(doc_sentences) for doc_sentences in sentences.values())
         weight = {stem: math.log(1 + total / count) for stem, count in frequency.items()}
-        return {i: [sum(weight[s] for s in stem_set) for stem_set in doc_found] for i, doc_found in found.items()}
+        # fsum: the exact sum whatever the sets' (per-process, hash-seeded) order, so equal sentences tie exactly
+        return {i: [math.fsum(weight[s] for s in stem_set) for stem_set in doc_found] for i, doc_found in found.items()}
 
     def _best_positions(self, scores: list[float]) -> list[int]:
         """The positions of the best-scoring sentences (ties: the earlier), in text order."""

@@ -224,6 +224,16 @@ MISSING_ARTICLES_NOTES: Final[dict[str, str]] = {
 }
 
 
+# The extractive answer's first line when the question cites an article by its number alone and more than one norm of
+# the corpus has it ("¿qué dice el artículo 14?"): which one is quoted, and how to ask for another.
+AMBIGUOUS_ARTICLE_NOTES: Final[dict[str, str]] = {
+    "es": "La pregunta no dice de qué norma es el {article}, y más de una del corpus lo tiene: cito {chosen}. "
+          "Si es de otra, nómbrala en la pregunta.",
+    "pt": "A pergunta não diz de que norma é o {article}, e mais de uma do corpus o tem: cito {chosen}. "
+          "Se for de outra, nomeie-a na pergunta.",
+}
+
+
 def missing_articles_notice(articles: list[str], language: str) -> str:
     """
     The extractive answer's notice of the cited articles not found, as the answer writes it (neutralized); the

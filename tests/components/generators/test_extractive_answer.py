@@ -3,7 +3,7 @@ from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage
 
 from components.extractors.citation_detector import CitationDetector
-from components.generators.extractive_answer import ExtractiveAnswer, citation
+from components.generators.extractive_answer import EXTRACTIVE_INTRO, ExtractiveAnswer, citation
 from components.legal.terms import stems
 from components.validators.answer_meta_parser import AnswerMetaParser
 from tests.corpus_helpers import CORPUS, ET_2015, markdown_article
@@ -453,3 +453,27 @@ def test_a_quoted_list_item_comes_with_the_sentence_that_introduces_it():
         question="¿qué efectos tiene la calificación judicial de la decisión extintiva?", documents=[et53]
     )["answer"].splitlines() if line.startswith("- «"))
     assert "La calificación por la autoridad judicial" in quote and "Será también nula" not in quote
+
+
+def test_an_article_cited_by_its_number_alone_says_which_law_it_is_quoted_from_when_several_have_it():
+    question = "¿qué dice el artículo 14?"
+    citations = CitationDetector().run(query=question)["citations"]
+    ce = Document(content="Artículo 14\nLos españoles son iguales ante la ley, sin que pueda prevalecer discriminación.",
+                  meta={"law_id": "BOE-A-1978-31229", "law_short": "CE", "article": "14",
+                        "article_label": "Artículo 14"})
+    et = _et("14", "Periodo de prueba")
+    answer = ExtractiveAnswer().run(question=question, documents=[ce, et], citations=citations)["answer"]
+    lines = answer.splitlines()
+    assert lines[0].startswith("La pregunta no dice de qué norma es el artículo 14") and "cito CE, art. 14" in lines[0]
+    assert lines[2] == EXTRACTIVE_INTRO  # the article is quoted as cited, not as "no sentence matched"
+    assert lines[4].startswith("- «Los españoles son iguales ante la ley") and lines[4].endswith("(CE, art. 14)")
+    # read in one law by the gate (an exact hit), no other law's article 14 here, or its law named: nothing to say
+    assert not ExtractiveAnswer().run(question=question, documents=[ce], citations=citations)[
+        "answer"].startswith("La pregunta no dice")
+    exact = Document(content=ce.content, meta={**ce.meta, "lexical_match": "exact"})
+    assert not ExtractiveAnswer().run(question=question, documents=[exact, et], citations=citations)[
+        "answer"].startswith("La pregunta no dice")
+    named = CitationDetector().run(query="¿qué dice el artículo 14 de la Constitución?")["citations"]
+    assert not ExtractiveAnswer().run(question="¿qué dice el artículo 14 de la Constitución?", documents=[ce, et],
+                                      citations=named)["answer"].startswith("La pregunta no dice")
+
