@@ -99,15 +99,18 @@ def test_a_cited_article_the_fetch_did_not_find_is_said_missing_before_the_neare
         "Não encontrei na legislação disponível: art. 1000 da CLT. O que segue são outros artigos.")
 
 
-def test_a_follow_up_s_subdivision_is_quoted_from_the_article_of_the_conversation(br):
+def _follow_up_quote(document, first: str, question: str) -> str:
+    """The first quote of the extractive answer to `question` asked after `first`, from `document`."""
     from components.extractors.citation_detector import CitationDetector
     from haystack.dataclasses import ChatMessage
 
-    question = "e o parágrafo 8º?"
-    history = [ChatMessage.from_user("o que diz o art. 477 da CLT?")]
-    citations = CitationDetector().run(query=question, history=history)["citations"]
-    answer = ExtractiveAnswer().run(question=question, documents=[br[("CLT", "477")]], citations=citations)["answer"]
-    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    citations = CitationDetector().run(query=question, history=[ChatMessage.from_user(first)])["citations"]
+    answer = ExtractiveAnswer().run(question=question, documents=[document], citations=citations)["answer"]
+    return next(line for line in answer.splitlines() if line.startswith("- «"))
+
+
+def test_a_follow_up_s_subdivision_is_quoted_from_the_article_of_the_conversation(br):
+    quote = _follow_up_quote(br[("CLT", "477")], "o que diz o art. 477 da CLT?", "e o parágrafo 8º?")
     assert quote.startswith("- «§ 8º A inobservância") and quote.endswith("(CLT, art. 477, § 8º)")
 
 
@@ -135,13 +138,6 @@ def test_an_article_cited_with_no_law_is_quoted_from_the_law_the_gate_read_it_in
 
 
 def test_a_cited_letter_is_quoted_with_its_letter_after_the_lead_in(br):
-    from components.extractors.citation_detector import CitationDetector
-    from haystack.dataclasses import ChatMessage
-
-    question = "e a alínea b?"
-    history = [ChatMessage.from_user("o que diz o art. 482 da CLT?")]
-    citations = CitationDetector().run(query=question, history=history)["citations"]
-    answer = ExtractiveAnswer().run(question=question, documents=[br[("CLT", "482")]], citations=citations)["answer"]
-    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    quote = _follow_up_quote(br[("CLT", "482")], "o que diz o art. 482 da CLT?", "e a alínea b?")
     assert quote.startswith("- «Constituem justa causa para rescisão do contrato de trabalho pelo empregador: […] b) ")
     assert quote.endswith("(CLT, art. 482, alínea b)")
