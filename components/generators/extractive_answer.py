@@ -30,7 +30,7 @@ from components.legal.answer_format import (
 )
 from components.legal.citations import CitationGrammar, cited_articles, listed_spans, not_in_corpus, pinpoint
 from components.legal.ids import REPEALED
-from components.legal.jurisdiction import country_readings
+from components.legal.jurisdiction import country_readings, without_countries
 from components.legal.legal_text import blank_spans, split_sentences, unit_range
 from components.legal.terms import split_concepts, stems
 
@@ -454,7 +454,10 @@ class ExtractiveAnswer:
             if documents[i].meta.get("status") != REPEALED
             and any(_query_rank(documents[i], concept) == 0 for concept in concepts)
         ] if len(concepts) > 1 else []
-        ordered = first + (lead if top > 0 else []) + halves + (in_force or matching)
+        # a turn with no word of its own to match ("¿y en Brasil?": the question before it, of another country's
+        # law) is answered by what retrieval found for it, not told that none of its words matched
+        wordless = not stems(without_countries(question), language)
+        ordered = first + (lead if top > 0 or wordless else []) + halves + (in_force or matching)
         articles: dict[tuple[Any, ...], int] = {}
         for i in ordered:
             articles.setdefault(_article(documents, i), i)

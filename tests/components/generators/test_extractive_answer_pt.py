@@ -141,3 +141,14 @@ def test_a_cited_letter_is_quoted_with_its_letter_after_the_lead_in(br):
     quote = _follow_up_quote(br[("CLT", "482")], "o que diz o art. 482 da CLT?", "e a alínea b?")
     assert quote.startswith("- «Constituem justa causa para rescisão do contrato de trabalho pelo empregador: […] b) ")
     assert quote.endswith("(CLT, art. 482, alínea b)")
+
+
+def test_a_turn_naming_only_a_country_is_answered_from_what_was_found_for_it(br):
+    # "¿y en Brasil?" has no word of its own to match: the best block answers it, under the usual intro
+    answer = ExtractiveAnswer().run(question="e no Brasil?", documents=[br[("CLT", "130")], br[("CLT", "134")]])
+    text = answer["answer"]
+    assert text.startswith(EXTRACTIVE_TEXTS_PT["intro"]) and not text.startswith(EXTRACTIVE_TEXTS_PT["no_match"])
+    assert "(CLT, art. 130)" in text
+    # a question whose words match nothing is still told so
+    unmatched = ExtractiveAnswer().run(question="e o xadrez no Brasil?", documents=[br[("CLT", "130")]])["answer"]
+    assert unmatched.startswith(EXTRACTIVE_TEXTS_PT["no_match"])
