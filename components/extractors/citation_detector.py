@@ -47,6 +47,13 @@ class CitationDetector:
     citing one named (the citation then carries `units`, for the answer to quote that subdivision). Such a citation
     has `from_history: True`.
 
+    A turn that only asks to go on ("resúmelo", "explica melhor", `terms.asks_nothing_new`) cites the articles of the
+    last user question citing any, read as that question was (`from_history: True`, an empty span).
+
+    An article cited with no law carries what tells its law among those that have that number: the question's
+    `jurisdiction` (`question_jurisdiction`) and the subdivision it names (`units`, `pinpoint`); `LexicalFirstGate`
+    reads it in the one law they leave.
+
     A question about a norm as a whole, its name and nothing else to search ("ET", "¿qué es la CLT?", "¿de qué trata
     la Ley de Prevención de Riesgos Laborales?"), cites the norm's first article, which states its object and scope
     (`whole_norm: True`; `citations.asks_about_whole_norm`): searched, the name alone found nothing close enough and

@@ -432,7 +432,9 @@ class DecomposeQuery:
         - without carried-over blocks: the turn as written, then the turn read with `previous`, for the retriever
           to fuse; a turn that asks nothing new (only words that ask to go on): read with `previous` only;
         - with them (`carryover`): the turn read with `previous`, then one query per concept, its keywords plus
-          their statutory terms; nothing new: read with `previous` only.
+          their statutory terms; nothing new: read with `previous` only;
+        - either way, a turn naming only a country ("¿y en Brasil?"): `previous` without its countries, read with
+          the turn, whose country the re-ranker puts first.
 
         Carried-over blocks without the conversation: one query per concept, its keywords plus their statutory
         terms; nothing left, nothing new: no query.
