@@ -288,6 +288,11 @@ def test_detect_language():
         ("¿Cuántos días de vacaciones tengo?", "es"),
         ("me han despedido estando de baja, ¿es legal?", "es"),
         ("pacto de no competencia sin compensacion", "es"),
+        # a conversation's short turns, and a refused question, are answered in their language
+        ("explica melhor", "pt"),
+        ("explícamelo mejor", "es"),
+        ("quem ganhou a copa?", "pt"),
+        ("gracias", "es"),
     ],
 )
 def test_detect_query_language(question, language):
