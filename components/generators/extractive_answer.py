@@ -503,7 +503,10 @@ class ExtractiveAnswer:
         for i in parts:
             if i not in scores:  # a block beyond the candidate pool: a cited article, or another part of one
                 scores[i] = self._scores(question, {i: sentences[i]}, language)[i]
-        best = self._best_positions([score for i in parts for score in scores[i]])
+        flat = [score for i in parts for score in scores[i]]
+        best = self._best_positions(flat)
+        if not any(score > 0 for score in flat) and _clean(article_sentences[0]).endswith(":"):
+            best = [0]  # nothing matched, and the article opens with a list: its lead-in, then its items (below)
         positions = _with_items(article_sentences, _with_lead_ins(article_sentences, best))
         return list(dict.fromkeys(owners[p] for p in positions)), article_sentences, positions, []
 

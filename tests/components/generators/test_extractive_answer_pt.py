@@ -152,3 +152,10 @@ def test_a_turn_naming_only_a_country_is_answered_from_what_was_found_for_it(br)
     # a question whose words match nothing is still told so
     unmatched = ExtractiveAnswer().run(question="e o xadrez no Brasil?", documents=[br[("CLT", "130")]])["answer"]
     assert unmatched.startswith(EXTRACTIVE_TEXTS_PT["no_match"])
+
+
+def test_an_article_opening_with_a_list_is_quoted_with_its_items_when_no_word_matched(br):
+    # "explica melhor" after "o que diz o art. 482 da CLT?": no word of the turn is in the article, which is a list
+    quote = _follow_up_quote(br[("CLT", "482")], "o que diz o art. 482 da CLT?", "explica melhor")
+    assert quote.startswith("- «Constituem justa causa para rescisão do contrato de trabalho pelo empregador: a) ato")
+    assert "b) incontinência de conduta" in quote and "c) negociação habitual" in quote  # not the first item alone
