@@ -23,6 +23,7 @@ from components.legal.answer_format import (
     answer_language,
     article_body,
     article_citation,
+    block_part,
     law_name,
     missing_articles_notice,
     neutralize,
@@ -157,16 +158,14 @@ def _query_rank(document: Document, query: str) -> int | None:
     return rank if isinstance(rank, int) else None
 
 
-def _part(document: Document) -> int:
-    part = document.meta.get("part")
-    return part if isinstance(part, int) else 0
-
-
-def _best_law(cited: dict[str, Any], documents: list[Document]) -> str | None:
-    """The law of an article cited with no law ("o artigo 7º, inciso XVII"): that of its best-ranked block."""
-    if cited.get("law") or not cited.get("article"):
+def _best_block(cited: dict[str, Any], documents: list[Document]) -> int | None:
+    """
+    The position of the best-ranked block of an article cited with no law ("o artigo 7º, inciso XVII"), whose law
+    it is read in; None for a citation with a law, or an article no block has.
+    """
+    if cited.get("law_id") or cited.get("law") or not cited.get("article"):
         return None
-    return next((d.meta.get("law_id") for d in documents if d.meta.get("article") == cited["article"]), None)
+    return next((i for i, d in enumerate(documents) if d.meta.get("article") == cited["article"]), None)
 
 
 def _lawless_choices(
@@ -174,19 +173,16 @@ def _lawless_choices(
 ) -> dict[str, int]:
     """
     Per article cited with no law (as the question writes it: "artículo 14"), the position of the best-ranked block
-    of that number, whose law it is read in (`_best_law`); articles no block has are left out, and so are those
+    of that number, whose law it is read in (`_best_block`); articles no block has are left out, and so are those
     read in a law the question names (`cited`, `cited_articles`: "o art. 3º da CLT e o art. 2º").
     """
     choices: dict[str, int] = {}
     for citation in citations:
-        if citation.get("law_id") or any(article == citation.get("article") for _, article in cited):
+        if any(article == citation.get("article") for _, article in cited):
             continue
-        law_id = _best_law(citation, documents)
-        if law_id is None:
-            continue
-        at = next(i for i, d in enumerate(documents)
-                  if d.meta.get("law_id") == law_id and d.meta.get("article") == citation["article"])
-        choices.setdefault(str(citation.get("text") or citation["article"]), at)
+        at = _best_block(citation, documents)
+        if at is not None:
+            choices.setdefault(str(citation.get("text") or citation["article"]), at)
     return choices
 
 
@@ -194,7 +190,7 @@ def _article_sentences(
     key: tuple[Any, ...], documents: list[Document], sentences: dict[int, list[str]]
 ) -> tuple[list[int], list[int], list[str]]:
     """One article's blocks (its parts in order), the block of each of its sentences, and those sentences."""
-    parts = sorted((i for i in sentences if _article(documents, i) == key), key=lambda i: (_part(documents[i]), i))
+    parts = sorted((i for i in sentences if _article(documents, i) == key), key=lambda i: (block_part(documents[i]), i))
     return parts, [i for i in parts for _ in sentences[i]], [sentence for i in parts for sentence in sentences[i]]
 
 
@@ -401,13 +397,14 @@ class ExtractiveAnswer:
         # an article cited by its number alone: the best-ranked law's, said when other laws' articles of that number
         # are here too and the fetch did not read it in that one law (`LexicalFirstGate`'s exact hits): "¿qué dice
         # el artículo 14?" is CE, ET, LOLS ... art. 14
-        lawless = _lawless_choices(found_citations, documents, cited_articles(found_citations))
-        for cited, at in lawless.items():
+        cited = cited_articles(found_citations)
+        lawless = _lawless_choices(found_citations, documents, cited)
+        for written, at in lawless.items():
             number = documents[at].meta.get("article")
             laws = {d.meta.get("law_id") for d in documents if d.meta.get("article") == number}
             if documents[at].meta.get("lexical_match") != "exact" and len(laws) > 1:
                 chosen = citation(documents[at], language)
-                notice += [neutralize(AMBIGUOUS_ARTICLE_NOTES[language].format(article=cited, chosen=chosen)), ""]
+                notice += [neutralize(AMBIGUOUS_ARTICLE_NOTES[language].format(article=written, chosen=chosen)), ""]
         # each block split by its own language's abbreviations ("Dec. Legislativo", "Proc." end no Portuguese sentence)
         sentences = {
             i: split_sentences(article_body(doc), lang=doc.meta.get("lang", "es")) for i, doc in enumerate(documents)
@@ -423,7 +420,6 @@ class ExtractiveAnswer:
         pool = {i: found for i, found in sentences.items() if i < 2 * self.max_articles} or sentences
         # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998")
         # are left out of the sentence scoring, they would favour any block that merely names the law
-        cited = cited_articles(found_citations)
         pinned = self._pinned(question, found_citations, documents, sentences)
         question = blank_spans(question, [c["span"] for c in found_citations])
         scores = self._scores(question, pool, language)
@@ -525,7 +521,8 @@ class ExtractiveAnswer:
         listed = listed_spans(citations)
         pinned: dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]] = {}
         for cited in citations:
-            key = (cited.get("law_id") or _best_law(cited, documents), cited.get("article"))
+            best = _best_block(cited, documents)
+            key = (cited.get("law_id") if best is None else documents[best].meta.get("law_id"), cited.get("article"))
             if not all(key) or key in pinned or tuple(cited["span"]) in listed:  # "arts. 40 y 41": no one unit
                 continue
             # a follow-up's subdivision comes with its citation ("e o parágrafo 8º?" after "art. 477 da CLT")

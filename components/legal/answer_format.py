@@ -369,12 +369,18 @@ def article_body(document: Document) -> str:
     return content
 
 
+def block_part(document: Document) -> int:
+    """Which part of its article a block is (`meta["part"]`, a long article is stored in parts); 0 when whole."""
+    part = document.meta.get("part")
+    return part if isinstance(part, int) else 0
+
+
 def holds_subdivision(blocks: list[Document], units: list[tuple[str, str]]) -> bool:
     """
     Whether an article, its blocks (any order; parts are read in order), has the subdivision `units` names
     (`components.legal.citations.pinpoint`: "inciso XVII" -> `[("inciso", "XVII")]`).
     """
-    parts = sorted(blocks, key=lambda doc: doc.meta.get("part") if isinstance(doc.meta.get("part"), int) else 0)
+    parts = sorted(blocks, key=block_part)
     sentences = [s for doc in parts for s in split_sentences(article_body(doc), lang=doc.meta.get("lang", "es"))]
     return bool(units) and unit_range(sentences, units) is not None
 

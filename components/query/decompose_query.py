@@ -448,11 +448,9 @@ class DecomposeQuery:
             extract_keywords(without_countries(c), extra_stopwords=FOLLOWUP_FILLER, language=language)
             for c in concepts
         ]
-        if previous is not None and countries_named(query) and not any(keywords):
-            # "¿y en Brasil?": the question before, of another country's law; what it found there does not answer
-            return [_with_previous(query, without_countries(previous))]
         if previous is not None and not any(keywords):
-            return [_with_previous(query, previous)]
+            # "¿y en Brasil?": the question before, without its own country, of the country the turn names
+            return [_with_previous(query, without_countries(previous) if countries_named(query) else previous)]
         if previous is not None and not carryover:
             return dedup([" ".join(query.split()), _with_previous(query, previous)])[:limit]
         queries = []

@@ -278,7 +278,8 @@ class CRAGRouter:
             documents = _merge(carried, documents)
         if not (self.enabled if enabled is None else enabled):
             return {"accepted": documents, "route": "ACCEPT", "retries": retries, "confidence": 1.0}
-        ranked = sorted(self.calibrate(documents, goes_on=asks_nothing_new(query)), reverse=True)
+        carried_only = bool(documents) and all(doc.meta.get("carried_over") for doc in documents)
+        ranked = sorted(self.calibrate(documents, goes_on=carried_only and asks_nothing_new(query)), reverse=True)
         best = ranked[0] if ranked else 0.0
         top = ranked[: self.top_n]
         mean_top = sum(top) / len(top) if top else 0.0

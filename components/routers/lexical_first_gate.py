@@ -32,8 +32,8 @@ class LexicalFirstGate:
     another citation ("o art. 3º da CLT e o art. 2º"), or in one law only of the question's jurisdiction, or of
     those in one law only has the subdivision the citation names ("o que diz o artigo 7º, inciso XVII?": the CLT's
     and the Constitution's article 7 are Brazilian, the Constitution's alone has an inciso XVII); it then gets score
-    1.0. A document that matches a law-less citation found in several such laws is an article match (score 0.5). Both carry
-    `meta["score_type"] = "unit"` (calibrated scores, read by `CRAGRouter`) and `meta["lexical_match"]`
+    1.0. A document that matches a law-less citation found in several such laws is an article match (score 0.5).
+    Both carry `meta["score_type"] = "unit"` (calibrated scores, read by `CRAGRouter`) and `meta["lexical_match"]`
     (`exact` / `article`); documents that match no citation are dropped.
 
     Expansion is skipped when there is an exact hit, or when at least `min_results` distinct cited articles
