@@ -29,7 +29,14 @@ from components.legal.answer_format import (
     neutralize,
     unit_label,
 )
-from components.legal.citations import CitationGrammar, cited_articles, listed_spans, not_in_corpus, pinpoint
+from components.legal.citations import (
+    CitationGrammar,
+    cited_articles,
+    listed_spans,
+    not_in_corpus,
+    pinpoint,
+    with_units_before,
+)
 from components.legal.ids import REPEALED
 from components.legal.jurisdiction import country_readings, without_countries
 from components.legal.legal_text import blank_spans, split_sentences, unit_range
@@ -161,11 +168,13 @@ def _query_rank(document: Document, query: str) -> int | None:
 def _best_block(cited: dict[str, Any], documents: list[Document]) -> int | None:
     """
     The position of the best-ranked block of an article cited with no law ("o artigo 7º, inciso XVII"), whose law
-    it is read in; None for a citation with a law, or an article no block has.
+    it is read in, a law in force before a repealed one (the corpus keeps repealed texts for questions that name
+    them); None for a citation with a law, or an article no block has.
     """
     if cited.get("law_id") or cited.get("law") or not cited.get("article"):
         return None
-    return next((i for i, d in enumerate(documents) if d.meta.get("article") == cited["article"]), None)
+    held = [i for i, d in enumerate(documents) if d.meta.get("article") == cited["article"]]
+    return next((i for i in held if documents[i].meta.get("status") != REPEALED), held[0] if held else None)
 
 
 def _lawless_choices(
@@ -418,10 +427,11 @@ class ExtractiveAnswer:
         # only the best-ranked blocks are candidates (retrieval already ordered them); within those, blocks are
         # quoted in retrieval order, in-force norms before repealed ones, when their best sentence matches well
         pool = {i: found for i, found in sentences.items() if i < 2 * self.max_articles} or sentences
-        # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998")
-        # are left out of the sentence scoring, they would favour any block that merely names the law
+        # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998", "§ 1º do
+        # art. 59") are left out of the sentence scoring, they would favour any block that merely names the law or
+        # has a paragraph of that number
         pinned = self._pinned(question, found_citations, documents, sentences)
-        question = blank_spans(question, [c["span"] for c in found_citations])
+        question = blank_spans(question, [with_units_before(question, c["span"]) for c in found_citations])
         scores = self._scores(question, pool, language)
         best = {i: max(doc_scores) for i, doc_scores in scores.items()}
         top = max(best.values())

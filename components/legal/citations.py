@@ -92,7 +92,9 @@ ABSENT_NORMS: Final[dict[str, str]] = {
     "EBEP": "Estatuto Básico del Empleado Público",
     "Estatuto del Trabajo Autónomo": "Estatuto del Trabajo Autónomo",
     "Código Penal": "Código Penal",
+    "CP": "Código Penal",
     "Código Civil": "Código Civil",
+    "CC": "Código Civil",
     "Código de Comercio": "Código de Comercio",
     "Ley de Enjuiciamiento Civil": "Ley de Enjuiciamiento Civil",
     "LEC": "Ley de Enjuiciamiento Civil",
@@ -120,6 +122,39 @@ ABSENT_NORMS: Final[dict[str, str]] = {
     "Lei do Inquilinato": "Lei do Inquilinato",
     "Lei Geral de Proteção de Dados": "Lei Geral de Proteção de Dados",
     "LGPD": "Lei Geral de Proteção de Dados",
+    # norms people name by their popular name; not the amending laws whose text the consolidated statutes already
+    # carry ("reforma trabalhista", "Ley Rider"). Shown without their number: the answer's citation check would read
+    # "Lei nº 11.340/2006" in the notice as a citation it cannot verify
+    "Lei Maria da Penha": "Lei Maria da Penha",
+    "Lei das Domésticas": "Lei das Domésticas",
+    "Lei do FGTS": "Lei do FGTS",
+    "Lei do Estágio": "Lei do Estágio",
+    "Lei da Terceirização": "Lei da Terceirização",
+    "Lei de Greve": "Lei de Greve",
+    "Lei do Seguro-Desemprego": "Lei do Seguro-Desemprego",
+    "Lei de Benefícios da Previdência Social": "Lei de Benefícios da Previdência Social",
+    "Estatuto da Pessoa Idosa": "Estatuto da Pessoa Idosa",
+    "Estatuto do Idoso": "Estatuto da Pessoa Idosa",
+    "Estatuto da Pessoa com Deficiência": "Estatuto da Pessoa com Deficiência",
+    "Marco Civil da Internet": "Marco Civil da Internet",
+    "Lei de Licitações": "Lei de Licitações",
+    "Lei de Improbidade Administrativa": "Lei de Improbidade Administrativa",
+    "Lei Anticorrupção": "Lei Anticorrupção",
+    "Lei de Falências": "Lei de Falências",
+    "Lei da Ficha Limpa": "Lei da Ficha Limpa",
+    "Ley de Igualdad": "Ley de Igualdad",
+    "Ley de Dependencia": "Ley de Dependencia",
+    "Ley de Extranjería": "Ley de Extranjería",
+    "Ley de Protección de Datos": "Ley de Protección de Datos",
+    "LOPDGDD": "Ley de Protección de Datos",
+    "Ley de Trabajo a Distancia": "Ley de Trabajo a Distancia",
+    "Ley del Teletrabajo": "Ley de Trabajo a Distancia",
+    "Ley de Empleo": "Ley de Empleo",
+    "Ley Concursal": "Ley Concursal",
+    "Ley de Contratos del Sector Público": "Ley de Contratos del Sector Público",
+    "Ley de Sociedades de Capital": "Ley de Sociedades de Capital",
+    "Ley de Seguridad Ciudadana": "Ley de Seguridad Ciudadana",
+    "Ley de Vivienda": "Ley de Vivienda",
 }
 
 # Numbered norms ("Ley 31/1995", "RD 1561/1995", "Lei nº 8.213/91"): (pattern, canonical kind), longest first.
@@ -162,12 +197,20 @@ _ITEM_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
     re.IGNORECASE,
 )
 _ITEM_WORDS_RE: Final[re.Pattern[str]] = re.compile(r"(?P<w1>[a-z]+)(?:[\s-]+(?P<w2>[a-z]+))?", re.IGNORECASE)
+# An inciso's Roman number (I to XCIX: CF88 art. 5 goes to LXXIX). After the word "inciso" any case; after the article
+# number or a comma in capitals ("art. 7, XVII", "art 7 XVII CF") or of two letters or more in lower case ("art 7
+# xvii cf"): a lone "i", "v" or "x" there is not taken for one, nor the initial of an abbreviation.
+_ROMAN_UPPER: Final[str] = r"(?=[IVXL])(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})(?!\w)"
+_ROMAN_LOWER: Final[str] = r"(?=[ivxl])(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})(?!\w)"
+_ROMAN_ANY_CASE: Final[str] = f"(?i:{_ROMAN_LOWER})"
+_ROMAN_BARE: Final[str] = f"(?-i:{_ROMAN_UPPER}|(?=[ivxl]{{2}}){_ROMAN_LOWER})(?!\\.\\w)"  # not "L.G.S.S."
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
     r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z]\)|\.[a-z](?!\w))?"  # "52.c)", "49.1.b"
     r"(?:[^\S\n]*,?[^\S\n]*(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+|paragrafos?"
-    r"|alineas?)\s*(?:(?-i:[IVXLC]+)(?!\w)|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
-    r"|\s*,\s*(?:(?-i:[IVXLC]+)(?!\w)|[a-z]\)|caput(?!\w))|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"
+    rf"|alineas?)\s*(?:{_ROMAN_ANY_CASE}|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
+    rf"|\s*,\s*(?:{_ROMAN_BARE}|[a-z]\)|caput(?!\w))|[^\S\n]+{_ROMAN_BARE}"
+    r"|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"
     r"|\s*,\s*[a-z](?=\s*,|\s+(?:do|da|de|del|dos|das)(?!\w)))*",
     re.IGNORECASE,
 )
@@ -417,14 +460,15 @@ _UNIT_NAMED: Final[str] = (
     r"(?:apartados?|apdos?\.?|numeros?|num\.)[^\S\n]*(?P<apartado>\d+)(?!\d)"
     r"|(?:letras?|alineas?)[^\S\n]*(?P<letra>[a-z])(?:\)|(?!\w))"
     r"|(?:\u00a7+|paragrafos?)[^\S\n]*(?P<paragrafo>\d+|unico)(?:[^\S\n]?[\u00ba\u00aa\u00b0o](?!\w))?"
-    r"|(?:incisos?|inc\.?)[^\S\n]*(?P<inciso>(?-i:[IVXLC]+))(?!\w)"
+    rf"|(?:incisos?|inc\.?)[^\S\n]*(?P<inciso>{_ROMAN_ANY_CASE})"
     r"|(?P<caput>caput)(?!\w)"
 )
 # after the article number: "38.2", "49.1.b)", "52.c)", ", apartado 2", ", § 8º", ", inciso XVII", ", II, b,"
 _UNIT_AFTER_RE: Final[re.Pattern[str]] = re.compile(
     r"\.(?P<dot>\d+)(?!\d)|\.?[^\S\n]?(?P<dotletter>[a-z])\)|\.(?P<dotletter2>[a-z])(?!\w)"
     rf"|[^\S\n]*,?[^\S\n]*(?:{_UNIT_NAMED})"
-    r"|[^\S\n]*,[^\S\n]*(?:(?P<roman>(?-i:[IVXLC]+))(?!\w)"
+    rf"|[^\S\n]+(?P<roman2>{_ROMAN_BARE})"
+    rf"|[^\S\n]*,[^\S\n]*(?:(?P<roman>{_ROMAN_BARE})"
     r"|(?P<bareletter>[a-z])\)?(?=[^\S\n]*,|[^\S\n]+(?:do|da|de|del)(?!\w)))",
     re.IGNORECASE,
 )
@@ -442,8 +486,8 @@ def _unit(match: re.Match[str]) -> tuple[str, str]:
     for name, kind in (("dot", "apartado"), ("apartado", "apartado"), ("paragrafo", "paragrafo")):
         if name in groups:
             return (kind, groups[name].lower())
-    if "inciso" in groups or "roman" in groups:
-        return ("inciso", (groups.get("inciso") or groups["roman"]).upper())
+    if roman := groups.get("inciso") or groups.get("roman") or groups.get("roman2"):
+        return ("inciso", roman.upper())
     letter = next(groups[n] for n in ("letra", "dotletter", "dotletter2", "bareletter") if n in groups)
     return ("letra", letter.lower())
 
@@ -475,6 +519,17 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
         before.append(_unit(match))
         head = head[: match.start()]
     return after + before
+
+
+def with_units_before(question: str, span: list[int] | tuple[int, int]) -> tuple[int, int]:
+    """
+    The span of the article cited at `span` of `question` widened to the subdivision named before it: "§ 1º do art.
+    59 da CLT" for the citation "art. 59 da CLT" (what `pinpoint` reads as its `before` units).
+    """
+    head = _fold(unicodedata.normalize("NFC", question or ""))[: int(span[0])]
+    while match := _UNIT_BEFORE_RE.search(head):
+        head = head[: match.start()]
+    return len(head), int(span[1])
 
 
 _UNIT_ALONE_RE: Final[re.Pattern[str]] = re.compile(rf"(?<!\w)(?:{_UNIT_NAMED})", re.IGNORECASE)

@@ -8,6 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.legal.answer_format import holds_subdivision
 from components.legal.citations import cited_articles, listed_spans
+from components.legal.ids import REPEALED
 from components.legal.jurisdiction import in_jurisdiction
 
 logger = logging.getLogger(__name__)
@@ -142,8 +143,9 @@ class LexicalFirstGate:
 def _lawless_laws(citations: list[dict[str, Any]], documents: list[Document], lawless: set[str]) -> dict[str, str]:
     """
     Per article cited with no law, the one law it is read as, when the fetch tells: the only law it was found in;
-    else the only one of those in the citation's `jurisdiction`; else, of those, the only one whose article has the
-    subdivision the citation names (`units`). An article the fetch leaves in several laws is not in the result.
+    else the only one of those in force (the corpus keeps repealed texts for questions that name them); else the only
+    one of those in the citation's `jurisdiction`; else, of those, the only one whose article has the subdivision the
+    citation names (`units`). An article the fetch leaves in several laws is not in the result.
     """
     found: dict[str, dict[str, list[Document]]] = {}
     for doc in documents:
@@ -153,6 +155,8 @@ def _lawless_laws(citations: list[dict[str, Any]], documents: list[Document], la
     for article, laws in found.items():
         for citation in (c for c in citations if c.get("article") == article and not c.get("law_id")):
             jurisdiction, units = citation.get("jurisdiction"), citation.get("units")
+            if len(laws) > 1:
+                laws = {law: blocks for law, blocks in laws.items() if blocks[0].meta.get("status") != REPEALED} or laws
             if jurisdiction and len(laws) > 1:
                 laws = {law: blocks for law, blocks in laws.items()
                         if in_jurisdiction(blocks[0].meta, jurisdiction)} or laws

@@ -103,6 +103,8 @@ def test_run_spanish_forms(detector, query, expected):
         ("art. 5º-A da CF", [("CF88", "5-a")]),
         ("artigos 5º a 7º da Constituição", [("CF88", "5"), ("CF88", "6"), ("CF88", "7")]),
         ("art 7 inc XVII CF/88", [("CF88", "7")]),  # "inc" without its dot
+        ("art 7 xvii cf", [("CF88", "7")]),  # the inciso without its comma, all in lower case
+        ("art 7 XVII CF", [("CF88", "7")]),
         ("art. 482 da C.L.T.", [("DEL-5452-1943", "482")]),
     ],
 )

@@ -477,3 +477,27 @@ def test_an_article_cited_by_its_number_alone_says_which_law_it_is_quoted_from_w
     assert not ExtractiveAnswer().run(question="¿qué dice el artículo 14 de la Constitución?", documents=[ce, et],
                                       citations=named)["answer"].startswith("La pregunta no dice")
 
+
+
+def test_an_article_cited_by_its_number_alone_is_quoted_from_a_law_in_force_before_a_repealed_one():
+    question = "¿qué dice el artículo 4?"
+    citations = CitationDetector().run(query=question)["citations"]
+    repealed = Document(content="Artículo 4\nLos trabajadores tienen como derechos básicos (texto de 1995).",
+                        meta={"law_id": "BOE-A-1995-7730", "law_short": "ET1995", "article": "4",
+                              "status": "repealed"})
+    in_force = _block("ET", "4", "Artículo 4\nLos trabajadores tienen como derechos básicos los de trabajo.")
+    answer = ExtractiveAnswer().run(question=question, documents=[repealed, in_force], citations=citations)["answer"]
+    assert "cito ET, art. 4." in answer.splitlines()[0]
+    assert "(ET, art. 4)" in answer and "(texto de 1995)" not in answer
+
+
+def test_a_subdivision_named_before_the_article_does_not_bring_other_articles_paragraphs_of_that_number():
+    question = "o que diz o § 1º do art. 59 da CLT?"
+    citations = CitationDetector().run(query=question)["citations"]
+    cited = _block("CLT", "59", "Art. 59. A duração diária do trabalho poderá ser acrescida de horas extras.\n"
+                                "§ 1º A remuneração da hora extra será, pelo menos, 50% superior à da hora normal.")
+    other = _block("CLT", "590", "Art. 590. Inexistindo confederação, o percentual será destinado à federação.\n"
+                                 "§ 1º (Revogado).")
+    answer = ExtractiveAnswer().run(question=question, documents=[cited, other], citations=citations)["answer"]
+    assert "(CLT, art. 59, § 1º)" in answer and "50% superior" in answer
+    assert "art. 590" not in answer and "Revogado" not in answer

@@ -9,6 +9,7 @@ from components.legal.citations import (
     not_in_corpus,
     pinpoint,
     subdivisions,
+    with_units_before,
 )
 
 ET = "BOE-A-2015-11430"
@@ -135,6 +136,15 @@ def test_a_norm_the_corpus_lacks_keeps_its_name_and_fetches_nothing(grammar):
     assert read("art. 18 do CDC") == [(None, "Código de Defesa do Consumidor", "18")]
     assert read("el artículo 234 del Código Penal") == [(None, "Código Penal", "234")]
     assert read("según el EBEP") == [(None, "Estatuto Básico del Empleado Público", None)]
+    # by the name people know it by, or its abbreviation after an article
+    assert read("a lei maria da penha protege homens?") == [(None, "Lei Maria da Penha", None)]
+    assert read("art. 9 da Lei de Greve") == [(None, "Lei de Greve", "9")]
+    assert read("o Estatuto do Idoso") == [(None, "Estatuto da Pessoa Idosa", None)]
+    assert read("¿qué dice la ley de igualdad?") == [(None, "Ley de Igualdad", None)]
+    assert read("art. 1902 CC") == [(None, "Código Civil", "1902")]
+    assert read("el artículo 138 del CP") == [(None, "Código Penal", "138")]
+    # a norm the corpus holds is read as such, whatever popular name sits near it
+    assert read("Ley de Prevención de Riesgos Laborales art. 14") == [("BOE-A-1995-24292", "LPRL", "14")]
     # the longer absent name keeps the held norm's shorter alias from matching inside it
     assert read("el Estatuto del Trabajo Autónomo") == [(None, "Estatuto del Trabajo Autónomo", None)]
     assert citation_condition({"law_id": None, "law": "Código Penal", "article": "234"}) is None
@@ -171,11 +181,43 @@ def test_a_norm_the_corpus_lacks_keeps_its_name_and_fetches_nothing(grammar):
         ("CF 7º, XVII", [("inciso", "XVII")]),
         ("ET 38.2", [("apartado", "2")]),
         ("artículo 14 de la Constitución", []),
+        # an inciso as people type it: no comma, lower case, after the word "inciso" in lower case
+        ("art 7 XVII CF", [("inciso", "XVII")]),
+        ("art 7 xvii cf", [("inciso", "XVII")]),
+        ("art. 7, xvii, da CF", [("inciso", "XVII")]),
+        ("art. 7, inciso xvii, da constituição", [("inciso", "XVII")]),
+        ("art. 5 LXVII da CF", [("inciso", "LXVII")]),
+        ("inciso lxvii do art. 5º da CF", [("inciso", "LXVII")]),
     ],
 )
 def test_pinpoint_reads_the_subdivision_a_citation_names(grammar, text, units):
     (found,) = grammar.extract(text, colloquial=True)
     assert pinpoint(text, found["span"]) == units
+
+
+def test_an_inciso_as_people_type_it_keeps_the_law_that_follows(grammar):
+    def read(text):
+        return [(c["law_id"], c["article"]) for c in grammar.extract(text, colloquial=True)]
+
+    for text in ("art 7 XVII CF", "art 7 xvii cf", "art. 7, xvii, da CF", "art. 7, inciso xvii, da constituição"):
+        assert read(text) == [("CF88", "7")], text
+    # not an inciso: a lone lower-case letter, the initial of an abbreviation, a word made of Roman letters
+    assert read("art. 7 i da CF") == [(None, "7"), ("CF88", None)]
+    assert read("art. 174 L.G.S.S.") == [("BOE-A-2015-11724", "174")]
+    assert read("art. 7 civil") == [(None, "7")]
+
+
+def test_with_units_before_widens_a_citation_to_the_subdivision_named_first(grammar):
+    text = "o que diz o § 1º do art. 59 da CLT?"
+    (found,) = grammar.extract(text)
+    assert with_units_before(text, found["span"]) == (12, 34)
+    assert text[12:34] == "§ 1º do art. 59 da CLT"
+    text = "alínea b do inciso II do art. 10 do ADCT"
+    (found,) = grammar.extract(text)
+    assert with_units_before(text, found["span"])[0] == 0
+    text = "art. 59, § 1º, da CLT"  # named after: inside the citation already
+    (found,) = grammar.extract(text)
+    assert with_units_before(text, found["span"]) == tuple(found["span"])
 
 
 def test_pinpoint_ignores_subdivisions_of_other_citations(grammar):

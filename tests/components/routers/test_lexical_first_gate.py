@@ -209,3 +209,20 @@ def test_run_a_law_less_article_is_exact_in_the_only_law_whose_article_has_the_c
     citations = CitationDetector().run(query="o que diz o artigo 7º, inciso XC?")["citations"]
     result = LexicalFirstGate().run(citations=citations, documents=ARTICLES_7)
     assert {d.meta["lexical_match"] for d in result["documents"]} == {"article"}
+
+
+def test_run_a_law_less_article_is_exact_in_the_only_law_in_force_that_has_it():
+    # the corpus keeps the repealed Estatuto de 1995 beside the one in force: "el artículo 4" alone is the in-force one
+    repealed = Document(id="ET19954", content="Artículo 4. Derechos laborales (texto de 1995)...", meta={
+        "law_id": "BOE-A-1995-7730", "law_short": "ET1995", "article": "4", "level": "parent", "country": "es",
+        "lang": "es", "status": "repealed"})
+    in_force = Document(id="ET4", content="Artículo 4. Derechos laborales...", meta={
+        "law_id": ET, "law_short": "ET", "article": "4", "level": "parent", "country": "es", "lang": "es",
+        "status": "in_force"})
+    citations = CitationDetector().run(query="¿qué dice el artículo 4?")["citations"]
+    result = LexicalFirstGate().run(citations=citations, documents=[repealed, in_force])
+    assert result["reason"] == "exact article hit: ET art. 4"
+    assert [(d.id, d.meta["lexical_match"]) for d in result["documents"]] == [("ET4", "exact"), ("ET19954", "article")]
+    # the repealed text alone: it is the one read
+    result = LexicalFirstGate().run(citations=citations, documents=[repealed])
+    assert result["reason"] == "exact article hit: ET1995 art. 4"
