@@ -157,6 +157,13 @@ def test_split_concepts():
         ("o patrão não paga o salário há dois meses", "pt", "não paga o salário", "indireta"),
         ("trabalho com produtos químicos, tenho adicional?", "pt", "produtos químicos", "insalubridade"),
         ("meu patrão me xingou", "pt", "patrão", "empregador"),
+        # insults and humiliation by the employer are its "ato lesivo da honra" (CLT art. 483, e), a cause to quit
+        ("meu patrão me xingou", "pt", "xingou", "lesivo"),
+        ("o gerente gritou comigo e me humilhou", "pt", "humilhou", "rigor"),
+        ("mi jefe me insulta delante de todos", "es", "me insulta", "dignidad"),
+        # how long one has to sue is the action's prescrição
+        ("quanto tempo tenho para reclamar na justiça?", "pt", "tempo para reclamar", "prescrição"),
+        ("posso reclamar na justiça depois de dois anos?", "pt", "reclamar na justiça", "prescrição"),
     ],
 )
 def test_everyday_wording_of_common_conflicts_gets_the_statute_terms(table, text, language, key, term):
