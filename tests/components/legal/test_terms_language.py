@@ -154,13 +154,17 @@ def test_split_concepts():
         ("¿puedo irme si no me pagan desde marzo?", "es", "no me pagan", "impago"),
         ("me echaron sin motivo ninguno", "es", "sin motivo", "improcedente"),
         ("¿me pueden cambiar de ciudad de trabajo?", "es", "cambiar de ciudad", "movilidad"),
-        ("o patrão não paga o salário há dois meses", "pt", "não paga o salário", "indireta"),
+        ("o patrão não paga o salário há dois meses", "pt", "não paga o salário", "rescindido"),
         ("trabalho com produtos químicos, tenho adicional?", "pt", "produtos químicos", "insalubridade"),
         ("meu patrão me xingou", "pt", "patrão", "empregador"),
         # insults and humiliation by the employer are its "ato lesivo da honra" (CLT art. 483, e), a cause to quit
         ("meu patrão me xingou", "pt", "xingou", "lesivo"),
         ("o gerente gritou comigo e me humilhou", "pt", "humilhou", "rigor"),
         ("mi jefe me insulta delante de todos", "es", "me insulta", "dignidad"),
+        # a doctrinal name is searched in the statute's own words: CLT art. 483 never says "rescisão indireta"
+        ("o que é rescisão indireta?", "pt", "rescisão indireta", "rescindido"),
+        ("posso sair e receber tudo?", "pt", "sair e receber", "rescindido"),
+        ("¿y si son gemelos?", "es", "gemelos", "múltiple"),
         # how long one has to sue is the action's prescrição
         ("quanto tempo tenho para reclamar na justiça?", "pt", "tempo para reclamar", "prescrição"),
         ("posso reclamar na justiça depois de dois anos?", "pt", "reclamar na justiça", "prescrição"),
