@@ -165,6 +165,10 @@ def test_split_concepts():
         ("o que é rescisão indireta?", "pt", "rescisão indireta", "rescindido"),
         ("posso sair e receber tudo?", "pt", "sair e receber", "rescindido"),
         ("¿y si son gemelos?", "es", "gemelos", "múltiple"),
+        ("qual o intervalo interjornada mínimo?", "pt", "interjornada", "consecutivas"),
+        ("as horas in itinere ainda são pagas?", "pt", "in itinere", "despendido"),
+        ("o DSR é pago junto com o salário?", "pt", "dsr", "repouso"),
+        ("¿me pueden quitar un plus?", "es", "plus", "complementos"),
         # how long one has to sue is the action's prescrição
         ("quanto tempo tenho para reclamar na justiça?", "pt", "tempo para reclamar", "prescrição"),
         ("posso reclamar na justiça depois de dois anos?", "pt", "reclamar na justiça", "prescrição"),
