@@ -37,6 +37,7 @@ STOPWORDS = frozenset(
     quienes quiere quiero respecto sabe saber se sea segun ser si sido siempre sin sino sobre somos son soy su sus
     tal tambien tampoco tan tanto te tendria tenemos tener tengo tenia tiene tienen tipo toda todas todavia todo
     todos tras tu tus u un una unas uno unos usted ustedes va vamos veces vez vosotros voy y ya yo
+    fuera fuese fueran fuesen sean seria serian fueron eran estuviera estuviese estuvieran esten estaria
     """.split()
 )
 # Portuguese (Brazilian, colloquial spellings included) function words, question words, light verbs and fillers.
@@ -50,6 +51,7 @@ PT_STOPWORDS = frozenset(
     quem são se sem ser somos sou seu seus só sua suas também tambem te tem têm tenho ter to tô ta tá tu um uma
     umas uns vai você voce vocês vc vou coisa alguma algum certo direito fazer faz fica ficar dar dá deu diz quer
     quero sobre sob após apos antes durante desde
+    for fosse forem fossem seja sejam seria seriam foram eram estiver estiverem estava estavam estaria
     """.split()
 )
 STOPWORDS_BY_LANGUAGE = {"es": STOPWORDS, "pt": PT_STOPWORDS}

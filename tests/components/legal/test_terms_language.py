@@ -98,6 +98,10 @@ def test_extract_keywords_uses_the_question_language():
     # the article word and its number are no keywords, in either language
     assert extract_keywords("o que diz o artigo 477 sobre a rescisão?") == ["rescisão"]
     assert extract_keywords("¿qué dice el artículo 38 sobre vacaciones?") == ["vacaciones"]
+    # the verb "to be" in the subjunctive and conditional ("e se for adoção?") is no subject of the question
+    assert extract_keywords("e se for adoção?") == ["adoção"]
+    assert extract_keywords("e se eu estiver grávida?") == ["grávida"]
+    assert extract_keywords("¿y si fuera una adopción?") == ["adopción"]
 
 
 def test_expand_appends_the_terms_the_text_does_not_already_hold(table):
