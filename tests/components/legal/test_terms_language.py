@@ -173,6 +173,11 @@ def test_split_concepts():
         ("as horas in itinere ainda são pagas?", "pt", "in itinere", "despendido"),
         ("o DSR é pago junto com o salário?", "pt", "dsr", "repouso"),
         ("¿me pueden quitar un plus?", "es", "plus", "complementos"),
+        ("¿pueden leer mis correos del trabajo?", "es", "mis correos", "dispositivos"),
+        ("¿mi jefe puede mirar mi email?", "es", "email", "intimidad"),
+        ("¿me pueden obligar a trabajar un domingo?", "es", "trabajar un domingo", "descanso"),
+        ("¿cuánto tiempo tengo para denunciar un despido?", "es", "denunciar un despido", "caducidad"),
+        ("mi empresa no me da de alta", "es", "da de alta", "afiliación"),
         # how long one has to sue is the action's prescrição
         ("quanto tempo tenho para reclamar na justiça?", "pt", "tempo para reclamar", "prescrição"),
         ("posso reclamar na justiça depois de dois anos?", "pt", "reclamar na justiça", "prescrição"),
