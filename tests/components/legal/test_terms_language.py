@@ -178,6 +178,9 @@ def test_split_concepts():
         ("¿me pueden obligar a trabajar un domingo?", "es", "trabajar un domingo", "descanso"),
         ("¿cuánto tiempo tengo para denunciar un despido?", "es", "denunciar un despido", "caducidad"),
         ("mi empresa no me da de alta", "es", "da de alta", "afiliación"),
+        # absences in the CLT's words: "faltas ... ao serviço" (arts. 130, 131), "deixar de comparecer" (art. 473)
+        ("o que acontece se eu faltar sem justificativa?", "pt", "faltar", "comparecer"),
+        ("trabalho em casa de família como babá", "pt", "casa de família", "domésticos"),
         # how long one has to sue is the action's prescrição
         ("quanto tempo tenho para reclamar na justiça?", "pt", "tempo para reclamar", "prescrição"),
         ("posso reclamar na justiça depois de dois anos?", "pt", "reclamar na justiça", "prescrição"),
