@@ -181,6 +181,9 @@ def test_split_concepts():
         # absences in the CLT's words: "faltas ... ao serviço" (arts. 130, 131), "deixar de comparecer" (art. 473)
         ("o que acontece se eu faltar sem justificativa?", "pt", "faltar", "comparecer"),
         ("trabalho em casa de família como babá", "pt", "casa de família", "domésticos"),
+        # common misspellings
+        ("qual o prazo para pagar a recisão?", "pt", "recisão", "rescisão"),
+        ("posso fazer acordo de demição?", "pt", "demição", "demissão"),
         # how long one has to sue is the action's prescrição
         ("quanto tempo tenho para reclamar na justiça?", "pt", "tempo para reclamar", "prescrição"),
         ("posso reclamar na justiça depois de dois anos?", "pt", "reclamar na justiça", "prescrição"),
