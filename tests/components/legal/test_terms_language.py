@@ -181,6 +181,9 @@ def test_split_concepts():
         # absences in the CLT's words: "faltas ... ao serviço" (arts. 130, 131), "deixar de comparecer" (art. 473)
         ("o que acontece se eu faltar sem justificativa?", "pt", "faltar", "comparecer"),
         ("trabalho em casa de família como babá", "pt", "casa de família", "domésticos"),
+        # fundamental rights in everyday words (CE arts. 17, 33)
+        ("¿me pueden detener sin decirme por qué?", "es", "detener", "detención"),
+        ("¿pueden quitarme mi casa para hacer una carretera?", "es", "quitarme mi casa", "utilidad"),
         # common misspellings
         ("qual o prazo para pagar a recisão?", "pt", "recisão", "rescisão"),
         ("posso fazer acordo de demição?", "pt", "demição", "demissão"),
