@@ -184,6 +184,7 @@ def test_split_concepts():
         # fundamental rights in everyday words (CE arts. 17, 33)
         ("¿me pueden detener sin decirme por qué?", "es", "detener", "detención"),
         ("¿pueden quitarme mi casa para hacer una carretera?", "es", "quitarme mi casa", "utilidad"),
+        ("o gerente manda ela levantar caixas pesadas", "pt", "caixas pesadas", "quilos"),
         # common misspellings
         ("qual o prazo para pagar a recisão?", "pt", "recisão", "rescisão"),
         ("posso fazer acordo de demição?", "pt", "demição", "demissão"),
