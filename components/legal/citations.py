@@ -207,7 +207,7 @@ _ROMAN_BARE: Final[str] = f"(?-i:{_ROMAN_UPPER}|(?=[ivxl]{{2}}){_ROMAN_LOWER})(?
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
     r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z]\)|\.[a-z](?!\w))?"  # "52.c)", "49.1.b"
-    r"(?:[^\S\n]*,?[^\S\n]*(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+|paragrafos?"
+    r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+|paragrafos?"
     rf"|alineas?)\s*(?:{_ROMAN_ANY_CASE}|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
     rf"|\s*,\s*(?:{_ROMAN_BARE}|[a-z]\)|caput(?!\w))|[^\S\n]+{_ROMAN_BARE}"
     r"|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"
@@ -218,12 +218,12 @@ _SEPARATOR_RE: Final[re.Pattern[str]] = re.compile(
     r"\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e|o|ou)\s+|\s+(?P<range>a|al|hasta|ate)\s+", re.IGNORECASE
 )
 _CONNECTOR: Final[str] = (
-    r"\s*,?\s*(?:(?:del\s+texto\s+refundido\s+de\s+la|del?|de\s+la|de\s+los|da|do|das|dos|en\s+(?:el|la)"
+    r"\s*(?:,\s*)?(?:(?:del\s+texto\s+refundido\s+de\s+la|del?|de\s+la|de\s+los|da|do|das|dos|en\s+(?:el|la)"
     r"|na|no)\s+)?"
 )
 # "..., aprobado por el Real Decreto Legislativo 1/1994": the approving norm pins the version of a named law
 _APPROVED_BY_RE: Final[re.Pattern[str]] = re.compile(
-    r"\s*,?\s*(?:(?:su\s+)?texto\s+refundido\s*,?\s*)?(?:que\s+fue\s+)?aprobad[oa]\s+(?:por|mediante)\s+(?:el\s+|la\s+)?"
+    r"\s*(?:,\s*)?(?:(?:su\s+)?texto\s+refundido\s*(?:,\s*)?)?(?:que\s+fue\s+)?aprobad[oa]\s+(?:por|mediante)\s+(?:el\s+|la\s+)?"
     + _NUMBERED_PATTERN,
     re.IGNORECASE,
 )
@@ -237,25 +237,25 @@ _NORM_WORDS: Final[str] = (
     r"|(?P<adct>ato\s+das\s+disposicoes\s+constitucionais\s+transitorias)"
 )
 _SELF_TAIL_RE: Final[re.Pattern[str]] = re.compile(
-    r"\s*,?\s*(?:de|del|da|do|en|na|no)\s+(?:esta|este|esto|la\s+presente|el\s+presente|desta|deste"
+    r"\s*(?:,\s*)?(?:de|del|da|do|en|na|no)\s+(?:esta|este|esto|la\s+presente|el\s+presente|desta|deste"
     rf"|da\s+presente|do\s+presente|presente)\s+(?:{_NORM_WORDS})(?!\w)"
-    r"|\s*,?\s*(?P<adct2>deste\s+ato|do\s+ato\s+das\s+disposicoes\s+constitucionais\s+transitorias|do\s+adct)(?!\w)",
+    r"|\s*(?:,\s*)?(?P<adct2>deste\s+ato|do\s+ato\s+das\s+disposicoes\s+constitucionais\s+transitorias|do\s+adct)(?!\w)",
     re.IGNORECASE,
 )
 _ANAPHORA_TAIL_RE: Final[re.Pattern[str]] = re.compile(
-    r"\s*,?\s*(?:de|del|da|do|en|na|no)\s+(?:(?:la|el|o|a)\s+)?"
+    r"\s*(?:,\s*)?(?:de|del|da|do|en|na|no)\s+(?:(?:la|el|o|a)\s+)?"
     r"(?:(?:citad|mencionad|referid|precitad|dich|mism|aludid|indicad)[oa]s?(?!\w)"
     r"|aquel(?:la)?(?!\w)|(?:ley|lei)(?=[^\S\n]*(?:[.,;:)]|$)))",
     re.IGNORECASE,
 )
 _OTHER_NORM_TAIL_RE: Final[re.Pattern[str]] = re.compile(
-    rf"\s*,?\s*(?:de\s+la|de\s+las|de\s+los|del|de|da|do|das|dos)\s+(?:{_NORM_WORDS}|leyes|directiva|tratado"
+    rf"\s*(?:,\s*)?(?:de\s+la|de\s+las|de\s+los|del|de|da|do|das|dos)\s+(?:{_NORM_WORDS}|leyes|directiva|tratado"
     r"|carta|resolucion|instrumento|acuerdo)(?!\w)",
     re.IGNORECASE,
 )
 # between two citation groups of one list: "artículos 14 y el 38", "la disposición adicional primera y la final"
 _LIST_JOIN_RE: Final[re.Pattern[str]] = re.compile(
-    r"[^\S\n]*,?[^\S\n]*(?:(?:y|e|o|ou)[^\S\n]+)?(?:(?:en|a)[^\S\n]+)?(?:(?:el|la|los|las|o|a|os|as)[^\S\n]*)?",
+    r"[^\S\n]*(?:,[^\S\n]*)?(?:(?:y|e|o|ou)[^\S\n]+)?(?:(?:en|a)[^\S\n]+)?(?:(?:el|la|los|las|o|a|os|as)[^\S\n]*)?",
     re.IGNORECASE,
 )
 # how an article citation names its law (`extract_references`)
@@ -459,14 +459,14 @@ UNIT_KINDS: Final[tuple[str, ...]] = ("apartado", "paragrafo", "inciso", "letra"
 _UNIT_NAMED: Final[str] = (
     r"(?:apartados?|apdos?\.?|numeros?|num\.)[^\S\n]*(?P<apartado>\d+)(?!\d)"
     r"|(?:letras?|alineas?)[^\S\n]*(?P<letra>[a-z])(?:\)|(?!\w))"
-    r"|(?:\u00a7+|paragrafos?)[^\S\n]*(?P<paragrafo>\d+|unico)(?:[^\S\n]?[\u00ba\u00aa\u00b0o](?!\w))?"
+    r"|(?:(?<!\u00a7)\u00a7++|paragrafos?)[^\S\n]*(?P<paragrafo>\d+|unico)(?:[^\S\n]?[\u00ba\u00aa\u00b0o](?!\w))?"
     rf"|(?:incisos?|inc\.?)[^\S\n]*(?P<inciso>{_ROMAN_ANY_CASE})"
     r"|(?P<caput>caput)(?!\w)"
 )
 # after the article number: "38.2", "49.1.b)", "52.c)", ", apartado 2", ", § 8º", ", inciso XVII", ", II, b,"
 _UNIT_AFTER_RE: Final[re.Pattern[str]] = re.compile(
     r"\.(?P<dot>\d+)(?!\d)|\.?[^\S\n]?(?P<dotletter>[a-z])\)|\.(?P<dotletter2>[a-z])(?!\w)"
-    rf"|[^\S\n]*,?[^\S\n]*(?:{_UNIT_NAMED})"
+    rf"|[^\S\n]*(?:,[^\S\n]*)?(?:{_UNIT_NAMED})"
     rf"|[^\S\n]+(?P<roman2>{_ROMAN_BARE})"
     rf"|[^\S\n]*,[^\S\n]*(?:(?P<roman>{_ROMAN_BARE})"
     r"|(?P<bareletter>[a-z])\)?(?=[^\S\n]*,|[^\S\n]+(?:do|da|de|del)(?!\w)))",
@@ -474,7 +474,7 @@ _UNIT_AFTER_RE: Final[re.Pattern[str]] = re.compile(
 )
 # before the article: "§ 8º do art. 477", "apartado 4 del artículo 55", "alínea b do inciso II do art. 10"
 _UNIT_BEFORE_RE: Final[re.Pattern[str]] = re.compile(
-    rf"(?<!\w)(?:{_UNIT_NAMED})[^\S\n]*,?[^\S\n]*(?:de[^\S\n]+la|del?|da|do)[^\S\n]+$", re.IGNORECASE
+    rf"(?<!\w)(?:{_UNIT_NAMED})[^\S\n]*(?:,[^\S\n]*)?(?:de[^\S\n]+la|del?|da|do)[^\S\n]+$", re.IGNORECASE
 )
 _ARTICLE_WORD_RE: Final[re.Pattern[str]] = re.compile(r"(?<!\w)(?:articulos?|artigos?|arts?(?![a-z]))\.?[^\S\n]*", re.I)
 

@@ -374,8 +374,9 @@ _LANG_ABBREVIATIONS: Final[dict[str, frozenset[str]]] = {
 }
 _ALL_ABBREVIATIONS: Final[frozenset[str]] = _COMMON_ABBREVIATIONS.union(*_LANG_ABBREVIATIONS.values())
 
-# candidate boundary: terminal punctuation (+ closing quotes/brackets) followed by whitespace
-_TERMINAL_RE: Final[re.Pattern[str]] = re.compile(r"[.!?…]+[»\"”’')\]*]*(?=\s)")
+# candidate boundary: terminal punctuation (+ closing quotes/brackets) followed by whitespace; a run is read from its
+# first mark and whole (possessive), so a long run of dots without a space after it costs linear time, not quadratic
+_TERMINAL_RE: Final[re.Pattern[str]] = re.compile(r"(?<![.!?…])[.!?…]++[»\"”’')\]*]*+(?=\s)")
 _SENTENCE_START_CHARS: Final[str] = "«\"“‘'¿¡([§"
 # an enumeration marker opening a line, not a sentence end: "1. ", "«2. ", "2 bis. ", "a. ", "IV. ", "Uno. ",
 # "Primera. "

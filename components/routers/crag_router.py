@@ -39,7 +39,7 @@ _RRF_TOLERANCE: Final[float] = 2e-6  # Qdrant fuses in float32
 _RRF_MAX_RANK: Final[int] = 1000
 # the most specific terms of a question: numbers, dates, amounts, codes (ET, LGSS) and proper nouns
 _SPECIFIC_RE: Final[re.Pattern[str]] = re.compile(
-    r"\S*\d\S*|(?<!\w)[A-ZÁÉÍÓÚÑÇ]{2,}(?!\w)|(?<=[\w,;:] )[A-ZÁÉÍÓÚÑÇ][a-záéíóúñçãõâêô]+"
+    r"(?<!\S)\S*\d\S*|(?<!\w)[A-ZÁÉÍÓÚÑÇ]{2,}(?!\w)|(?<=[\w,;:] )[A-ZÁÉÍÓÚÑÇ][a-záéíóúñçãõâêô]+"
 )
 
 

@@ -11,6 +11,7 @@ from components.legal.citations import (
     subdivisions,
     with_units_before,
 )
+from tests.linear_time import linear_time
 
 ET = "BOE-A-2015-11430"
 CE = "BOE-A-1978-31229"
@@ -205,6 +206,18 @@ def test_an_inciso_as_people_type_it_keeps_the_law_that_follows(grammar):
     assert read("art. 7 i da CF") == [(None, "7"), ("CF88", None)]
     assert read("art. 174 L.G.S.S.") == [("BOE-A-2015-11724", "174")]
     assert read("art. 7 civil") == [(None, "7")]
+
+
+def test_long_runs_of_spaces_commas_and_section_signs_are_read_in_linear_time(grammar):
+    # whitespace on both sides of an optional comma, and a run of "§", were read in every possible split
+    with linear_time():
+        for text in ("art. 7" + " " * 100_000 + "x", "art. 7" + ", " * 50_000, "o que diz o art. 59 da" + " " * 100_000
+                     + "CLT"):
+            found = grammar.extract(text, colloquial=True)
+            assert [c["article"] for c in found] == ["7" if text.startswith("art. 7") else "59"]
+            assert pinpoint(text, found[0]["span"]) == []
+        assert subdivisions("\u00a7" * 100_000) is None
+        assert subdivisions("e o " + "\u00a7" * 1000 + " 2º?") == ([("paragrafo", "2")], [4, 1007])
 
 
 def test_with_units_before_widens_a_citation_to_the_subdivision_named_first(grammar):

@@ -19,6 +19,7 @@ from components.legal.legal_text import (
     unshout,
 )
 from tests.corpus_helpers import ET_2015, markdown_article
+from tests.linear_time import linear_time
 
 CORPUS = Path(__file__).resolve().parents[3] / "data" / "corpus"
 
@@ -134,6 +135,12 @@ def test_normalize_article_key_unparseable():
 
 
 # -- sentences ------------------------------------------------------------------------------------------------
+
+
+def test_split_sentences_reads_a_long_run_of_marks_in_linear_time():
+    with linear_time():  # each start inside a run of dots with no space after it used to scan the run to its end
+        assert split_sentences("Texto " + "." * 100_000 + "x fin.") == ["Texto " + "." * 100_000 + "x fin."]
+        assert split_sentences("Uno... Dos?! Tres.") == ["Uno...", "Dos?!", "Tres."]
 
 
 def test_split_sentences_basic_and_empty():

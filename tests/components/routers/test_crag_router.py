@@ -5,6 +5,7 @@ from haystack.components.joiners import BranchJoiner
 
 import components.routers.crag_router as crag_module
 from components.routers.crag_router import REJECTED_MESSAGE, REJECTED_MESSAGES, CRAGRouter
+from tests.linear_time import linear_time
 
 # Scores as Qdrant's RRF (k=2, ranks from 0) returns them: 1/2 + 1/8, 1/2 + 1/29, 1/3 + 1/7, ...
 RRF_SCORES = [0.625, 0.53448278, 0.47619051, 0.375, 0.29545456, 0.29166669]
@@ -101,6 +102,13 @@ def test_broaden_query_trims_more_on_later_attempts_and_works_without_equivalenc
     monkeypatch.setattr(crag_module, "DEFAULT_EQUIVALENCES_FILE", tmp_path / "missing.yaml")
     bare = CRAGRouter()
     assert bare.broaden_query("Me han despedido estando de baja médica", 1) == "despedido estando baja médica"
+
+
+def test_broaden_query_leaves_out_the_specific_terms_in_linear_time():
+    router = CRAGRouter()
+    assert router.broaden_query("¿cuántos días de vacaciones da el art. 38 del ET en 2024?", 1).startswith("días")
+    with linear_time():  # a long word without a digit: every start inside it used to scan it to its end
+        assert router.broaden_query("x" * 100_000, 1) == "x" * 100_000
 
 
 @pytest.mark.parametrize("message", ["", "  ", {}, {"es": ""}, {"es": 3}, ["texto"]])
