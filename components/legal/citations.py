@@ -207,8 +207,8 @@ _ROMAN_BARE: Final[str] = f"(?-i:{_ROMAN_UPPER}|(?=[ivxl]{{2}}){_ROMAN_LOWER})(?
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
     r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z]\)|\.[a-z](?!\w))?"  # "52.c)", "49.1.b"
-    r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+|paragrafos?"
-    rf"|alineas?)\s*(?:{_ROMAN_ANY_CASE}|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
+    r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+"
+    rf"|paragrafos?|alineas?)\s*(?:{_ROMAN_ANY_CASE}|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
     rf"|\s*,\s*(?:{_ROMAN_BARE}|[a-z]\)|caput(?!\w))|[^\S\n]+{_ROMAN_BARE}"
     r"|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"
     r"|\s*,\s*[a-z](?=\s*,|\s+(?:do|da|de|del|dos|das)(?!\w)))*",
@@ -223,7 +223,8 @@ _CONNECTOR: Final[str] = (
 )
 # "..., aprobado por el Real Decreto Legislativo 1/1994": the approving norm pins the version of a named law
 _APPROVED_BY_RE: Final[re.Pattern[str]] = re.compile(
-    r"\s*(?:,\s*)?(?:(?:su\s+)?texto\s+refundido\s*(?:,\s*)?)?(?:que\s+fue\s+)?aprobad[oa]\s+(?:por|mediante)\s+(?:el\s+|la\s+)?"
+    r"\s*(?:,\s*)?(?:(?:su\s+)?texto\s+refundido\s*(?:,\s*)?)?(?:que\s+fue\s+)?aprobad[oa]\s+(?:por|mediante)\s+"
+    r"(?:el\s+|la\s+)?"
     + _NUMBERED_PATTERN,
     re.IGNORECASE,
 )
@@ -239,7 +240,8 @@ _NORM_WORDS: Final[str] = (
 _SELF_TAIL_RE: Final[re.Pattern[str]] = re.compile(
     r"\s*(?:,\s*)?(?:de|del|da|do|en|na|no)\s+(?:esta|este|esto|la\s+presente|el\s+presente|desta|deste"
     rf"|da\s+presente|do\s+presente|presente)\s+(?:{_NORM_WORDS})(?!\w)"
-    r"|\s*(?:,\s*)?(?P<adct2>deste\s+ato|do\s+ato\s+das\s+disposicoes\s+constitucionais\s+transitorias|do\s+adct)(?!\w)",
+    r"|\s*(?:,\s*)?(?P<adct2>deste\s+ato|do\s+ato\s+das\s+disposicoes\s+constitucionais\s+transitorias"
+    r"|do\s+adct)(?!\w)",
     re.IGNORECASE,
 )
 _ANAPHORA_TAIL_RE: Final[re.Pattern[str]] = re.compile(
