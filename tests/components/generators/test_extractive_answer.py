@@ -478,15 +478,16 @@ def test_an_article_cited_by_its_number_alone_says_which_law_it_is_quoted_from_w
                                       citations=named)["answer"].startswith("La pregunta no dice")
 
 
-
 def test_an_article_cited_by_its_number_alone_is_quoted_from_a_law_in_force_before_a_repealed_one():
     question = "¿qué dice el artículo 4?"
-    citations = CitationDetector().run(query=question)["citations"]
-    repealed = Document(content="Artículo 4\nLos trabajadores tienen como derechos básicos (texto de 1995).",
-                        meta={"law_id": "BOE-A-1995-7730", "law_short": "ET1995", "article": "4",
-                              "status": "repealed"})
     in_force = _block("ET", "4", "Artículo 4\nLos trabajadores tienen como derechos básicos los de trabajo.")
-    answer = ExtractiveAnswer().run(question=question, documents=[repealed, in_force], citations=citations)["answer"]
+    # the 1995 Estatuto, repealed, ranked first: its twin in force is the one quoted
+    repealed = Document(content="Artículo 4\nLos trabajadores tienen como derechos básicos (texto de 1995).",
+                        meta={**in_force.meta, "law_id": "BOE-A-1995-7730", "law_short": "ET1995",
+                              "status": "repealed"})
+    answer = ExtractiveAnswer().run(
+        question=question, documents=[repealed, in_force], citations=CitationDetector().run(query=question)["citations"]
+    )["answer"]
     assert "cito ET, art. 4." in answer.splitlines()[0]
     assert "(ET, art. 4)" in answer and "(texto de 1995)" not in answer
 
