@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from haystack import logging
 
-from components.legal.ids import ADCT_PREFIX
+from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX
 from components.legal.laws import load_laws_table
 from components.legal.legal_text import (
     LATIN_SUFFIXES,
@@ -344,6 +344,18 @@ def _numbered_key(match: re.Match[str]) -> str | None:
     if len(year) == 2:
         year = ("19" if int(year) >= 30 else "20") + year
     return f"{kind} {number}/{year}"
+
+
+def _approving_decree(tail: re.Match[str]) -> bool:
+    """
+    Whether a law-reference match names its law by a numbered real decreto legislativo: the decree that approves a
+    texto refundido ("Real Decreto Legislativo 2/2015" reaches the ET's entry of the laws table).
+    """
+    if not tail.group("numbered"):
+        return False
+    start, end = tail.span("numbered")
+    numbered = _NUMBERED_RE.fullmatch(tail.string, start, end)
+    return bool(numbered and (_numbered_key(numbered) or "").startswith("real decreto legislativo "))
 
 
 def citation_condition(citation: dict[str, Any]) -> dict[str, Any] | None:
@@ -909,6 +921,10 @@ class CitationGrammar:
             return None  # "el 10 de mayo": a bare number needs a known law after it
         start = head.end() if bare else head.start()
         if tail and law:
+            if kind != "articulo" and law.law_id and _approving_decree(tail):
+                # "disposición derogatoria única del Real Decreto Legislativo 8/2015": the decree's own disposition,
+                # stored apart from the texto refundido it approves (`rd-dd`), not the recast law's
+                articles = [f"{APPROVAL_PREFIX}{key}" for key in articles]
             law, end = self._approved_by(folded, tail.end(), law)
             return start, end, articles, law, "law"
         if self_tail := _SELF_TAIL_RE.match(folded, end):

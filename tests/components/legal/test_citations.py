@@ -220,6 +220,21 @@ def test_long_runs_of_spaces_commas_and_section_signs_are_read_in_linear_time(gr
         assert subdivisions("e o " + "\u00a7" * 1000 + " 2º?") == ([("paragrafo", "2")], [4, 1007])
 
 
+def test_a_disposition_of_a_texto_refundido_s_approving_decree_is_the_decree_s(grammar):
+    def read(text):
+        return [(c["law_id"], c["article"]) for c in grammar.extract(text)]
+
+    assert read("disposición derogatoria única del Real Decreto Legislativo 8/2015") == [
+        ("BOE-A-2015-11724", "rd-dd")]
+    assert read("la disposición final primera del Real Decreto Legislativo 2/2015") == [(ET, "rd-df1")]
+    # the recast law's own dispositions, its articles, and a real decreto that is itself the norm: as before
+    assert read("disposición derogatoria única de la LGSS") == [("BOE-A-2015-11724", "dd")]
+    assert read("artículo 5 del Real Decreto Legislativo 2/2015") == [(ET, "5")]
+    assert read("disposición adicional primera del Real Decreto 1561/1995") == [("BOE-A-1995-21346", "da1")]
+    assert read("disposición transitoria séptima del texto refundido de la Ley General de la Seguridad Social, "
+                "aprobado por el Real Decreto Legislativo 8/2015") == [("BOE-A-2015-11724", "dt7")]
+
+
 def test_with_units_before_widens_a_citation_to_the_subdivision_named_first(grammar):
     text = "o que diz o § 1º do art. 59 da CLT?"
     (found,) = grammar.extract(text)

@@ -186,3 +186,19 @@ def test_the_notice_of_an_article_the_fetch_did_not_find_is_not_marked_but_a_cla
     claim = "El artículo 999 del ET establece un permiso retribuido de diez días."
     caught = verifier.run(answer=claim, context_documents=[_article("38")], missing_articles=["artículo 999 del ET"])
     assert [(c["law"], c["article"]) for c in caught["unverified_citations"]] == [("ET", "999")]
+
+
+def test_a_disposition_of_the_decree_approving_a_texto_refundido_is_verified_as_quoted():
+    # the extractive answer cites the decree's own disposition as "... del Real Decreto Legislativo 2/2015" (its key
+    # `rd-dd`, apart from the recast's own dispositions): read back, it must be the block it came from
+    decree_dd = Document(content="Queda derogado el texto refundido del Estatuto de los Trabajadores de 1995.",
+                         meta={**ET_META, "article": "rd-dd", "article_label": "Disposición derogatoria única",
+                               "law_title": "Real Decreto Legislativo 2/2015, de 23 de octubre"})
+    answer = "«Queda derogado el texto.» (ET, disposición derogatoria única del Real Decreto Legislativo 2/2015)"
+    result = CitationVerifier().run(answer=answer, context_documents=[decree_dd])
+    assert [c["article"] for c in result["verified_citations"] if c["article"]] == ["rd-dd"]
+    assert result["unverified_citations"] == [] and UNVERIFIED_MARK not in result["answer"]
+    # the recast law's own disposition is another one: not backed by the decree's
+    other = CitationVerifier().run(answer="Véase la disposición derogatoria única del ET.",
+                                   context_documents=[decree_dd])
+    assert [c["article"] for c in other["unverified_citations"]] == ["dd"]
