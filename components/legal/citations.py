@@ -346,16 +346,13 @@ def _numbered_key(match: re.Match[str]) -> str | None:
     return f"{kind} {number}/{year}"
 
 
-def _approving_decree(tail: re.Match[str]) -> bool:
-    """
-    Whether a law-reference match names its law by a numbered real decreto legislativo: the decree that approves a
-    texto refundido ("Real Decreto Legislativo 2/2015" reaches the ET's entry of the laws table).
-    """
-    if not tail.group("numbered"):
-        return False
-    start, end = tail.span("numbered")
-    numbered = _NUMBERED_RE.fullmatch(tail.string, start, end)
-    return bool(numbered and (_numbered_key(numbered) or "").startswith("real decreto legislativo "))
+def _numbered_name(match: re.Match[str]) -> str | None:
+    """The canonical key of the numbered norm a law-reference match names ("real decreto 2064/1995"), if any."""
+    if not match.group("numbered"):
+        return None
+    start, end = match.span("numbered")
+    numbered = _NUMBERED_RE.fullmatch(match.string, start, end)
+    return _numbered_key(numbered) if numbered else None
 
 
 def citation_condition(citation: dict[str, Any]) -> dict[str, Any] | None:
@@ -921,10 +918,12 @@ class CitationGrammar:
             return None  # "el 10 de mayo": a bare number needs a known law after it
         start = head.end() if bare else head.start()
         if tail and law:
-            if kind != "articulo" and law.law_id and _approving_decree(tail):
-                # "disposición derogatoria única del Real Decreto Legislativo 8/2015": the decree's own disposition,
-                # stored apart from the texto refundido it approves (`rd-dd`), not the recast law's
-                articles = [f"{APPROVAL_PREFIX}{key}" for key in articles]
+            if law.law_id and self._approves(tail, law.law_id):
+                # "disposición derogatoria única del Real Decreto Legislativo 8/2015", "artículo único del Real
+                # Decreto 2064/1995": the decree's own provision, stored apart from the text it approves (`rd-dd`,
+                # `rd-unico`), not the recast law's or the reglamento's; their articles keep their numbers
+                articles = [f"{APPROVAL_PREFIX}{key}" if kind != "articulo" or key == "unico" else key
+                            for key in articles]
             law, end = self._approved_by(folded, tail.end(), law)
             return start, end, articles, law, "law"
         if self_tail := _SELF_TAIL_RE.match(folded, end):
@@ -939,6 +938,17 @@ class CitationGrammar:
             return start, anaphora.end(), articles, _LawRef(None, None), "anaphora"
         scope = "other" if _OTHER_NORM_TAIL_RE.match(folded, end) else "none"
         return start, end, articles, _LawRef(None, None), scope
+
+    def _approves(self, tail: re.Match[str], law_id: str) -> bool:
+        """
+        Whether a law-reference match names the law by the decree that approves its text: a real decreto legislativo
+        (it approves a texto refundido: "Real Decreto Legislativo 2/2015" reaches the ET), or a real decreto the law
+        is not known by ("Real Decreto 2064/1995" approves the RGC; "Real Decreto 1561/1995" is the norm itself).
+        """
+        name = _numbered_name(tail) or ""
+        if name.startswith("real decreto legislativo "):
+            return True
+        return name.startswith("real decreto ") and law_key(self._short_by_id.get(law_id, law_id)) != name
 
     def _approved_by(self, folded: str, position: int, law: _LawRef) -> tuple[_LawRef, int]:
         """

@@ -227,6 +227,10 @@ def test_a_disposition_of_a_texto_refundido_s_approving_decree_is_the_decree_s(g
     assert read("disposición derogatoria única del Real Decreto Legislativo 8/2015") == [
         ("BOE-A-2015-11724", "rd-dd")]
     assert read("la disposición final primera del Real Decreto Legislativo 2/2015") == [(ET, "rd-df1")]
+    assert read("artículo único del Real Decreto Legislativo 2/2015") == [(ET, "rd-unico")]
+    # a real decreto that approves a reglamento known by another name (the RGC)
+    assert read("artículo único del Real Decreto 2064/1995") == [("BOE-A-1996-1579", "rd-unico")]
+    assert read("artículo 20 del Real Decreto 2064/1995") == [("BOE-A-1996-1579", "20")]
     # the recast law's own dispositions, its articles, and a real decreto that is itself the norm: as before
     assert read("disposición derogatoria única de la LGSS") == [("BOE-A-2015-11724", "dd")]
     assert read("artículo 5 del Real Decreto Legislativo 2/2015") == [(ET, "5")]
