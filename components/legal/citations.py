@@ -524,11 +524,7 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
     separator = _SEPARATOR_RE.match(folded, position, end)
     if separator and _ITEM_NUMBER_RE.match(folded, separator.end(), end):
         return []  # a list ("38.1 y 38.3", "168.1 y 2"): no one subdivision
-    before: list[tuple[str, str]] = []
-    head = folded[:start]
-    while match := _UNIT_BEFORE_RE.search(head):
-        before.append(_unit(match))
-        head = head[: match.start()]
+    before, _ = _units_before(folded, start)
     return after + before
 
 
@@ -537,10 +533,21 @@ def with_units_before(question: str, span: list[int] | tuple[int, int]) -> tuple
     The span of the article cited at `span` of `question` widened to the subdivision named before it: "§ 1º do art.
     59 da CLT" for the citation "art. 59 da CLT" (what `pinpoint` reads as its `before` units).
     """
-    head = _fold(unicodedata.normalize("NFC", question or ""))[: int(span[0])]
+    _, begin = _units_before(_fold(unicodedata.normalize("NFC", question or "")), int(span[0]))
+    return begin, int(span[1])
+
+
+def _units_before(folded: str, start: int) -> tuple[list[tuple[str, str]], int]:
+    """
+    The subdivisions named right before the citation at `start` of `folded`, the outermost (nearest the article)
+    first ("alínea b do inciso II do art. 10": inciso, then letra), and where they begin (`start` when none is).
+    """
+    units: list[tuple[str, str]] = []
+    head = folded[:start]
     while match := _UNIT_BEFORE_RE.search(head):
+        units.append(_unit(match))
         head = head[: match.start()]
-    return len(head), int(span[1])
+    return units, len(head)
 
 
 _UNIT_ALONE_RE: Final[re.Pattern[str]] = re.compile(rf"(?<!\w)(?:{_UNIT_NAMED})", re.IGNORECASE)
