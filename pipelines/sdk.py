@@ -477,10 +477,10 @@ class LexHay:
     ) -> list[Document]:
         pipe = self.pipeline("retrieval")
         # `full` = hybrid (BM25 on the question + its statutory terms) + legal re-ranking with the cited articles
-        # first; the other modes are the plain retrievers (for ablations): the question as it is, neither
-        # re-ranked nor with cited articles fetched
+        # first and the constitutional basis of the first articles after them; the other modes are the plain
+        # retrievers (for ablations): the question as it is, neither re-ranked nor with cited articles fetched
         reranked = mode == "full" and flags["rerank"]
-        skipped = set() if reranked else {*CITATION_STAGES, "reranker"}
+        skipped = set() if reranked else {*CITATION_STAGES, "reranker", "basis_expander"}
         if mode != "full":
             skipped.add("term_expander")
         # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
@@ -504,11 +504,13 @@ class LexHay:
                 },
                 "parent_resolver": {"top_k": top_k, "filters": filters},
                 "reranker": {"query": question},
+                "basis_expander": {"filters": filters},
             },
             connections,
             traced=True,
         )
-        return result["reranker" if reranked else "parent_resolver"]["documents"]
+        last = next(name for name in ("basis_expander", "reranker", "parent_resolver") if name in result)
+        return result[last]["documents"]
 
     @staticmethod
     def _restricted(filters: dict[str, Any] | None, access: dict[str, Any] | None) -> dict[str, Any]:

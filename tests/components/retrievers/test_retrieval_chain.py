@@ -203,3 +203,32 @@ def test_term_expander_feeds_the_bm25_side_only(indexed, tmp_path):
     data = chain.to_dict()
     assert data["init_parameters"]["term_expander"]["init_parameters"]["equivalences_file"] == str(table)
     assert RetrievalChain.from_dict(data).to_dict() == data
+
+
+def test_the_basis_expander_follows_the_reranker(indexed, tmp_path):
+    from components.retrievers.basis_expander import BasisExpander
+
+    store = indexed.retriever.document_store
+    with pytest.raises(ValueError, match="needs a re-ranker"):
+        RetrievalChain(**_stages(store, reranker=False), basis_expander=BasisExpander(document_store=store))
+    chain = RetrievalChain(**_stages(store, citations=True), basis_expander=BasisExpander(document_store=store))
+    named = {(s, r) for s, r, d in chain.pipeline.graph.edges(data=True) if d["from_socket"].name == "named_laws"}
+    assert ("citation_detector", "basis_expander") in named and ("reranker", "basis_expander") in {
+        (s, r) for s, r, _ in chain.pipeline.graph.edges(data=True)
+    }
+    assert chain.output_mapping == {"basis_expander.documents": "documents", "parent_resolver.documents": "candidates"}
+    assert "basis_expander.filters" in chain.input_mapping["filters"]
+    data = chain.to_dict()
+    assert data["init_parameters"]["basis_expander"]["type"] == "components.retrievers.basis_expander.BasisExpander"
+    assert RetrievalChain.from_dict(data).to_dict() == data
+    # a table listing a basis for RD 2720/1998 art. 4 (the store holds no constitution: nothing to add) and one for
+    # its art. 2, which the store holds: put after art. 4 when art. 4 comes first
+    path = tmp_path / "bases.yaml"
+    path.write_text(f"{RD_ID}:\n  '2':\n    - {{units: [[apartado, '1']], regulated_by: {{{RD_ID}: ['4']}}}}\n",
+                    encoding="utf-8")
+    chain = RetrievalChain(**_stages(store), basis_expander=BasisExpander(document_store=store, bases_file=str(path)))
+    chain.warm_up()
+    plain = indexed.run(text="contrato de interinidad", top_k=4)["documents"]
+    out = chain.run(text="contrato de interinidad", top_k=4)["documents"]
+    assert plain[0].meta["article"] == "4" and len(out) == len(plain)
+    assert [d.meta["article"] for d in out[:2]] == ["4", "2"] and out[1].meta["expansion"] == "basis"

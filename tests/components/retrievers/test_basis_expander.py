@@ -1,0 +1,123 @@
+import pytest
+from haystack import Document
+from haystack.document_stores.types import DuplicatePolicy
+
+from components.document_stores.edge_document_store import EdgeDocumentStore
+from components.retrievers.basis_expander import BasisExpander
+from tests.corpus_helpers import CORPUS
+from tests.reference_fixtures import ET, DEFAULT_PATHS, block, parent_blocks
+
+CLT = "DEL-5452-1943"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """The parent blocks of CF88, the CLT and the ET in an embedded store (no vectors: the expander reads by meta)."""
+    store = EdgeDocumentStore(path=str(tmp_path_factory.mktemp("bases") / "store"))
+    blocks = parent_blocks(CORPUS / "CF88.md", CORPUS / "CLT.md") + parent_blocks(*DEFAULT_PATHS)
+    store.write_documents(list(blocks), policy=DuplicatePolicy.OVERWRITE)
+    return store
+
+
+def _ranking(store, *articles):
+    return [block(store, law, article, score=1.0 - i / 10) for i, (law, article) in enumerate(articles)]
+
+
+def _keys(documents):
+    return [(d.meta["law_id"], d.meta["article"]) for d in documents]
+
+
+def test_init_and_validation(tmp_path):
+    store = EdgeDocumentStore(path=str(tmp_path / "s"))
+    expander = BasisExpander(document_store=store)
+    assert (expander.source_articles, expander.enabled, expander.bases_file) == (2, True, None)
+    with pytest.raises(ValueError, match="source_articles"):
+        BasisExpander(document_store=store, source_articles=0)
+    with pytest.raises(ValueError, match="does not exist"):
+        BasisExpander(document_store=store, bases_file=str(tmp_path / "none.yaml"))
+
+
+def test_to_dict_from_dict(tmp_path):
+    expander = BasisExpander(document_store=EdgeDocumentStore(path=str(tmp_path / "s")), source_articles=1)
+    data = expander.to_dict()
+    assert data["type"] == "components.retrievers.basis_expander.BasisExpander"
+    assert data["init_parameters"]["source_articles"] == 1
+    restored = BasisExpander.from_dict(data)
+    assert (restored.source_articles, restored.enabled) == (1, True)
+    assert restored.document_store.to_dict() == expander.document_store.to_dict()
+
+
+def test_run_puts_the_constitutional_basis_right_after_its_article(store):
+    """Overtime: art. 59 da CLT, then art. 7º da Constituição, in the block holding inciso XVI."""
+    ranking = _ranking(store, (CLT, "59"), (CLT, "61"), (CLT, "241"))
+    result = BasisExpander(document_store=store).run(documents=ranking)
+    out = result["documents"]
+    assert _keys(out) == [(CLT, "59"), ("CF88", "7"), (CLT, "61")]  # as long as the input
+    assert result["bases"] == [f"CF88 7 inciso XVI <- {CLT} 59"]  # what the request trace records
+    basis = out[1]
+    assert "XVI - remuneração do serviço extraordinário" in basis.content
+    assert basis.meta["expansion"] == "basis" and basis.meta["expanded_from"] == ranking[0].id
+    assert basis.meta["basis_units"] == [["inciso", "XVI"]]
+    assert ranking[1].score < basis.score < ranking[0].score
+    # the ADCT's job security of the pregnant employee after art. 391-A
+    out = BasisExpander(document_store=store).run(documents=_ranking(store, (CLT, "391-a"), (CLT, "487")))
+    assert _keys(out["documents"]) == [(CLT, "391-a"), ("CF88", "adct-10")]
+    assert out["documents"][1].meta["basis_units"] == [["inciso", "II"], ["letra", "b"]]
+
+
+def test_the_first_source_wins_and_a_lower_basis_moves_up(store):
+    # art. 58 (inciso XIII) is second, art. 59 (inciso XVI) first: one art. 7, the first source's subdivision
+    out = BasisExpander(document_store=store).run(documents=_ranking(store, (CLT, "59"), (CLT, "58"), (CLT, "61")))
+    assert _keys(out["documents"]) == [(CLT, "59"), ("CF88", "7"), (CLT, "58")]
+    assert out["bases"] == [f"CF88 7 inciso XVI <- {CLT} 59"]
+    assert out["documents"][1].meta["basis_units"] == [["inciso", "XVI"]]
+    # the basis ranked lower: moved up, the ranking as long
+    ranking = _ranking(store, (CLT, "392"), (CLT, "396"), (CLT, "473"), ("CF88", "7"))
+    out = BasisExpander(document_store=store).run(documents=ranking)["documents"]
+    assert _keys(out) == [(CLT, "392"), ("CF88", "7"), (CLT, "396"), (CLT, "473")]
+    assert "XVIII - licença à gestante" in out[1].content
+
+
+def test_a_basis_ranked_at_its_place_or_above_stays(store):
+    ranking = _ranking(store, ("CF88", "7"), (CLT, "59"), (CLT, "61"))
+    assert BasisExpander(document_store=store).run(documents=ranking)["documents"] == ranking
+
+
+def test_only_the_first_articles_bring_their_basis(store):
+    ranking = _ranking(store, (CLT, "61"), (CLT, "241"), (CLT, "59"))
+    assert BasisExpander(document_store=store).run(documents=ranking) == {"documents": ranking, "bases": []}
+    result = BasisExpander(document_store=store, source_articles=3).run(documents=ranking)
+    assert _keys(result["documents"]) == [(CLT, "61"), (CLT, "241"), (CLT, "59")]  # the basis would be 4th: cut
+    assert result["bases"] == []  # and is not said to be placed
+    out = BasisExpander(document_store=store, source_articles=3).run(documents=ranking + [ranking[0]])["documents"]
+    assert _keys(out)[3] == ("CF88", "7")
+
+
+def test_named_laws_filters_and_flags(store):
+    ranking = _ranking(store, (CLT, "59"), (CLT, "61"))
+    expander = BasisExpander(document_store=store)
+    # "o que diz a CLT sobre horas extras?" names the CLT only: no basis from another law
+    assert expander.run(documents=ranking, named_laws=[CLT])["documents"] == ranking
+    assert _keys(expander.run(documents=ranking, named_laws=[CLT, "CF88"])["documents"])[1] == ("CF88", "7")
+    # the request's access filter: a basis it may not read is not added
+    hidden = {"field": "meta.law_id", "operator": "!=", "value": "CF88"}
+    assert expander.run(documents=ranking, filters=hidden)["documents"] == ranking
+    assert expander.run(documents=ranking, enabled=False)["documents"] == ranking
+    assert BasisExpander(document_store=store, enabled=False).run(documents=ranking)["documents"] == ranking
+    assert expander.run(documents=[])["documents"] == []
+    with pytest.raises(ValueError):
+        expander.run(documents=ranking, named_laws="CF88")
+
+
+def test_articles_without_a_basis_pass_unchanged(store):
+    """Spanish law has no listed basis (the CE states labour rights as principles); blocks without meta neither."""
+    ranking = [block(store, ET, "38", score=1.0), block(store, ET, "34", score=0.9), Document(content="x", score=0.5)]
+    assert BasisExpander(document_store=store).run(documents=ranking)["documents"] == ranking
+
+
+def test_a_table_naming_a_subdivision_the_text_lacks_adds_nothing(store, tmp_path):
+    path = tmp_path / "bases.yaml"
+    path.write_text("CF88:\n  '7':\n    - {units: [[inciso, XCIX]], regulated_by: {DEL-5452-1943: ['59']}}\n",
+                    encoding="utf-8")
+    ranking = _ranking(store, (CLT, "59"), (CLT, "61"))
+    assert BasisExpander(document_store=store, bases_file=str(path)).run(documents=ranking)["documents"] == ranking
