@@ -478,7 +478,7 @@ class ExtractiveAnswer:
         # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998", "§ 1º do
         # art. 59") are left out of the sentence scoring, they would favour any block that merely names the law or
         # has a paragraph of that number
-        pinned = self._pinned(question, found_citations, documents, sentences)
+        pinned = self._pinned(question, found_citations, documents, sentences, language)
         question = blank_spans(question, [with_units_before(question, c["span"]) for c in found_citations])
         scores = self._scores(question, pool, language)
         best = {i: max(doc_scores) for i, doc_scores in scores.items()}
@@ -576,11 +576,15 @@ class ExtractiveAnswer:
         citations: list[dict[str, Any]],
         documents: list[Document],
         sentences: dict[int, list[str]],
+        language: str = "es",
     ) -> dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]]:
         """
         The articles whose citation names a subdivision found in their text: per (law_id, article), the blocks the
         quote comes from (the one opening the unit first), the article's sentences (its parts in order), the
         positions to quote (the introducing sentence, then the unit's first `max_sentences`) and the subdivision.
+        Then the constitutional bases (`BasisExpander`) that no citation pinned: the introducing sentence, then the
+        unit's `max_sentences` that share most with the question (none shares a word: its first, which states the
+        right).
         """
         listed = listed_spans(citations)
         pinned: dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]] = {}
@@ -608,7 +612,9 @@ class ExtractiveAnswer:
             found = unit_range(article_sentences, units)
             if found is not None:
                 lead, start, end = found
-                positions = ([lead] if lead is not None else []) + list(range(start, min(end, start + 1)))
+                unit_scores = self._scores(question, {0: article_sentences[start:end]}, language)[0]
+                best = self._best_positions(unit_scores) if any(unit_scores) else [0]
+                positions = ([lead] if lead is not None else []) + [start + p for p in best]
                 blocks = list(dict.fromkeys([owners[start], *(owners[p] for p in positions)]))
                 pinned[key] = (blocks, article_sentences, positions, units)
         return pinned

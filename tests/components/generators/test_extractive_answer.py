@@ -543,3 +543,21 @@ def test_a_constitutional_basis_is_quoted_for_its_subdivision_right_after_its_ar
     basis = _basis(art7, art61, [["inciso", "XVI"]])
     answer = ExtractiveAnswer(max_articles=1).run(question=question, documents=[art59, basis, art61])["answer"]
     assert "CF88" not in answer and "(CLT, art. 59)" in answer
+
+
+def test_a_basis_of_several_sentences_is_quoted_by_the_sentences_the_question_shares():
+    """CE art. 28.1 after LOLS art. 2: the sentence on being obliged to join when asked that, else the right itself."""
+    from tests.corpus_helpers import CE
+    from tests.reference_fixtures import parent_blocks
+
+    blocks = parent_blocks(CE, CORPUS / "BOE-A-1985-16660.md")
+    lols = next(b for b in blocks if (b.meta["law_id"], b.meta["article"]) == ("BOE-A-1985-16660", "2"))
+    ce28 = next(b for b in blocks if (b.meta["law_id"], b.meta["article"]) == ("BOE-A-1978-31229", "28"))
+    basis = _basis(ce28, lols, [["apartado", "1"]])
+    answer = ExtractiveAnswer().run(question="¿Me pueden obligar a afiliarme a un sindicato?",
+                                    documents=[lols, basis])["answer"]
+    (quote,) = [line for line in answer.splitlines() if "(CE, art. 28, apartado 1)" in line]
+    assert "Nadie podrá ser obligado a afiliarse a un sindicato." in quote and "huelga" not in quote
+    answer = ExtractiveAnswer().run(question="¿qué pasa con los comités de empresa?", documents=[lols, basis])["answer"]
+    (quote,) = [line for line in answer.splitlines() if "(CE, art. 28, apartado 1)" in line]
+    assert quote.startswith("- «Todos tienen derecho a sindicarse libremente.»")

@@ -5,7 +5,7 @@ import pytest
 from components.legal.bases import Basis, load_bases
 from components.legal.legal_text import split_sentences, unit_range
 from components.legal.answer_format import article_body
-from tests.corpus_helpers import CORPUS
+from tests.corpus_helpers import CE, CORPUS
 from tests.reference_fixtures import parent_blocks
 
 CLT = "DEL-5452-1943"
@@ -14,7 +14,7 @@ CLT = "DEL-5452-1943"
 def test_bundled_bases_point_at_real_subdivisions_and_articles():
     """Every basis names a subdivision its constitution's text has, for articles the CLT has (keys as parsed)."""
     bases = load_bases()
-    blocks = parent_blocks(CORPUS / "CF88.md", CORPUS / "CLT.md")
+    blocks = parent_blocks(CORPUS / "CF88.md", CORPUS / "CLT.md", CE, CORPUS / "BOE-A-1985-16660.md")
     articles = {(b.meta["law_id"], b.meta["article"]) for b in blocks}
     assert len(bases) >= 25 and set(bases) <= articles
     for key, found in bases.items():
@@ -30,8 +30,11 @@ def test_bundled_bases_point_at_real_subdivisions_and_articles():
     assert bases[(CLT, "391-a")] == (Basis("CF88", "adct-10", (("inciso", "II"), ("letra", "b"))),)
     # an article that only touches a right is no basis's: art. 473 lists leaves, paternity among them
     assert (CLT, "473") not in bases
-    # the Spanish Constitution states labour rights as principles: no Spanish article is listed
-    assert all(not law.startswith("BOE-") for law, _ in bases)
+    # in Spain, only the fundamental right the LOLS develops: the CE's other labour provisions state principles
+    spanish = {key: found for key, found in bases.items() if key[0].startswith("BOE-")}
+    assert spanish == {
+        ("BOE-A-1985-16660", article): (Basis("BOE-A-1978-31229", "28", (("apartado", "1"),)),) for article in "12"
+    }
 
 
 @pytest.mark.parametrize("text", [

@@ -110,7 +110,7 @@ def test_named_laws_filters_and_flags(store):
 
 
 def test_articles_without_a_basis_pass_unchanged(store):
-    """Spanish law has no listed basis (the CE states labour rights as principles); blocks without meta neither."""
+    """The ET has no listed basis (the CE states its labour rights as principles); blocks without meta neither."""
     ranking = [block(store, ET, "38", score=1.0), block(store, ET, "34", score=0.9), Document(content="x", score=0.5)]
     assert BasisExpander(document_store=store).run(documents=ranking)["documents"] == ranking
 
