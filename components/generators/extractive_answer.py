@@ -37,7 +37,7 @@ from components.legal.citations import (
     pinpoint,
     with_units_before,
 )
-from components.legal.ids import REPEALED
+from components.legal.ids import BASIS_EXPANSION, REPEALED
 from components.legal.jurisdiction import country_readings, without_countries
 from components.legal.legal_text import blank_spans, split_sentences, unit_range
 from components.legal.terms import split_concepts, stems
@@ -197,7 +197,7 @@ def _lawless_choices(
 
 def _basis_units(document: Document) -> list[tuple[str, str]]:
     """The subdivision a constitutional basis block is quoted for (`BasisExpander`), [] for any other block."""
-    units = document.meta.get("basis_units") if document.meta.get("expansion") == "basis" else None
+    units = document.meta.get("basis_units") if document.meta.get("expansion") == BASIS_EXPANSION else None
     if not isinstance(units, list):
         return []
     pairs = [tuple(map(str, unit)) for unit in units if isinstance(unit, (list, tuple)) and len(unit) == 2]

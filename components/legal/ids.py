@@ -22,6 +22,9 @@ PREAMBLE: Final[str] = "preambulo"  # article key of a norm's preamble (exposici
 # search unit. `meta.level` is "parent" or "child"; a child's `meta.parent_id` names its block.
 PARENT_FILTER = {"field": "meta.level", "operator": "==", "value": "parent"}
 DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the query (absolute relevance signal)
+# `meta.expansion` of a block placed as the constitutional basis of the article before it (`BasisExpander`): it
+# follows its source (`meta.expanded_from`) wherever rankings are fused or quoted, and takes no candidate's place
+BASIS_EXPANSION: Final[str] = "basis"
 # `meta.status` of a norm (or article): in force, repealed as a whole (its successor in `meta.derogated_by`), or
 # partly repealed
 IN_FORCE: Final[str] = "in_force"

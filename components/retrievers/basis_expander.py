@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from components.document_stores.block_reader import articles_condition, read_blocks, with_score
 from components.legal.answer_format import article_body
 from components.legal.bases import Basis, load_bases
-from components.legal.ids import check_named_laws
+from components.legal.ids import BASIS_EXPANSION, check_named_laws
 from components.legal.legal_text import split_sentences, unit_range
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class BasisExpander:
     its length (the last blocks give way). A question that names norms (`named_laws`: "o que diz a CLT sobre
     férias?") gets no basis from a law it does not name.
 
-    Added blocks carry `meta["expansion"] = "basis"`, `meta["expanded_from"]` (the source block's id) and
+    Added blocks carry `meta["expansion"] = "basis"` (`BASIS_EXPANSION`), `meta["expanded_from"]` (the source block's id) and
     `meta["basis_units"]` (the subdivision as `[kind, value]` pairs: `ExtractiveAnswer` quotes that subdivision);
     the `bases` output says what was placed after what (the request trace records it).
 
@@ -140,13 +140,13 @@ class BasisExpander:
             ranking = [doc for doc in ranking if _key(doc) != target]
             score = math.nextafter(source.score, -math.inf) if source.score is not None else None
             ranking.insert(place, with_score(
-                block, score, expansion="basis", expanded_from=source.id,
+                block, score, expansion=BASIS_EXPANSION, expanded_from=source.id,
                 basis_units=[list(unit) for unit in basis.units],
             ))
             units = " ".join(f"{kind} {value}" for kind, value in basis.units)
             placed[target] = f"{basis.law_id} {basis.article} {units} <- {' '.join(_key(source))}"
         ranking = ranking[: len(documents)]
-        kept = {_key(doc) for doc in ranking if doc.meta.get("expansion") == "basis"}
+        kept = {_key(doc) for doc in ranking if doc.meta.get("expansion") == BASIS_EXPANSION}
         bases = [text for target, text in placed.items() if target in kept]
         logger.debug("BasisExpander: {bases}", bases=bases)
         return {"documents": ranking, "bases": bases}

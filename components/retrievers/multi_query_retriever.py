@@ -1,6 +1,7 @@
 """Multi-query retrieval: the foundation retrieval run for several queries in parallel, merged per parent block."""
 
 import contextvars
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -8,6 +9,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.core.serialization import component_to_dict
 
+from components.legal.ids import BASIS_EXPANSION
 from components.utils.fusion import rrf_scores
 from components.utils.nested import nested_init_parameters, warm_up_nested
 
@@ -26,8 +28,9 @@ class MultiQueryRetriever:
     queries are fused by reciprocal rank fusion (`rrf_k`): a block found by several queries, such as the two
     readings of a conversation turn (as written, and read with the question before it), comes before a block
     only one of them ranks as high. The fused scores are scaled so that the first block keeps the best score any
-    query gave, the scale of the cited and carried-over blocks the query pipeline merges them with. One query's
-    blocks keep the chain's scores. The queries that found a block are listed in its `meta["matched_queries"]`, and
+    query gave, the scale of the cited and carried-over blocks the query pipeline merges them with. A constitutional
+    basis the chain placed (`BasisExpander`) takes no rank in the fusion: it follows its source, scored just below
+    it. One query's blocks keep the chain's scores. The queries that found a block are listed in its `meta["matched_queries"]`, and
     its rank in each of their rankings (0 = that query's best block) in `meta["query_ranks"]`: the answer quotes
     each query's best block, so a comparison ("despido objetivo y disciplinario") gets both sides.
     This is the retrieval step after `DecomposeQuery` (1-4 search queries) and HyDE: a `hypothetical_document`
@@ -191,7 +194,8 @@ class MultiQueryRetriever:
         ids: list[list[str]] = []
         for query, documents in rankings:
             ranked = sorted(documents, key=lambda d: d.score or 0.0, reverse=True)
-            ids.append([doc.id for doc in ranked])
+            # a constitutional basis (`BasisExpander`) takes no rank of its own: it follows its source, below
+            ids.append([doc.id for doc in ranked if doc.meta.get("expansion") != BASIS_EXPANSION])
             for rank, doc in enumerate(ranked):
                 matched.setdefault(doc.id, {}).setdefault(query, rank)
                 if doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
@@ -202,6 +206,10 @@ class MultiQueryRetriever:
             fused = rrf_scores(ids, k=self.rrf_k)
             scale = max((d.score or 0.0) for d in best.values()) / max(fused.values()) if fused else 0.0
             scores = {doc_id: value * scale for doc_id, value in fused.items()}
+            for doc_id, doc in best.items():
+                source = doc.meta.get("expanded_from")
+                if doc_id not in scores and source in scores:
+                    scores[doc_id] = math.nextafter(scores[source], -math.inf)
         order = sorted(scores, key=scores.__getitem__, reverse=True)[:top_k]
         return [
             Document(

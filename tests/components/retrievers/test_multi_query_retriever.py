@@ -180,6 +180,25 @@ def test_run_merges_stub_components_without_a_store():
     assert [(d.id, d.score) for d in alone] == [("p9", 0.8), ("p3", 0.7)]
 
 
+def test_a_constitutional_basis_takes_no_rank_in_the_fusion():
+    """`BasisExpander`'s block follows its source in each query's ranking: fused, it follows it again, just below."""
+    basis = {"expansion": "basis", "expanded_from": "p1", "basis_units": [["inciso", "XVI"]]}
+    hits = {
+        "a": [Document(id="p1", content="x", score=0.9), Document(id="b7", content="c", score=0.89, meta=basis),
+              Document(id="p2", content="y", score=0.5)],
+        "b": [Document(id="p3", content="z", score=0.8), Document(id="p1", content="x", score=0.6),
+              Document(id="b7", content="c", score=0.59, meta=basis), Document(id="p2", content="y", score=0.5)],
+    }
+    docs = MultiQueryRetriever(chain=_StubChain(hits)).run(queries=["a", "b"])["documents"]
+    # p1 1/3 + 1/4, p2 1/4 + 1/5, p3 1/3, as without the basis (counted, it would have taken p2's ranks: 1/5 +
+    # 1/6), and the basis right after p1
+    assert [d.id for d in docs] == ["p1", "b7", "p2", "p3"]
+    assert docs[0].score > docs[1].score > docs[2].score and docs[1].score == pytest.approx(docs[0].score)
+    plain = {q: [d for d in found if d.id != "b7"] for q, found in hits.items()}
+    fused = MultiQueryRetriever(chain=_StubChain(plain)).run(queries=["a", "b"])["documents"]
+    assert [(d.id, d.score) for d in fused] == [(d.id, d.score) for d in docs if d.id != "b7"]
+
+
 def test_run_hyde_text_goes_to_the_dense_side_of_every_query():
     chain = _StubChain({})
     MultiQueryRetriever(chain=chain, max_workers=1).run(queries=["q1", "q2"], hypothetical_document="texto hipotético")
