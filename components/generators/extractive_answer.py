@@ -208,7 +208,7 @@ def _with_bases(order: list[int], documents: list[Document], bases: list[int]) -
     """
     `order` (block positions: each article is quoted at its first) with each constitutional basis block of `bases`
     (`BasisExpander`) right after the first block of the article it is the basis of, whether or not it shares words
-    with the question; a basis whose article is not in `order` keeps its place there, if it has one.
+    with the question; a basis whose article is not in `order` is left out: it is quoted with its article only.
     """
     sources = {doc.id: i for i, doc in enumerate(documents)}
     out = [i for i in order if i not in bases]
@@ -218,8 +218,6 @@ def _with_bases(order: list[int], documents: list[Document], bases: list[int]) -
         at = next((p for p, j in enumerate(out) if _article(documents, j) == key), None)
         if at is not None:
             out.insert(at + 1, i)
-        elif i in order:
-            out.insert(min(order.index(i), len(out)), i)
     return out
 
 

@@ -37,9 +37,10 @@ class BasisExpander:
     its length (the last blocks give way). A question that names norms (`named_laws`: "o que diz a CLT sobre
     férias?") gets no basis from a law it does not name.
 
-    Added blocks carry `meta["expansion"] = "basis"` (`BASIS_EXPANSION`), `meta["expanded_from"]` (the source block's id) and
-    `meta["basis_units"]` (the subdivision as `[kind, value]` pairs: `ExtractiveAnswer` quotes that subdivision);
-    the `bases` output says what was placed after what (the request trace records it).
+    Added blocks carry `meta["expansion"] = "basis"` (`BASIS_EXPANSION`), `meta["expanded_from"]` (the source
+    block's id) and `meta["basis_units"]` (the subdivision as `[kind, value]` pairs: `ExtractiveAnswer` quotes that
+    subdivision); the `bases` output says what was placed after what (the request trace records it). A store that
+    does not hold the basis article (or a request that may not read it) gets no basis.
 
     ### Usage example
 
@@ -99,7 +100,7 @@ class BasisExpander:
         filters: dict[str, Any] | None = None,
         named_laws: list[str] | None = None,
         enabled: bool | None = None,
-    ) -> dict[str, list[Document]]:
+    ) -> dict[str, Any]:
         """
         Put the basis of each of the first articles right after it.
 
@@ -164,9 +165,10 @@ class BasisExpander:
                 if unit_range(sentences, list(basis.units)) is not None:
                     found[basis] = block
                     break
-            else:
-                logger.warning(
-                    "BasisExpander: no block of {law} art. {article} holds {units}",
-                    law=basis.law_id, article=basis.article, units=basis.units,
-                )
+            else:  # the article is there, the subdivision is not: the table and the text disagree
+                if parts.get((basis.law_id, basis.article)):
+                    logger.warning(
+                        "BasisExpander: no block of {law} art. {article} holds {units}",
+                        law=basis.law_id, article=basis.article, units=basis.units,
+                    )
         return found

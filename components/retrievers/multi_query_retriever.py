@@ -30,9 +30,10 @@ class MultiQueryRetriever:
     only one of them ranks as high. The fused scores are scaled so that the first block keeps the best score any
     query gave, the scale of the cited and carried-over blocks the query pipeline merges them with. A constitutional
     basis the chain placed (`BasisExpander`) takes no rank in the fusion: it follows its source, scored just below
-    it. One query's blocks keep the chain's scores. The queries that found a block are listed in its `meta["matched_queries"]`, and
-    its rank in each of their rankings (0 = that query's best block) in `meta["query_ranks"]`: the answer quotes
-    each query's best block, so a comparison ("despido objetivo y disciplinario") gets both sides.
+    it. One query's blocks keep the chain's scores. The queries that found a block are listed in its
+    `meta["matched_queries"]`, and its rank in each of their rankings (0 = that query's best block) in
+    `meta["query_ranks"]`: the answer quotes each query's best block, so a comparison ("despido objetivo y
+    disciplinario") gets both sides.
     This is the retrieval step after `DecomposeQuery` (1-4 search queries) and HyDE: a `hypothetical_document`
     replaces the text embedded on the dense side for every query, while the BM25 side keeps each query's words.
 

@@ -558,6 +558,7 @@ def test_a_basis_of_several_sentences_is_quoted_by_the_sentences_the_question_sh
                                     documents=[lols, basis])["answer"]
     (quote,) = [line for line in answer.splitlines() if "(CE, art. 28, apartado 1)" in line]
     assert "Nadie podrá ser obligado a afiliarse a un sindicato." in quote and "huelga" not in quote
-    answer = ExtractiveAnswer().run(question="¿qué pasa con los comités de empresa?", documents=[lols, basis])["answer"]
+    question = "¿qué pasa con los comités de empresa?"
+    answer = ExtractiveAnswer().run(question=question, documents=[lols, basis])["answer"]
     (quote,) = [line for line in answer.splitlines() if "(CE, art. 28, apartado 1)" in line]
     assert quote.startswith("- «Todos tienen derecho a sindicarse libremente.»")

@@ -115,9 +115,23 @@ def test_articles_without_a_basis_pass_unchanged(store):
     assert BasisExpander(document_store=store).run(documents=ranking)["documents"] == ranking
 
 
-def test_a_table_naming_a_subdivision_the_text_lacks_adds_nothing(store, tmp_path):
+def test_a_table_naming_a_subdivision_the_text_lacks_adds_nothing(store, tmp_path, caplog):
     path = tmp_path / "bases.yaml"
     path.write_text("CF88:\n  '7':\n    - {units: [[inciso, XCIX]], regulated_by: {DEL-5452-1943: ['59']}}\n",
                     encoding="utf-8")
     ranking = _ranking(store, (CLT, "59"), (CLT, "61"))
-    assert BasisExpander(document_store=store, bases_file=str(path)).run(documents=ranking)["documents"] == ranking
+    with caplog.at_level("WARNING"):
+        assert BasisExpander(document_store=store, bases_file=str(path)).run(documents=ranking)["documents"] == ranking
+    assert "no block of CF88 art. 7 holds" in caplog.text  # the table and the text disagree: said
+
+
+def test_a_store_without_the_basis_article_adds_nothing_and_says_nothing(store, tmp_path, caplog):
+    """A deployment that indexes the CLT alone (or a request that may not read the constitution): no basis."""
+    clt_only = EdgeDocumentStore(path=str(tmp_path / "clt"))
+    clt_only.write_documents(store.filter_documents({"field": "meta.law_id", "operator": "==", "value": CLT}))
+    ranking = [Document(id=d.id, content=d.content, meta=d.meta, score=1.0) for d in clt_only.filter_documents(
+        {"field": "meta.article", "operator": "==", "value": "59"})]
+    assert ranking
+    with caplog.at_level("WARNING"):
+        result = BasisExpander(document_store=clt_only).run(documents=ranking)
+    assert result == {"documents": ranking, "bases": []} and "no block" not in caplog.text
