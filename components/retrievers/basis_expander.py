@@ -18,6 +18,14 @@ def _key(document: Document) -> tuple[str, str]:
     return str(document.meta.get("law_id")), str(document.meta.get("article") or "").lower()
 
 
+def _score_at(ranking: list[Document], place: int) -> float | None:
+    """The score of a block put at `place`: just below the block before it (just above the first, at the top)."""
+    neighbour = ranking[place - 1] if place > 0 else ranking[0] if ranking else None
+    if neighbour is None or neighbour.score is None:
+        return None
+    return math.nextafter(neighbour.score, -math.inf if place > 0 else math.inf)
+
+
 @component
 class BasisExpander:
     """
@@ -35,7 +43,9 @@ class BasisExpander:
     returns a block the request may not see) and placed right after the source article's best block, scored just
     below it; a basis already ranked there or above stays where it is, one ranked lower moves up. The ranking keeps
     its length (the last blocks give way). A question that names norms (`named_laws`: "o que diz a CLT sobre
-    férias?") gets no basis from a law it does not name.
+    férias?") gets no basis from a law it does not name; one that names the constitution ("o que diz a constituição
+    sobre hora extra?") asks for its provision on the matter, and gets the basis of any article of the ranking,
+    right after the blocks of the named norms the ranking opens with (the re-ranker puts those first).
 
     Added blocks carry `meta["expansion"] = "basis"` (`BASIS_EXPANSION`), `meta["expanded_from"]` (the source
     block's id) and `meta["basis_units"]` (the subdivision as `[kind, value]` pairs: `ExtractiveAnswer` quotes that
@@ -116,30 +126,40 @@ class BasisExpander:
         check_named_laws(named_laws)
         if not (self.enabled if enabled is None else enabled) or not documents:
             return {"documents": list(documents), "bases": []}
-        sources: dict[tuple[str, str], int] = {}  # the first articles, at their best block
+        sources: dict[tuple[str, str], int] = {}  # each article at its best block
         for i, doc in enumerate(documents):
-            if len(sources) >= self.source_articles:
-                break
             sources.setdefault(_key(doc), i)
+        named = set(named_laws or ())
+        # (source position, basis, whether it goes after the named norms' blocks the ranking opens with)
         wanted = [
-            (at, basis)
-            for key, at in sources.items()
+            (at, basis, False)
+            for key, at in list(sources.items())[: self.source_articles]
             for basis in self._bases.get(key, ())
-            if not named_laws or basis.law_id in named_laws
+            if not named or basis.law_id in named
+        ]
+        # a question that names the constitution ("o que diz a constituição sobre hora extra?") asks for its
+        # provision on the matter: the basis of any article of the ranking, after the named norms' first blocks
+        wanted += [
+            (at, basis, True)
+            for key, at in list(sources.items())[self.source_articles :]
+            for basis in self._bases.get(key, ())
+            if basis.law_id in named
         ]
         if not wanted:
             return {"documents": list(documents), "bases": []}
-        blocks = self._basis_blocks([basis for _, basis in wanted], filters)
+        blocks = self._basis_blocks([basis for _, basis, _ in wanted], filters)
         ranking, placed = list(documents), {}
-        for at, basis in sorted(wanted, key=lambda pair: -pair[0]):  # the lower source first: positions hold
+        for at, basis, after_named in sorted(wanted, key=lambda item: -item[0]):  # the lower source first
             block = blocks.get(basis)
             source = documents[at]
             place = ranking.index(source) + 1
+            if after_named:
+                place = next((i for i, doc in enumerate(ranking) if doc.meta.get("law_id") not in named), place)
             target = (basis.law_id, basis.article)
             if block is None or any(_key(doc) == target for doc in ranking[:place]):
                 continue
             ranking = [doc for doc in ranking if _key(doc) != target]
-            score = math.nextafter(source.score, -math.inf) if source.score is not None else None
+            score = _score_at(ranking, place)
             ranking.insert(place, with_score(
                 block, score, expansion=BASIS_EXPANSION, expanded_from=source.id,
                 basis_units=[list(unit) for unit in basis.units],

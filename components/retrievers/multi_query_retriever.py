@@ -29,8 +29,8 @@ class MultiQueryRetriever:
     readings of a conversation turn (as written, and read with the question before it), comes before a block
     only one of them ranks as high. The fused scores are scaled so that the first block keeps the best score any
     query gave, the scale of the cited and carried-over blocks the query pipeline merges them with. A constitutional
-    basis the chain placed (`BasisExpander`) takes no rank in the fusion: it follows its source, scored just below
-    it. One query's blocks keep the chain's scores. The queries that found a block are listed in its
+    basis the chain placed (`BasisExpander`) takes no rank in the fusion: it follows the block it followed, scored
+    just below it. One query's blocks keep the chain's scores. The queries that found a block are listed in its
     `meta["matched_queries"]`, and its rank in each of their rankings (0 = that query's best block) in
     `meta["query_ranks"]`: the answer quotes each query's best block, so a comparison ("despido objetivo y
     disciplinario") gets both sides.
@@ -193,10 +193,17 @@ class MultiQueryRetriever:
         best: dict[str, Document] = {}
         matched: dict[str, dict[str, int]] = {}
         ids: list[list[str]] = []
+        after: dict[str, str | None] = {}  # a basis -> the block before it where it scores best (None: first)
         for query, documents in rankings:
             ranked = sorted(documents, key=lambda d: d.score or 0.0, reverse=True)
-            # a constitutional basis (`BasisExpander`) takes no rank of its own: it follows its source, below
+            # a constitutional basis (`BasisExpander`) takes no rank of its own: it follows the block before it
             ids.append([doc.id for doc in ranked if doc.meta.get("expansion") != BASIS_EXPANSION])
+            previous = None
+            for doc in ranked:
+                if doc.meta.get("expansion") != BASIS_EXPANSION:
+                    previous = doc.id
+                elif doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
+                    after[doc.id] = previous
             for rank, doc in enumerate(ranked):
                 matched.setdefault(doc.id, {}).setdefault(query, rank)
                 if doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
@@ -207,10 +214,11 @@ class MultiQueryRetriever:
             fused = rrf_scores(ids, k=self.rrf_k)
             scale = max((d.score or 0.0) for d in best.values()) / max(fused.values()) if fused else 0.0
             scores = {doc_id: value * scale for doc_id, value in fused.items()}
-            for doc_id, doc in best.items():
-                source = doc.meta.get("expanded_from")
-                if doc_id not in scores and source in scores:
-                    scores[doc_id] = math.nextafter(scores[source], -math.inf)
+            top = max(scores.values(), default=0.0)
+            for doc_id, previous in after.items():
+                if doc_id not in scores:  # just below the block before it; above the first when it opened a ranking
+                    scores[doc_id] = math.nextafter(scores[previous], -math.inf) if previous else math.nextafter(
+                        top, math.inf)
         order = sorted(scores, key=scores.__getitem__, reverse=True)[:top_k]
         return [
             Document(

@@ -109,6 +109,22 @@ def test_named_laws_filters_and_flags(store):
         expander.run(documents=ranking, named_laws="CF88")
 
 
+def test_a_question_naming_the_constitution_gets_the_basis_of_any_article_after_its_blocks(store):
+    """"o que diz a constituição sobre hora extra?": CF88 art. 7, XVI, via CLT art. 59 however low it ranks."""
+    ranking = _ranking(store, ("CF88", "36"), (CLT, "241"), (CLT, "250"), (CLT, "59"), (CLT, "61"))
+    result = BasisExpander(document_store=store).run(documents=ranking, named_laws=["CF88"])
+    out = result["documents"]
+    assert _keys(out) == [("CF88", "36"), ("CF88", "7"), (CLT, "241"), (CLT, "250"), (CLT, "59")]
+    assert out[1].meta["expanded_from"] == ranking[3].id and out[1].meta["basis_units"] == [["inciso", "XVI"]]
+    assert ranking[1].score < out[1].score < ranking[0].score  # its place's score, not its source's
+    assert result["bases"] == [f"CF88 7 inciso XVI <- {CLT} 59"]
+    # no block of the named constitution in the ranking: its provision comes first
+    out = BasisExpander(document_store=store).run(documents=ranking[1:], named_laws=["CF88"])["documents"]
+    assert _keys(out)[:2] == [("CF88", "7"), (CLT, "241")] and out[0].score > ranking[1].score
+    # without naming it, only the first two articles' bases: CLT 241 and 250 have none
+    assert BasisExpander(document_store=store).run(documents=ranking[1:])["documents"] == ranking[1:]
+
+
 def test_articles_without_a_basis_pass_unchanged(store):
     """The ET has no listed basis (the CE states its labour rights as principles); blocks without meta neither."""
     ranking = [block(store, ET, "38", score=1.0), block(store, ET, "34", score=0.9), Document(content="x", score=0.5)]

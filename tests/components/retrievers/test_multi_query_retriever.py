@@ -197,6 +197,12 @@ def test_a_constitutional_basis_takes_no_rank_in_the_fusion():
     plain = {q: [d for d in found if d.id != "b7"] for q, found in hits.items()}
     fused = MultiQueryRetriever(chain=_StubChain(plain)).run(queries=["a", "b"])["documents"]
     assert [(d.id, d.score) for d in fused] == [(d.id, d.score) for d in docs if d.id != "b7"]
+    # a basis put after the block before it (a question naming the constitution), or first: kept there
+    hits["a"] = [Document(id="p1", content="x", score=0.9), Document(id="b7", content="c", score=0.85, meta=basis),
+                 Document(id="p2", content="y", score=0.8)]
+    hits["b"] = [Document(id="b7", content="c", score=0.95, meta=basis), Document(id="p3", content="z", score=0.8)]
+    docs = MultiQueryRetriever(chain=_StubChain(hits)).run(queries=["a", "b"])["documents"]
+    assert [d.id for d in docs] == ["b7", "p1", "p3", "p2"]  # b's (it scored best there, opening b's ranking)
 
 
 def test_run_hyde_text_goes_to_the_dense_side_of_every_query():
