@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from haystack import Document
 
-from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, PARTIALLY_REPEALED, REPEALED
+from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, BASIS_EXPANSION, PARTIALLY_REPEALED, REPEALED
 from components.legal.legal_text import detect_query_language, fold_accents, split_sentences, unit_range
 
 META_DELIMITER: Final[str] = "===META==="
@@ -106,6 +106,11 @@ UNVERIFIED_MARK: Final[str] = "[cita no verificada]"
 UNVERIFIED_MARKS: Final[dict[str, str]] = {"es": UNVERIFIED_MARK, "pt": "[citação não verificada]"}
 GAP_MARK = " […] "
 
+# the note of a constitutional basis (`BasisExpander`): which subdivision states the right, for which article
+BASIS_NOTES: Final[dict[str, str]] = {
+    "es": "[NOTA: fundamento constitucional ({units}) de {source}]",
+    "pt": "[NOTA: fundamento constitucional ({units}) de {source}]",
+}
 # the status note of a context block, in the block's language (`meta.lang`; Spanish for any other)
 STATUS_NOTES: Final[dict[str, dict[str, str]]] = {
     "es": {
@@ -386,12 +391,22 @@ def holds_subdivision(blocks: list[Document], units: list[tuple[str, str]]) -> b
 
 
 def _note(meta: dict[str, Any]) -> str:
-    notes = STATUS_NOTES.get(str(meta.get("lang") or ""), STATUS_NOTES["es"])
+    language = str(meta.get("lang") or "")
+    notes = STATUS_NOTES.get(language, STATUS_NOTES["es"])
     status = meta.get("status")
     if status == REPEALED:
         derogated_by = meta.get("derogated_by")
         return notes["repealed_by"].format(derogated_by=derogated_by) if derogated_by else notes["repealed"]
-    return notes["partially_repealed"] if status == PARTIALLY_REPEALED else ""
+    note = notes["partially_repealed"] if status == PARTIALLY_REPEALED else ""
+    units = meta.get("basis_units") if meta.get("expansion") == BASIS_EXPANSION else None
+    if isinstance(units, list) and meta.get("basis_of"):
+        pairs = [(str(unit[0]), str(unit[1])) for unit in units if isinstance(unit, (list, tuple)) and len(unit) == 2]
+        basis = BASIS_NOTES.get(language, BASIS_NOTES["es"]).format(
+            units=unit_label(pairs, language if language in UNIT_LABELS else "es"),
+            source=" ".join(neutralize(str(meta["basis_of"])).split()),
+        )
+        note = f"{note} {basis}".strip()
+    return note
 
 
 def context_block(document: Document) -> dict[str, str]:

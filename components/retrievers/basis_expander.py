@@ -6,7 +6,7 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.document_stores.block_reader import articles_condition, read_blocks, with_score
-from components.legal.answer_format import article_body
+from components.legal.answer_format import article_body, article_citation
 from components.legal.bases import Basis, load_bases
 from components.legal.ids import BASIS_EXPANSION, check_named_laws
 from components.legal.legal_text import split_sentences, unit_range
@@ -16,6 +16,11 @@ logger = logging.getLogger(__name__)
 
 def _key(document: Document) -> tuple[str, str]:
     return str(document.meta.get("law_id")), str(document.meta.get("article") or "").lower()
+
+
+def _cited(document: Document) -> str:
+    """The article of `document` as a citation names it: "CLT, art. 391-A"."""
+    return f"{document.meta.get('law_short') or document.meta.get('law_id')}, {article_citation(document.meta)}"
 
 
 def _score_at(ranking: list[Document], place: int) -> float | None:
@@ -48,9 +53,10 @@ class BasisExpander:
     right after the blocks of the named norms the ranking opens with (the re-ranker puts those first).
 
     Added blocks carry `meta["expansion"] = "basis"` (`BASIS_EXPANSION`), `meta["expanded_from"]` (the source
-    block's id) and `meta["basis_units"]` (the subdivision as `[kind, value]` pairs: `ExtractiveAnswer` quotes that
-    subdivision); the `bases` output says what was placed after what (the request trace records it). A store that
-    does not hold the basis article (or a request that may not read it) gets no basis.
+    block's id), `meta["basis_units"]` (the subdivision as `[kind, value]` pairs: `ExtractiveAnswer` quotes that
+    subdivision) and `meta["basis_of"]` (the source article, "CLT, art. 59": the LLM's context block notes both);
+    the `bases` output says what was placed after what (the request trace records it). A store that does not hold
+    the basis article (or a request that may not read it) gets no basis.
 
     ### Usage example
 
@@ -162,7 +168,7 @@ class BasisExpander:
             score = _score_at(ranking, place)
             ranking.insert(place, with_score(
                 block, score, expansion=BASIS_EXPANSION, expanded_from=source.id,
-                basis_units=[list(unit) for unit in basis.units],
+                basis_units=[list(unit) for unit in basis.units], basis_of=_cited(source),
             ))
             units = " ".join(f"{kind} {value}" for kind, value in basis.units)
             placed[target] = f"{basis.law_id} {basis.article} {units} <- {' '.join(_key(source))}"

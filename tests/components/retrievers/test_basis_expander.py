@@ -57,12 +57,13 @@ def test_run_puts_the_constitutional_basis_right_after_its_article(store):
     basis = out[1]
     assert "XVI - remuneração do serviço extraordinário" in basis.content
     assert basis.meta["expansion"] == "basis" and basis.meta["expanded_from"] == ranking[0].id
-    assert basis.meta["basis_units"] == [["inciso", "XVI"]]
+    assert basis.meta["basis_units"] == [["inciso", "XVI"]] and basis.meta["basis_of"] == "CLT, art. 59"
     assert ranking[1].score < basis.score < ranking[0].score
     # the ADCT's job security of the pregnant employee after art. 391-A
     out = BasisExpander(document_store=store).run(documents=_ranking(store, (CLT, "391-a"), (CLT, "487")))
     assert _keys(out["documents"]) == [(CLT, "391-a"), ("CF88", "adct-10")]
     assert out["documents"][1].meta["basis_units"] == [["inciso", "II"], ["letra", "b"]]
+    assert out["documents"][1].meta["basis_of"] == "CLT, art. 391-A"  # as the statute writes it
 
 
 def test_the_first_source_wins_and_a_lower_basis_moves_up(store):
