@@ -23,6 +23,7 @@ from components.legal.answer_format import (
     answer_language,
     article_body,
     article_citation,
+    basis_units,
     block_part,
     law_name,
     missing_articles_notice,
@@ -37,7 +38,7 @@ from components.legal.citations import (
     pinpoint,
     with_units_before,
 )
-from components.legal.ids import BASIS_EXPANSION, REPEALED
+from components.legal.ids import REPEALED
 from components.legal.jurisdiction import country_readings, without_countries
 from components.legal.legal_text import blank_spans, split_sentences, unit_range
 from components.legal.terms import split_concepts, stems
@@ -193,15 +194,6 @@ def _lawless_choices(
         if at is not None:
             choices.setdefault(str(citation.get("text") or citation["article"]), at)
     return choices
-
-
-def _basis_units(document: Document) -> list[tuple[str, str]]:
-    """The subdivision a constitutional basis block is quoted for (`BasisExpander`), [] for any other block."""
-    units = document.meta.get("basis_units") if document.meta.get("expansion") == BASIS_EXPANSION else None
-    if not isinstance(units, list):
-        return []
-    pairs = [tuple(map(str, unit)) for unit in units if isinstance(unit, (list, tuple)) and len(unit) == 2]
-    return pairs if len(pairs) == len(units) else []
 
 
 def _with_bases(order: list[int], documents: list[Document], bases: list[int]) -> list[int]:
@@ -468,7 +460,7 @@ class ExtractiveAnswer:
         # only the best-ranked blocks are candidates (retrieval already ordered them); within those, blocks are
         # quoted in retrieval order, in-force norms before repealed ones, when their best sentence matches well
         # (a constitutional basis, `BasisExpander`, is quoted with its article below: it takes no candidate's place)
-        bases = [i for i in sorted(sentences) if _basis_units(documents[i])]
+        bases = [i for i in sorted(sentences) if basis_units(documents[i].meta)]
         pool = {
             i: found for i, found in sentences.items()
             if i not in bases and i - sum(1 for b in bases if b < i) < 2 * self.max_articles
@@ -603,7 +595,7 @@ class ExtractiveAnswer:
             blocks = list(dict.fromkeys([owners[start], *(owners[p] for p in positions)]))
             pinned[key] = (blocks, article_sentences, positions, units)
         for i, doc in enumerate(documents):  # a constitutional basis: the subdivision stating the right
-            key, units = _key(doc), _basis_units(doc)
+            key, units = _key(doc), basis_units(doc.meta)
             if not units or key in pinned or i not in sentences:
                 continue
             _, owners, article_sentences = _article_sentences(key, documents, sentences)

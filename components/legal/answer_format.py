@@ -390,6 +390,18 @@ def holds_subdivision(blocks: list[Document], units: list[tuple[str, str]]) -> b
     return bool(units) and unit_range(sentences, units) is not None
 
 
+def basis_units(meta: dict[str, Any]) -> list[tuple[str, str]]:
+    """
+    The subdivision a constitutional basis block stands for (`BasisExpander`: `meta["basis_units"]` of a block whose
+    `meta["expansion"]` is `BASIS_EXPANSION`), as `(kind, value)` pairs; [] for any other block or malformed meta.
+    """
+    units = meta.get("basis_units") if meta.get("expansion") == BASIS_EXPANSION else None
+    if not isinstance(units, list):
+        return []
+    pairs = [(str(unit[0]), str(unit[1])) for unit in units if isinstance(unit, (list, tuple)) and len(unit) == 2]
+    return pairs if len(pairs) == len(units) else []
+
+
 def _note(meta: dict[str, Any]) -> str:
     language = str(meta.get("lang") or "")
     notes = STATUS_NOTES.get(language, STATUS_NOTES["es"])
@@ -398,9 +410,8 @@ def _note(meta: dict[str, Any]) -> str:
         derogated_by = meta.get("derogated_by")
         return notes["repealed_by"].format(derogated_by=derogated_by) if derogated_by else notes["repealed"]
     note = notes["partially_repealed"] if status == PARTIALLY_REPEALED else ""
-    units = meta.get("basis_units") if meta.get("expansion") == BASIS_EXPANSION else None
-    if isinstance(units, list) and meta.get("basis_of"):
-        pairs = [(str(unit[0]), str(unit[1])) for unit in units if isinstance(unit, (list, tuple)) and len(unit) == 2]
+    pairs = basis_units(meta)
+    if pairs and meta.get("basis_of"):
         basis = BASIS_NOTES.get(language, BASIS_NOTES["es"]).format(
             units=unit_label(pairs, language if language in UNIT_LABELS else "es"),
             source=" ".join(neutralize(str(meta["basis_of"])).split()),

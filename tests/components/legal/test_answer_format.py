@@ -61,6 +61,16 @@ def test_a_constitutional_basis_block_tells_the_llm_which_subdivision_and_for_wh
     assert "===META===" not in context_block(Document(content="x", meta=forged))["note"]
 
 
+def test_basis_units_reads_only_a_well_formed_basis():
+    from components.legal.answer_format import basis_units
+
+    assert basis_units({"expansion": "basis", "basis_units": [["inciso", "II"], ["letra", "b"]]}) == [
+        ("inciso", "II"), ("letra", "b")]
+    assert basis_units({"expansion": "window", "basis_units": [["inciso", "II"]]}) == []  # not a basis block
+    for malformed in ("XVI", [["inciso"]], [["inciso", "II"], "b"], None):
+        assert basis_units({"expansion": "basis", "basis_units": malformed}) == []
+
+
 def test_unit_label_names_a_subdivision_in_the_statute_s_language():
     assert unit_label([("apartado", "2")], "es") == "apartado 2"
     assert unit_label([("apartado", "1"), ("letra", "b")], "es") == "apartado 1, letra b"
