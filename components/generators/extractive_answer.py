@@ -22,10 +22,9 @@ from components.legal.answer_format import (
     UNKNOWN_NORMS_NOTES,
     answer_language,
     article_body,
-    article_citation,
     basis_units,
     block_part,
-    law_name,
+    cited_as,
     missing_articles_notice,
     neutralize,
     unit_label,
@@ -106,10 +105,7 @@ def citation(document: Document, language: str = "es", units: list[tuple[str, st
     the subdivision quoted (`units`), "CLT, art. 477, § 8º", in the statute's language.
     """
     meta = document.meta
-    article = article_citation(meta)
-    if article and units:
-        article = f"{article}, {unit_label(units, str(meta.get('lang') or language))}"
-    cited = f"{law_name(document)}, {article}" if article else law_name(document)
+    cited = cited_as(document, unit_label(units, str(meta.get("lang") or language)) if units else "")
     note = EXTRACTIVE_TEXTS.get(language, EXTRACTIVE_TEXTS["es"])["repealed"]
     return f"{cited}; {note}" if meta.get("status") == REPEALED else cited
 
@@ -577,36 +573,36 @@ class ExtractiveAnswer:
         right).
         """
         listed = listed_spans(citations)
-        pinned: dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]] = {}
+        wanted: list[tuple[tuple[Any, Any], list[tuple[str, str]], bool]] = []  # (article, subdivision, a basis?)
         for cited in citations:
             best = _best_block(cited, documents)
             key = (cited.get("law_id") if best is None else documents[best].meta.get("law_id"), cited.get("article"))
-            if not all(key) or key in pinned or tuple(cited["span"]) in listed:  # "arts. 40 y 41": no one unit
+            if not all(key) or tuple(cited["span"]) in listed:  # "arts. 40 y 41": no one unit
                 continue
             # a follow-up's subdivision comes with its citation ("e o parágrafo 8º?" after "art. 477 da CLT")
             units = [(str(kind), str(value)) for kind, value in cited.get("units") or pinpoint(question, cited["span"])]
-            _, owners, article_sentences = _article_sentences(key, documents, sentences)
-            found = unit_range(article_sentences, units) if units else None
-            if found is None:
-                continue
-            lead, start, end = found
-            positions = ([lead] if lead is not None else []) + list(range(start, min(end, start + self.max_sentences)))
-            positions = _with_items(article_sentences, positions)
-            blocks = list(dict.fromkeys([owners[start], *(owners[p] for p in positions)]))
-            pinned[key] = (blocks, article_sentences, positions, units)
-        for i, doc in enumerate(documents):  # a constitutional basis: the subdivision stating the right
-            key, units = _key(doc), basis_units(doc.meta)
-            if not units or key in pinned or i not in sentences:
+            wanted.append((key, units, False))
+        # a constitutional basis: the subdivision stating the right
+        wanted += [(_key(doc), basis_units(doc.meta), True) for i, doc in enumerate(documents) if i in sentences]
+        pinned: dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]] = {}
+        for key, units, basis in wanted:
+            if key in pinned or not units:
                 continue
             _, owners, article_sentences = _article_sentences(key, documents, sentences)
             found = unit_range(article_sentences, units)
-            if found is not None:
-                lead, start, end = found
+            if found is None:
+                continue
+            lead, start, end = found
+            if basis:
                 unit_scores = self._scores(question, {0: article_sentences[start:end]}, language)[0]
-                best = self._best_positions(unit_scores) if any(unit_scores) else [0]
-                positions = ([lead] if lead is not None else []) + [start + p for p in best]
-                blocks = list(dict.fromkeys([owners[start], *(owners[p] for p in positions)]))
-                pinned[key] = (blocks, article_sentences, positions, units)
+                chosen = [start + p for p in (self._best_positions(unit_scores) if any(unit_scores) else [0])]
+            else:
+                chosen = list(range(start, min(end, start + self.max_sentences)))
+            positions = ([lead] if lead is not None else []) + chosen
+            if not basis:
+                positions = _with_items(article_sentences, positions)
+            blocks = list(dict.fromkeys([owners[start], *(owners[p] for p in positions)]))
+            pinned[key] = (blocks, article_sentences, positions, units)
         return pinned
 
     @staticmethod

@@ -290,6 +290,17 @@ def law_name(document: Document) -> str:
     return str(meta.get("law_short") or meta.get("law_title") or meta.get("law_id") or "Norma")
 
 
+def cited_as(document: Document, units: str = "") -> str:
+    """
+    How a block is cited: "ET, art. 38", "CLT, art. 391-A"; with a subdivision's label (`unit_label`), "CLT, art.
+    477, § 8º"; the law's name alone for a block of no article.
+    """
+    article = article_citation(document.meta)
+    if article and units:
+        article = f"{article}, {units}"
+    return f"{law_name(document)}, {article}" if article else law_name(document)
+
+
 def numbered_apart(meta: dict[str, Any]) -> str:
     """
     Where a provision numbered apart from the body stands, since its number repeats the body's: "do ADCT" for the

@@ -6,21 +6,15 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.document_stores.block_reader import articles_condition, read_blocks, with_score
-from components.legal.answer_format import article_body, article_citation
+from components.legal.answer_format import block_part, cited_as, holds_subdivision
 from components.legal.bases import Basis, load_bases
 from components.legal.ids import BASIS_EXPANSION, check_named_laws
-from components.legal.legal_text import split_sentences, unit_range
 
 logger = logging.getLogger(__name__)
 
 
 def _key(document: Document) -> tuple[str, str]:
     return str(document.meta.get("law_id")), str(document.meta.get("article") or "").lower()
-
-
-def _cited(document: Document) -> str:
-    """The article of `document` as a citation names it: "CLT, art. 391-A"."""
-    return f"{document.meta.get('law_short') or document.meta.get('law_id')}, {article_citation(document.meta)}"
 
 
 def _score_at(ranking: list[Document], place: int) -> float | None:
@@ -168,7 +162,7 @@ class BasisExpander:
             score = _score_at(ranking, place)
             ranking.insert(place, with_score(
                 block, score, expansion=BASIS_EXPANSION, expanded_from=source.id,
-                basis_units=[list(unit) for unit in basis.units], basis_of=_cited(source),
+                basis_units=[list(unit) for unit in basis.units], basis_of=cited_as(source),
             ))
             units = " ".join(f"{kind} {value}" for kind, value in basis.units)
             placed[target] = f"{basis.law_id} {basis.article} {units} <- {' '.join(_key(source))}"
@@ -186,9 +180,8 @@ class BasisExpander:
             parts.setdefault(_key(block), []).append(block)
         found = {}
         for basis in bases:
-            for block in sorted(parts.get((basis.law_id, basis.article), []), key=lambda d: d.meta.get("part") or 1):
-                sentences = split_sentences(article_body(block), lang=block.meta.get("lang", "pt"))
-                if unit_range(sentences, list(basis.units)) is not None:
+            for block in sorted(parts.get((basis.law_id, basis.article), []), key=block_part):
+                if holds_subdivision([block], list(basis.units)):
                     found[basis] = block
                     break
             else:  # the article is there, the subdivision is not: the table and the text disagree

@@ -199,14 +199,14 @@ class MultiQueryRetriever:
             # a constitutional basis (`BasisExpander`) takes no rank of its own: it follows the block before it
             ids.append([doc.id for doc in ranked if doc.meta.get("expansion") != BASIS_EXPANSION])
             previous = None
-            for doc in ranked:
-                if doc.meta.get("expansion") != BASIS_EXPANSION:
-                    previous = doc.id
-                elif doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
-                    after[doc.id] = previous
             for rank, doc in enumerate(ranked):
                 matched.setdefault(doc.id, {}).setdefault(query, rank)
-                if doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0):
+                better = doc.id not in best or (doc.score or 0.0) > (best[doc.id].score or 0.0)
+                if doc.meta.get("expansion") != BASIS_EXPANSION:
+                    previous = doc.id
+                elif better:
+                    after[doc.id] = previous
+                if better:
                     best[doc.id] = doc
         if len(rankings) == 1:
             scores = {doc_id: best[doc_id].score or 0.0 for doc_id in best}
