@@ -37,7 +37,7 @@ from components.legal.citations import (
     pinpoint,
     with_units_before,
 )
-from components.legal.ids import REPEALED
+from components.legal.ids import REPEALED, SPECIAL_REGIME
 from components.legal.jurisdiction import country_readings, without_countries
 from components.legal.legal_text import blank_spans, split_sentences, unit_range
 from components.legal.terms import split_concepts, stems
@@ -456,11 +456,14 @@ class ExtractiveAnswer:
         # only the best-ranked blocks are candidates (retrieval already ordered them); within those, blocks are
         # quoted in retrieval order, in-force norms before repealed ones, when their best sentence matches well
         # (a constitutional basis, `BasisExpander`, is quoted with its article below: it takes no candidate's place)
+        # nor does a block of a special regime the question does not name (`LegalReranker`: CLT art. 241 on the
+        # railway's overtime, for anyone's overtime), unless there is nothing else
         bases = [i for i in sorted(sentences) if basis_units(documents[i].meta)]
+        special = {i for i in sentences if documents[i].meta.get(SPECIAL_REGIME)}
         pool = {
             i: found for i, found in sentences.items()
-            if i not in bases and i - sum(1 for b in bases if b < i) < 2 * self.max_articles
-        } or sentences
+            if i not in bases and i not in special and i - sum(1 for b in bases if b < i) < 2 * self.max_articles
+        } or {i: found for i, found in sentences.items() if i not in bases} or sentences
         # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998", "§ 1º do
         # art. 59") are left out of the sentence scoring, they would favour any block that merely names the law or
         # has a paragraph of that number

@@ -19,7 +19,14 @@ from typing import Any, Final
 
 from haystack import Document
 
-from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, BASIS_EXPANSION, PARTIALLY_REPEALED, REPEALED
+from components.legal.ids import (
+    ADCT_PREFIX,
+    APPROVAL_PREFIX,
+    BASIS_EXPANSION,
+    PARTIALLY_REPEALED,
+    REPEALED,
+    SPECIAL_REGIME,
+)
 from components.legal.legal_text import detect_query_language, fold_accents, split_sentences, unit_range
 
 META_DELIMITER: Final[str] = "===META==="
@@ -110,6 +117,11 @@ GAP_MARK = " […] "
 BASIS_NOTES: Final[dict[str, str]] = {
     "es": "[NOTA: fundamento constitucional ({units}) de {source}]",
     "pt": "[NOTA: fundamento constitucional ({units}) de {source}]",
+}
+# the note of a block of a special regime the question does not name (`LegalReranker`): whom it governs
+SPECIAL_REGIME_NOTES: Final[dict[str, str]] = {
+    "es": "[NOTA: régimen especial ({group}): rige solo para ese colectivo]",
+    "pt": "[NOTA: regime especial ({group}): aplica-se só a esse grupo]",
 }
 # the status note of a context block, in the block's language (`meta.lang`; Spanish for any other)
 STATUS_NOTES: Final[dict[str, dict[str, str]]] = {
@@ -428,6 +440,10 @@ def _note(meta: dict[str, Any]) -> str:
             source=" ".join(neutralize(str(meta["basis_of"])).split()),
         )
         note = f"{note} {basis}".strip()
+    group = meta.get(SPECIAL_REGIME)
+    if isinstance(group, str) and group.strip():
+        special = SPECIAL_REGIME_NOTES.get(language, SPECIAL_REGIME_NOTES["es"])
+        note = f"{note} {special.format(group=' '.join(neutralize(group).split()))}".strip()
     return note
 
 

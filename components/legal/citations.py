@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from haystack import logging
 
-from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX
+from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, numbered_as
 from components.legal.laws import load_laws_table
 from components.legal.legal_text import (
     LATIN_SUFFIXES,
@@ -423,10 +423,11 @@ def cites_block(citation: dict[str, Any], meta: dict[str, Any]) -> bool:
     """
     Whether a block (its `meta`) is what a citation (`CitationGrammar.extract`) names: its article (any article for
     a law-only citation) of its law; of any law when the citation names none; of a norm outside the laws table,
-    the block whose short name is that norm's.
+    the block whose short name is that norm's. A provision the statute numbers as an earlier one ("dt35-2") is
+    cited by that number (`numbered_as`).
     """
     article, law_id, law = citation.get("article"), citation.get("law_id"), citation.get("law")
-    if article is not None and meta.get("article") != article:
+    if article is not None and not numbered_as(str(meta.get("article") or ""), article):
         return False
     if law_id is not None:
         return meta.get("law_id") == law_id

@@ -25,6 +25,10 @@ DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the 
 # `meta.expansion` of a block placed as the constitutional basis of the article before it (`BasisExpander`): it
 # follows its source (`meta.expanded_from`) wherever rankings are fused or quoted, and takes no candidate's place
 BASIS_EXPANSION: Final[str] = "basis"
+# meta key: the group of the special regime a block belongs to that the question does not name ("serviço
+# ferroviário"), set by `LegalReranker` on the blocks it puts after the general ones; the extractive answer quotes
+# such a block only when nothing else is there, and the LLM's context block says whom it governs
+SPECIAL_REGIME: Final[str] = "special_regime"
 # `meta.status` of a norm (or article): in force, repealed as a whole (its successor in `meta.derogated_by`), or
 # partly repealed
 IN_FORCE: Final[str] = "in_force"
@@ -35,6 +39,26 @@ SOURCE_DIGEST = "source_sha256"
 
 # Logical collections (`meta.collection`) and their default weights in hybrid retrieval and CRAG grading.
 DEFAULT_COLLECTION_WEIGHTS: Final[dict[str, float]] = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
+
+
+def repeated_key(key: str, occurrence: int) -> str:
+    """
+    The article key of the `occurrence`-th (2, 3, ...) provision a statute numbers as an earlier one: "dt35-2" for
+    the LGSS's second "disposición transitoria trigésima quinta" (`ArticleParser`).
+    """
+    return f"{key}-{occurrence}"
+
+
+def numbered_as(key: str, article: str) -> bool:
+    """
+    Whether the provision with article key `key` is the one a citation of `article` names: the same key, or a later
+    provision the statute numbers the same (`repeated_key`: "disposición transitoria trigésima quinta" names
+    "dt35" and "dt35-2").
+    """
+    if key == article:
+        return True
+    head, _, occurrence = key.rpartition("-")
+    return head == article and occurrence.isdigit() and int(occurrence) >= 2
 
 
 def parent_id_for(law_id: str, article: str, part: int, owner: str = "") -> str:

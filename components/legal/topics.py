@@ -37,7 +37,7 @@ def fold(text: str) -> str:
     return fold_accents(text.lower())
 
 
-def _keyword_pattern(keywords: list[str]) -> re.Pattern[str] | None:
+def keyword_pattern(keywords: list[str]) -> re.Pattern[str] | None:
     """
     One regex matching any keyword at a word start, to the end of its last word; each word of a keyword is a
     word prefix. Longest keywords first, so that a phrase wins over its first word.
@@ -85,8 +85,8 @@ class _Keywords:
     """Compiled keyword patterns of one topic: per language, and for all languages together."""
 
     def __init__(self, keywords: dict[str, list[str]]) -> None:
-        self.by_lang = {lang: _keyword_pattern(words) for lang, words in keywords.items()}
-        self.any_lang = _keyword_pattern([word for words in keywords.values() for word in words])
+        self.by_lang = {lang: keyword_pattern(words) for lang, words in keywords.items()}
+        self.any_lang = keyword_pattern([word for words in keywords.values() for word in words])
 
     def find(self, folded: str, lang: str | None) -> list[tuple[int, int]]:
         pattern = self.by_lang.get(lang) if lang is not None else self.any_lang

@@ -8,7 +8,7 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.legal.access import owner_key
-from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, IN_FORCE, PREAMBLE, REPEALED
+from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, IN_FORCE, PREAMBLE, REPEALED, repeated_key
 from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key
 
 logger = logging.getLogger(__name__)
@@ -280,7 +280,7 @@ class ArticleParser:
             key = unit.key
             if key in seen:
                 seen[key] += 1
-                key = f"{unit.key}-{seen[unit.key]}"
+                key = repeated_key(unit.key, seen[unit.key])
                 logger.warning(
                     "{law_id}: article key {key} repeats ({label}); renamed to {new_key}",
                     law_id=law_id, key=unit.key, label=unit.heading, new_key=key,

@@ -11,8 +11,17 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.generators.llm_backends import generator_to_dict, with_deserialized_generator
 from components.legal.citations import CitationGrammar
-from components.legal.ids import DENSE_SCORE, IN_FORCE, PARTIALLY_REPEALED, PREAMBLE, REPEALED, check_named_laws
+from components.legal.ids import (
+    DENSE_SCORE,
+    IN_FORCE,
+    PARTIALLY_REPEALED,
+    PREAMBLE,
+    REPEALED,
+    SPECIAL_REGIME,
+    check_named_laws,
+)
 from components.legal.jurisdiction import in_jurisdiction, question_jurisdiction
+from components.legal.regimes import load_special_regimes
 from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer, LLMPointwiseScorer
 from components.utils.ttl_cache import TTLCache, cache_partition
 
@@ -97,6 +106,14 @@ class LegalReranker:
     not by the preamble's paragraph on training. A preamble among the candidates goes after the provisions. Never
     removed.
 
+    Special regimes (`special_regimes_last`, on by default): a statute's special parts govern one group of workers
+    only (lex specialis): the railway's overtime (CLT art. 241), women's night work (CLT art. 381), the rest between
+    shifts at sea (RD 1561/1995 art. 17). They say nearly what the general rule says, in its words, so relevance
+    alone often puts them first: "fiz 2 horas a mais, quanto tem que pagar?" is answered by CLT art. 59. A block of
+    a special regime (`components/legal/data/special_regimes.yaml`, `components.legal.regimes`) goes after the
+    others unless the question (or the query made from it) names the regime's group ("sou ferroviário", "trabajo de
+    interna", "meu filho de 16 anos") or, for a regime that is a whole law, names that law. Never removed.
+
     Named norms (`named_first`, on by default): a question that names a norm ("¿qué dice la Constitución sobre las
     vacaciones?", "o que a CLT diz sobre férias?", "según el ET ...", "donde dice la constitucion que...") asks
     what that norm says, so the blocks of the norms it names come before the others (after the jurisdiction step,
@@ -155,6 +172,8 @@ class LegalReranker:
         superseded_last: bool = True,
         named_first: bool = True,
         provisions_first: bool = True,
+        special_regimes_last: bool = True,
+        regimes_file: str | None = None,
     ) -> None:
         """
         Create a LegalReranker.
@@ -191,8 +210,13 @@ class LegalReranker:
         :param named_first: Put the blocks of the norms the question names before the others (see above); needs
             the `query` input.
         :param provisions_first: Put a norm's preamble after the provisions among the candidates (see above).
+        :param special_regimes_last: Put the blocks of a special regime after the others unless the question names
+            its group (see above); needs the `query` input.
+        :param regimes_file: The table of special regimes (layout of `components/legal/data/special_regimes.yaml`);
+            None: the bundled one.
         :raises ValueError: An unknown backend, a backend without its `model` / `chat_generator`, negative weights,
-            an invalid date, `retrieval_blend` outside [0, 1] or a non-positive size.
+            an invalid date, `retrieval_blend` outside [0, 1], a non-positive size, or a regimes file that does not
+            exist or is not such a table.
         """
         if top_n <= 0:
             raise ValueError(f"top_n must be > 0, got {top_n}")
@@ -237,6 +261,9 @@ class LegalReranker:
         self.superseded_last = superseded_last
         self.provisions_first = provisions_first
         self.named_first = named_first
+        self.special_regimes_last = special_regimes_last
+        self.regimes_file = regimes_file
+        self._regimes = load_special_regimes(regimes_file)
         self._grammar: CitationGrammar | None = None
         self._scorer = self._make_scorer()
         self._scores = TTLCache(max_entries=cache_size, ttl=cache_ttl)
@@ -284,6 +311,8 @@ class LegalReranker:
             superseded_last=self.superseded_last,
             named_first=self.named_first,
             provisions_first=self.provisions_first,
+            special_regimes_last=self.special_regimes_last,
+            regimes_file=self.regimes_file,
         )
 
     @classmethod
@@ -328,8 +357,9 @@ class LegalReranker:
             (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
             `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`,
             `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
-            ids of the repealed norms' blocks put last), `named` (the law ids of the named norms whose blocks were
-            put first) and `cited` (the ids of the cited blocks put first).
+            ids of the repealed norms' blocks put last), `special` (the special regimes' blocks put after the others,
+            "<law id> <article> (<group>)"), `named` (the law ids of the named norms whose blocks were put first) and
+            `cited` (the ids of the cited blocks put first).
         :raises ValueError: A backend other than `retrieval` without `query`, or `named_laws` not a list of law ids.
         """
         check_named_laws(named_laws)
@@ -338,7 +368,7 @@ class LegalReranker:
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
                                  "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
-                                 "superseded": [], "named": [], "cited": []}
+                                 "superseded": [], "special": [], "named": [], "cited": []}
         exact = [d for d in cited or [] if d.meta.get("lexical_match") == "exact"]
         if not head:
             stats["cited"] = [d.id for d in exact]
@@ -386,6 +416,8 @@ class LegalReranker:
         if self.provisions_first:  # a preamble explains the norm; its articles are the law
             ranked = _last(ranked, [d for d in ranked if d.meta.get("article") == PREAMBLE])
         asker = question if isinstance(question, str) and question.strip() else query
+        if self.special_regimes_last and asked:
+            ranked, stats["special"] = self._special_last(named, ranked, query, question)
         if self.jurisdiction_first and isinstance(asker, str) and asker.strip():
             ranked, stats["jurisdiction"] = self._jurisdiction_first(asker, named, ranked, query=query)
         if self.named_first and named:
@@ -436,6 +468,28 @@ class LegalReranker:
         ]
         ranked = _last(documents, superseded)
         return ranked, [d.id for d in superseded] if ranked is not documents else []
+
+    def _special_last(
+        self, named: list[str], documents: list[Document], query: str, question: str | None
+    ) -> tuple[list[Document], list[str]]:
+        """
+        The blocks of the special regimes that neither `question` nor `query` names (nor, for a whole-law regime,
+        `named`: the law ids the question names) after all the others, each marked with its group
+        (`meta["special_regime"]`); returns the list and the moved blocks, as "<law id> <article> (<group>)".
+        """
+        outside = self._regimes.outside(query, question, named_laws=named)
+        groups = [outside(d.meta) for d in documents]
+        if not any(groups) or all(groups):
+            return documents, []
+        marked = [
+            Document(id=d.id, content=d.content, meta={**d.meta, SPECIAL_REGIME: group}, score=d.score,
+                     embedding=d.embedding) if group else d
+            for d, group in zip(documents, groups)
+        ]
+        moved = [d for d, group in zip(marked, groups) if group]
+        return _last(marked, moved), [
+            f"{d.meta.get('law_id')} {d.meta.get('article')} ({d.meta[SPECIAL_REGIME]})" for d in moved
+        ]
 
     @staticmethod
     def _named_first(named: list[str], documents: list[Document]) -> tuple[list[Document], list[str]]:

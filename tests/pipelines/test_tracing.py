@@ -212,6 +212,7 @@ def test_retrieve_records_one_stage_per_component_and_a_jsonl_line(engine):
     assert reranker["jurisdiction"] == {"language": "es", "source": "language"}  # why Spanish norms come first
     assert reranker["superseded"] == []  # no repealed norm among the candidates: nothing put last
     assert reranker["named"] == []  # the question names no norm
+    assert reranker["special"] == []  # no special regime's block among the candidates: nothing put after
     gate = next(d for d in trace["decisions"] if d["stage"] == "gate")
     assert gate["reason"] == "no article cited in the query"
     assert trace["cache"]["request"] == {"hits": 0, "misses": 1, "hit_rate": 0.0}

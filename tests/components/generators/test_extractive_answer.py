@@ -562,3 +562,20 @@ def test_a_basis_of_several_sentences_is_quoted_by_the_sentences_the_question_sh
     answer = ExtractiveAnswer().run(question=question, documents=[lols, basis])["answer"]
     (quote,) = [line for line in answer.splitlines() if "(CE, art. 28, apartado 1)" in line]
     assert quote.startswith("- «Todos tienen derecho a sindicarse libremente.»")
+
+
+def test_a_special_regime_the_question_does_not_name_is_not_quoted_beside_the_general_rule():
+    """CLT art. 381 (women's night work) shares "adicional" with the question; art. 73 is everyone's night work."""
+    clt = "DEL-5452-1943"
+    art73, art59, art381 = _clt_blocks((clt, "73", 1), (clt, "59", 1), (clt, "381", 1))
+    question = "quanto é o adicional noturno?"
+    plain = ExtractiveAnswer().run(question=question, documents=[art73, art59, art381])["answer"]
+    assert "(CLT, art. 73)" in plain and "(CLT, art. 381)" in plain  # by shared words alone
+    # as `LegalReranker` marks it when the question names no woman
+    marked = Document(id=art381.id, content=art381.content, score=0.1,
+                      meta={**art381.meta, "special_regime": "proteção do trabalho da mulher"})
+    answer = ExtractiveAnswer().run(question=question, documents=[art73, art59, marked])["answer"]
+    assert "(CLT, art. 73)" in answer and "art. 381" not in answer
+    # with nothing else to quote, the special rule is quoted all the same
+    answer = ExtractiveAnswer().run(question=question, documents=[marked])["answer"]
+    assert "(CLT, art. 381)" in answer and "20%" in answer

@@ -308,3 +308,17 @@ def test_cited_articles_puts_a_law_less_article_under_the_laws_the_question_name
     assert cited_articles(grammar.extract("según el artículo 122")) == set()  # no law named: fetched from any
     # an article of a norm the corpus lacks stays out
     assert cited_articles(grammar.extract("el artículo 38 del ET y el artículo 5 de la Ley 30/1992")) == {(ET, "38")}
+
+
+def test_a_provision_numbered_as_an_earlier_one_is_cited_by_that_number():
+    """The LGSS has two "disposición transitoria trigésima quinta": the parser keys the second "dt35-2"."""
+    from components.legal.citations import cites_block
+    from components.legal.ids import numbered_as, repeated_key
+
+    assert repeated_key("dt35", 2) == "dt35-2"
+    assert numbered_as("dt35-2", "dt35") and numbered_as("dt35", "dt35")
+    assert not numbered_as("dt35-2", "dt3") and not numbered_as("59-a", "59") and not numbered_as("dt35-1", "dt35")
+    assert not numbered_as("adct-10", "10")
+    citation = {"law_id": "BOE-A-2015-11724", "law": "LGSS", "article": "dt35"}
+    assert cites_block(citation, {"law_id": "BOE-A-2015-11724", "article": "dt35-2"})
+    assert not cites_block(citation, {"law_id": "BOE-A-2015-11724", "article": "dt36"})

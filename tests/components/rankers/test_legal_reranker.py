@@ -501,3 +501,75 @@ def test_named_first_moves_nothing_without_a_named_norm_or_when_switched_off():
     data = off.to_dict()
     assert data["init_parameters"]["named_first"] is False
     assert LegalReranker.from_dict(data).to_dict() == data
+
+
+CLT_META = {"law_id": "DEL-5452-1943", "rank": 2, "status": "in_force", "last_updated": "2025-01-01", "country": "br",
+            "lang": "pt"}
+RAILWAY = ["TÍTULO III: DAS NORMAS ESPECIAIS DE TUTELA DO TRABALHO",
+           "CAPÍTULO I: DAS DISPOSIÇÕES ESPECIAIS SOBRE DURAÇÃO E CONDIÇÕES DE TRABALHO",
+           "SEÇÃO V: DO SERVIÇO FERROVIÁRIO"]
+WORKING_DAY = ["TÍTULO II: DAS NORMAS GERAIS DE TUTELA DO TRABALHO", "CAPÍTULO II: DA DURAÇÃO DO TRABALHO"]
+
+
+def _overtime_candidates():
+    """The railway's overtime article ahead of the general rule, as relevance alone ranks them (real texts)."""
+    return [
+        Document(id="clt-241", content="Art. 241. As horas excedentes das do horário normal de oito horas serão pagas "
+                 "como serviço extraordinário ...", score=0.92,
+                 meta={**CLT_META, "article": "241", "heading_path": RAILWAY}),
+        Document(id="clt-59", content="Art. 59. A duração diária do trabalho poderá ser acrescida de horas extras ...",
+                 score=0.90, meta={**CLT_META, "article": "59", "heading_path": WORKING_DAY}),
+        Document(id="clt-61", content="Art. 61. Ocorrendo necessidade imperiosa, poderá a duração do trabalho "
+                 "exceder do limite legal ...", score=0.70,
+                 meta={**CLT_META, "article": "61", "heading_path": WORKING_DAY}),
+    ]
+
+
+def test_special_regimes_last_puts_a_group_s_own_rule_after_the_general_rule():
+    reranker = LegalReranker(today="2026-01-01")
+    out = reranker.run(documents=_overtime_candidates(), query="fiz 2 horas a mais, quanto tem que pagar?")
+    assert [d.id for d in out["documents"]] == ["clt-59", "clt-61", "clt-241"]
+    assert out["stats"]["special"] == ["DEL-5452-1943 241 (serviço ferroviário)"]
+    moved = out["documents"][-1]
+    assert moved.meta["special_regime"] == "serviço ferroviário"
+    assert "special_regime" not in out["documents"][0].meta
+    assert "special_regime" not in _overtime_candidates()[0].meta  # the caller's documents are not changed
+    scores = [d.score for d in out["documents"]]
+    assert scores == sorted(scores, reverse=True) and scores[-1] > 0  # rescaled below, never removed
+
+
+def test_special_regimes_last_keeps_a_regime_the_question_names_or_cites():
+    reranker = LegalReranker(today="2026-01-01")
+    named = reranker.run(documents=_overtime_candidates(), query="sou ferroviário, quanto vale a hora extra?")
+    assert named["documents"][0].id == "clt-241" and named["stats"]["special"] == []
+    # named in the user's question a decomposed query came from
+    from_question = reranker.run(
+        documents=_overtime_candidates(), query="hora extra", question="sou maquinista de trem: e a hora extra?"
+    )
+    assert from_question["documents"][0].id == "clt-241"
+    # an article the question cites comes first whatever its regime
+    cited = _overtime_candidates()[0]
+    out = reranker.run(
+        documents=_overtime_candidates(), query="o que diz o art. 241 da CLT?",
+        cited=[Document(id=cited.id, content=cited.content, meta={**cited.meta, "lexical_match": "exact"})],
+    )
+    assert out["documents"][0].id == "clt-241"
+
+
+def test_special_regimes_last_can_be_switched_off_and_read_from_a_custom_table(tmp_path):
+    off = LegalReranker(today="2026-01-01", special_regimes_last=False)
+    out = off.run(documents=_overtime_candidates(), query="fiz 2 horas a mais, quanto tem que pagar?")
+    assert [d.id for d in out["documents"]] == ["clt-241", "clt-59", "clt-61"] and out["stats"]["special"] == []
+    table = tmp_path / "regimes.yaml"
+    table.write_text("DEL-5452-1943:\n  - {group: prorrogação, articles: ['61'], named_by: [imperiosa]}\n",
+                     encoding="utf-8")
+    custom = LegalReranker(today="2026-01-01", regimes_file=str(table))
+    out = custom.run(documents=_overtime_candidates(), query="fiz 2 horas a mais, quanto tem que pagar?")
+    assert [d.id for d in out["documents"]] == ["clt-241", "clt-59", "clt-61"]
+    assert out["stats"]["special"] == ["DEL-5452-1943 61 (prorrogação)"]
+    data = custom.to_dict()
+    assert data["init_parameters"]["regimes_file"] == str(table)
+    assert data["init_parameters"]["special_regimes_last"] is True
+    assert LegalReranker.from_dict(data).to_dict() == data
+    with pytest.raises(ValueError, match="does not exist"):
+        LegalReranker(regimes_file=str(tmp_path / "none.yaml"))

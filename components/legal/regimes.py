@@ -1,0 +1,167 @@
+"""
+Special regimes (`components/legal/data/special_regimes.yaml`, `load_special_regimes`): the parts of a statute that
+govern one group of workers only ("Do Serviço Ferroviário", RD 1620/2011 on household service), and the words that
+name the group in a question.
+"""
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from components.legal.topics import fold, keyword_pattern
+
+DEFAULT_REGIMES_FILE: Final[Path] = Path(__file__).resolve().parent / "data" / "special_regimes.yaml"
+
+
+@dataclass(frozen=True)
+class SpecialRegime:
+    """
+    One special regime of a law: the part under `heading` (folded), or the articles `articles`, or (neither) the
+    whole law; `named_by`: the folded word prefixes that name its group.
+    """
+
+    law_id: str
+    group: str
+    named_by: tuple[str, ...]
+    heading: str | None = None
+    articles: frozenset[str] | None = None
+    _pattern: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def whole_law(self) -> bool:
+        """Whether the regime is the whole law (no heading, no articles)."""
+        return self.heading is None and self.articles is None
+
+    def covers(self, meta: Mapping[str, Any]) -> bool:
+        """Whether the block with this meta (`law_id`, `article`, `heading_path`) is inside the regime."""
+        if meta.get("law_id") != self.law_id:
+            return False
+        if self.articles is not None:
+            return str(meta.get("article") or "").lower() in self.articles
+        if self.heading is not None:
+            headings = meta.get("heading_path") or []
+            return isinstance(headings, list) and any(self.heading in fold(str(h)) for h in headings)
+        return True
+
+    def named_in(self, folded_text: str) -> bool:
+        """Whether the (folded) text names the regime's group."""
+        pattern = self._pattern
+        return pattern is not None and pattern.search(folded_text) is not None
+
+
+class SpecialRegimes:
+    """
+    The special regimes of a table, by law, and which of them a question leaves out.
+
+    ### Usage example
+
+    ```python
+    from components.legal.regimes import load_special_regimes
+
+    regimes = load_special_regimes()
+    outside = regimes.outside("fiz 2 horas a mais, quanto tem que pagar?")
+    outside(block.meta)  # "serviço ferroviário" for CLT art. 241; None for CLT art. 59
+    ```
+    """
+
+    def __init__(self, regimes: Iterable[SpecialRegime]) -> None:
+        """:param regimes: The regimes, in table order."""
+        self.regimes = tuple(regimes)
+        self._by_law: dict[str, list[SpecialRegime]] = {}
+        for regime in self.regimes:
+            self._by_law.setdefault(regime.law_id, []).append(regime)
+
+    def __len__(self) -> int:
+        return len(self.regimes)
+
+    def outside(self, *texts: str | None, named_laws: Iterable[str] = ()):
+        """
+        A function of a block's meta giving the group of a regime the block is in and `texts` (the question, the
+        query made from it) do not name, or None: a block in no regime, or in regimes whose groups are all named.
+        A whole-law regime is named by its own words, by naming the law (`named_laws`: law ids) or by naming any
+        other regime of the law.
+        """
+        folded = " \n ".join(fold(text) for text in texts if isinstance(text, str))
+        named_laws = set(named_laws)
+        named: dict[SpecialRegime, bool] = {}
+        for law_id, regimes in self._by_law.items():
+            parts = {regime: regime.named_in(folded) for regime in regimes}
+            any_part = any(hit for regime, hit in parts.items() if not regime.whole_law)
+            for regime, hit in parts.items():
+                named[regime] = hit or (regime.whole_law and (law_id in named_laws or any_part))
+
+        def group(meta: Mapping[str, Any]) -> str | None:
+            for regime in self._by_law.get(str(meta.get("law_id")), ()):
+                if not named[regime] and regime.covers(meta):
+                    return regime.group
+            return None
+
+        return group
+
+
+def _words(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(w, str) and w.strip() for w in value):
+        raise ValueError(f"{where}: `named_by` must be a non-empty list of words, got {value!r}")
+    return tuple(dict.fromkeys(fold(" ".join(w.split())) for w in value))
+
+
+def parse_special_regimes(table: Any, source: str = "special_regimes") -> SpecialRegimes:
+    """
+    The regimes of a table laid out as `special_regimes.yaml` is: `{law_id: [{group, heading | articles,
+    named_by}, ...]}`.
+
+    :raises ValueError: A table not laid out so (the message says where).
+    """
+    if not isinstance(table, dict):
+        raise ValueError(f"{source}: expected a mapping of law ids, got {type(table).__name__}")
+    regimes = []
+    for law_id, entries in table.items():
+        if not isinstance(entries, list) or not entries:
+            raise ValueError(f"{source}: {law_id} must list its regimes")
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("group"), str) or not entry["group"].strip():
+                raise ValueError(f"{source}: {law_id}: a regime needs a `group` (its name), got {entry!r}")
+            where = f"{source}: {law_id} {entry['group']!r}"
+            unknown = set(entry) - {"group", "heading", "articles", "named_by"}
+            if unknown:
+                raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+            heading, articles = entry.get("heading"), entry.get("articles")
+            if heading is not None and articles is not None:
+                raise ValueError(f"{where}: give `heading` or `articles`, not both")
+            if heading is not None and (not isinstance(heading, str) or not heading.strip()):
+                raise ValueError(f"{where}: `heading` must be a heading of the law, got {heading!r}")
+            if articles is not None and (
+                not isinstance(articles, list) or not articles or not all(str(a).strip() for a in articles)
+            ):
+                raise ValueError(f"{where}: `articles` must list article keys, got {articles!r}")
+            words = _words(entry.get("named_by"), where)
+            regimes.append(SpecialRegime(
+                law_id=str(law_id),
+                group=entry["group"].strip(),
+                named_by=words,
+                heading=fold(" ".join(heading.split())) if heading is not None else None,
+                articles=frozenset(str(a).strip().lower() for a in articles) if articles is not None else None,
+                _pattern=keyword_pattern(list(words)),
+            ))
+    return SpecialRegimes(regimes)
+
+
+@cache
+def _load(path: str) -> SpecialRegimes:
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"special regimes file {path!r} does not exist")
+    return parse_special_regimes(yaml.safe_load(file.read_text(encoding="utf-8")) or {}, source=file.name)
+
+
+def load_special_regimes(path: str | Path | None = None) -> SpecialRegimes:
+    """
+    The special regimes of `path` or of the bundled `special_regimes.yaml` (read once per path).
+
+    :raises ValueError: The file does not exist or is not laid out as `special_regimes.yaml` is.
+    """
+    return _load(str(Path(path) if path else DEFAULT_REGIMES_FILE))

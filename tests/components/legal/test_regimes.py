@@ -1,0 +1,105 @@
+"""Special regimes (`components/legal/data/special_regimes.yaml`): the parts of a statute that govern one group only."""
+
+import pytest
+
+from components.legal.regimes import load_special_regimes
+from tests.corpus_helpers import CORPUS
+from tests.reference_fixtures import parent_blocks
+
+CLT, RD1561, RD1620, LGSS = "DEL-5452-1943", "BOE-A-1995-21346", "BOE-A-2011-17975", "BOE-A-2015-11724"
+FILES = [CORPUS / name for name in ("CLT.md", "CF88.md", f"{RD1561}.md", f"{RD1620}.md", f"{LGSS}.md")]
+
+
+@pytest.fixture(scope="module")
+def articles():
+    """One block per article of the laws the bundled table names, as the indexing pipeline parses them."""
+    found = {}
+    for block in parent_blocks(*FILES):
+        found.setdefault((block.meta["law_id"], block.meta["article"]), block.meta)
+    return found
+
+
+def test_every_bundled_regime_is_a_real_part_of_its_law(articles):
+    regimes = load_special_regimes()
+    assert len(regimes) >= 30
+    for regime in regimes.regimes:
+        covered = [key for key, meta in articles.items() if regime.covers(meta)]
+        assert covered, regime.group
+        assert all(law_id == regime.law_id for law_id, _ in covered)
+    # a general part of the law is in none: the question asking nothing about a group leaves the general rule
+    outside = regimes.outside("fiz 2 horas a mais todo dia, quanto a mais tem que pagar por hora?")
+    for key in [(CLT, "59"), (CLT, "73"), (CLT, "477"), ("CF88", "7"), (LGSS, "173"), (LGSS, "156")]:
+        assert outside(articles[key]) is None, key
+
+
+def test_a_block_of_a_regime_the_question_does_not_name_is_outside(articles):
+    outside = load_special_regimes().outside("quanto é o adicional noturno? e a hora extra?")
+    assert outside(articles[(CLT, "241")]) == "serviço ferroviário"
+    assert outside(articles[(CLT, "381")]) == "proteção do trabalho da mulher"
+    assert outside(articles[(CLT, "404")]) == "proteção do trabalho do menor"
+    assert outside(articles[(CLT, "227")]) == "telefonia, telegrafia e radiotelegrafia"
+    assert outside(articles[(CLT, "235-c")]) == "motorista profissional"
+    assert outside(articles[("CF88", "39")]) == "servidores públicos"
+    spanish = load_special_regimes().outside("¿cuántas horas tienen que pasar entre una jornada y la siguiente?")
+    assert spanish(articles[(RD1620, "9")]) == "servicio del hogar familiar"
+    assert spanish(articles[(RD1561, "17")]) in {"jornadas especiales de trabajo", "transportes y trabajo en el mar"}
+    assert spanish(articles[(LGSS, "251")]) == "sistema especial para empleados de hogar"
+    assert spanish(articles[(LGSS, "316")]) == "trabajadores por cuenta propia o autónomos"
+    assert spanish(articles[(LGSS, "248")]) == "trabajadores contratados a tiempo parcial"
+
+
+def test_naming_the_group_brings_its_regime_in(articles):
+    regimes = load_special_regimes()
+    assert regimes.outside("sou ferroviário e fiz 2 horas a mais")(articles[(CLT, "241")]) is None
+    assert regimes.outside("meu filho de 16 anos pode trabalhar de noite?")(articles[(CLT, "404")]) is None
+    assert regimes.outside("estou grávida, posso ser demitida?")(articles[(CLT, "391-a")]) is None
+    assert regimes.outside("trabajo de interna cuidando a una señora")(articles[(RD1620, "9")]) is None
+    assert regimes.outside("soy autónoma y me he puesto mala")(articles[(LGSS, "316")]) is None
+    # the group is named in the question or in the query made from it
+    assert regimes.outside("e a hora extra?", "sou bancário")(articles[(CLT, "225")]) is None
+    # "banco de horas" is no bank: the bank employees' regime stays outside
+    assert regimes.outside("meu patrão quer banco de horas")(articles[(CLT, "225")]) == "bancários"
+
+
+def test_a_whole_law_regime_is_named_by_the_law_or_by_any_of_its_groups(articles):
+    regimes = load_special_regimes()
+    general = articles[(RD1561, "1")]  # the RD 1561/1995's general provisions: in the whole-law regime only
+    assert regimes.outside("¿cuál es la jornada máxima?")(general) == "jornadas especiales de trabajo"
+    assert regimes.outside("¿cuál es la jornada máxima?", named_laws=[RD1561])(general) is None
+    assert regimes.outside("soy camionero, ¿cuál es mi jornada?")(general) is None
+    # a section of the law needs its own group named as well: a lorry driver is not a farm worker
+    assert regimes.outside("soy camionero, ¿cuál es mi jornada?")(articles[(RD1561, "10")]) is None
+    assert regimes.outside("soy camionero, ¿cuál es mi jornada?")(articles[(RD1561, "5")]) == "trabajo en el campo"
+
+
+@pytest.mark.parametrize("text", [
+    "- a list\n",
+    "CLT: []\n",
+    "CLT:\n  - {heading: X, named_by: [x]}\n",
+    "CLT:\n  - {group: g, heading: X}\n",
+    "CLT:\n  - {group: g, heading: X, named_by: []}\n",
+    "CLT:\n  - {group: g, heading: X, articles: ['1'], named_by: [x]}\n",
+    "CLT:\n  - {group: g, articles: [], named_by: [x]}\n",
+    "CLT:\n  - {group: g, heading: X, named_by: [x], words: [y]}\n",
+])
+def test_a_malformed_regimes_file_is_a_clear_error(tmp_path, text):
+    path = tmp_path / "regimes.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="regimes"):
+        load_special_regimes(path)
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        load_special_regimes(tmp_path / "none.yaml")
+
+
+def test_a_custom_file_with_an_article_regime(tmp_path):
+    path = tmp_path / "regimes.yaml"
+    path.write_text("BOE-A-2015-11430:\n  - {group: menores, articles: ['6'], named_by: [menor, '17 años']}\n",
+                    encoding="utf-8")
+    regimes = load_special_regimes(path)
+    et6 = {"law_id": "BOE-A-2015-11430", "article": "6", "heading_path": []}
+    assert regimes.outside("¿puedo hacer horas extra?")(et6) == "menores"
+    assert regimes.outside("mi hijo tiene 17 AÑOS")(et6) is None
+    assert regimes.outside("¿puedo hacer horas extra?")({**et6, "article": "35"}) is None
