@@ -6,7 +6,7 @@ name the group in a question.
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,13 +38,14 @@ class SpecialRegime:
 
     def covers(self, meta: Mapping[str, Any]) -> bool:
         """Whether the block with this meta (`law_id`, `article`, `heading_path`) is inside the regime."""
-        if meta.get("law_id") != self.law_id:
-            return False
+        folded = tuple(fold(heading) for heading in _headings(meta))
+        return meta.get("law_id") == self.law_id and self._covers(str(meta.get("article") or ""), folded)
+
+    def _covers(self, article: str, folded_headings: tuple[str, ...]) -> bool:
         if self.articles is not None:
-            return str(meta.get("article") or "").lower() in self.articles
+            return article.lower() in self.articles
         if self.heading is not None:
-            headings = meta.get("heading_path") or []
-            return isinstance(headings, list) and any(self.heading in fold(str(h)) for h in headings)
+            return any(self.heading in heading for heading in folded_headings)
         return True
 
     def named_in(self, folded_text: str) -> bool:
@@ -78,6 +79,12 @@ class SpecialRegimes:
     def __len__(self) -> int:
         return len(self.regimes)
 
+    @lru_cache(maxsize=32_768)  # noqa: B019 - a table is loaded once per file and lives as long as the process
+    def _covering(self, law_id: str, article: str, headings: tuple[str, ...]) -> tuple[SpecialRegime, ...]:
+        """The regimes of `law_id` a block of that article and headings is inside (blocks recur across questions)."""
+        folded = tuple(fold(heading) for heading in headings)
+        return tuple(r for r in self._by_law.get(law_id, ()) if r._covers(article, folded))
+
     def outside(self, *texts: str | None, named_laws: Iterable[str] = ()):
         """
         A function of a block's meta giving the group of a regime the block is in and `texts` (the question, the
@@ -95,12 +102,19 @@ class SpecialRegimes:
                 named[regime] = hit or (regime.whole_law and (law_id in named_laws or any_part))
 
         def group(meta: Mapping[str, Any]) -> str | None:
-            for regime in self._by_law.get(str(meta.get("law_id")), ()):
-                if not named[regime] and regime.covers(meta):
-                    return regime.group
-            return None
+            law_id = str(meta.get("law_id"))
+            if law_id not in self._by_law:
+                return None
+            covering = self._covering(law_id, str(meta.get("article") or ""), _headings(meta))
+            return next((regime.group for regime in covering if not named[regime]), None)
 
         return group
+
+
+def _headings(meta: Mapping[str, Any]) -> tuple[str, ...]:
+    """A block's enclosing headings (`heading_path`)."""
+    headings = meta.get("heading_path")
+    return tuple(str(h) for h in headings) if isinstance(headings, (list, tuple)) else ()
 
 
 def _words(value: Any, where: str) -> tuple[str, ...]:
