@@ -411,13 +411,15 @@ class LegalReranker:
             named = list(named_laws)
         else:
             named = self._named_laws(query) if asked and grammar_needed else []
+        # each rule puts its blocks after the others: a special regime (law in force for some) before a repealed
+        # norm (history), before a preamble (no normative force)
+        if self.special_regimes_last and asked:
+            ranked, stats["special"] = self._special_last(named, ranked, query, question)
         if self.superseded_last:
             ranked, stats["superseded"] = self._superseded_last(named, ranked)
         if self.provisions_first:  # a preamble explains the norm; its articles are the law
             ranked = _last(ranked, [d for d in ranked if d.meta.get("article") == PREAMBLE])
         asker = question if isinstance(question, str) and question.strip() else query
-        if self.special_regimes_last and asked:
-            ranked, stats["special"] = self._special_last(named, ranked, query, question)
         if self.jurisdiction_first and isinstance(asker, str) and asker.strip():
             ranked, stats["jurisdiction"] = self._jurisdiction_first(asker, named, ranked, query=query)
         if self.named_first and named:

@@ -573,3 +573,19 @@ def test_special_regimes_last_can_be_switched_off_and_read_from_a_custom_table(t
     assert LegalReranker.from_dict(data).to_dict() == data
     with pytest.raises(ValueError, match="does not exist"):
         LegalReranker(regimes_file=str(tmp_path / "none.yaml"))
+
+
+def test_a_special_regime_in_force_comes_before_a_repealed_norm():
+    """Each rule puts its blocks after the others: law in force for some, then history."""
+    household = {"law_id": "BOE-A-2011-17975", "rank": 3, "status": "in_force", "last_updated": "2023-01-01",
+                 "article": "9", "heading_path": ["CAPÍTULO II. Contenido de la relación laboral"]}
+    docs = [
+        Document(id="et95-38", content="Vacaciones (1995).", meta={**ET1995_BY_2015, "article": "38"}, score=0.99),
+        Document(id="rd1620-9", content="Vacaciones del empleado de hogar.", meta=household, score=0.95),
+        Document(id="et15-38", content="Vacaciones (2015).", meta=ET2015, score=0.90),
+    ]
+    out = LegalReranker(today="2026-01-01").run(documents=docs, query="¿cuántos días de vacaciones tengo?")
+    assert [d.id for d in out["documents"]] == ["et15-38", "rd1620-9", "et95-38"]
+    assert out["stats"]["special"] == ["BOE-A-2011-17975 9 (servicio del hogar familiar)"]
+    named = LegalReranker(today="2026-01-01").run(documents=docs, query="soy interna, ¿cuántos días de vacaciones?")
+    assert [d.id for d in named["documents"]] == ["rd1620-9", "et15-38", "et95-38"]
