@@ -192,6 +192,21 @@ def _lawless_choices(
     return choices
 
 
+def _leading_bases(documents: list[Document], bases: list[int]) -> list[int]:
+    """
+    The constitutional basis blocks of `bases` that open the ranking, above the article they are the basis of:
+    `BasisExpander` puts the basis first for a question that names the constitution ("o que diz a constituição
+    sobre hora extra?"), whose answer it is.
+    """
+    sources = {doc.id: i for i, doc in enumerate(documents)}
+    leading = []
+    for i in range(len(documents)):
+        if i not in bases or sources.get(documents[i].meta.get("expanded_from"), -1) <= i:
+            break
+        leading.append(i)
+    return leading
+
+
 def _with_bases(order: list[int], documents: list[Document], bases: list[int]) -> list[int]:
     """
     `order` (block positions: each article is quoted at its first) with each constitutional basis block of `bases`
@@ -500,8 +515,10 @@ class ExtractiveAnswer:
         # a turn with no word of its own to match ("¿y en Brasil?": the question before it, of another country's
         # law) is answered by what retrieval found for it, not told that none of its words matched
         wordless = not stems(without_countries(question), language)
-        ordered = first + (lead if top > 0 or wordless else []) + halves + (in_force or matching)
-        ordered = _with_bases(ordered, documents, bases)
+        # a basis ranked above its article answers a question naming the constitution: after the cited articles
+        leading = _leading_bases(documents, bases)
+        ordered = first + leading + (lead if top > 0 or wordless else []) + halves + (in_force or matching)
+        ordered = _with_bases(ordered, documents, [i for i in bases if i not in leading])
         articles: dict[tuple[Any, ...], int] = {}
         for i in ordered:
             articles.setdefault(_article(documents, i), i)
@@ -511,7 +528,7 @@ class ExtractiveAnswer:
             # a constitutional basis comes on top of the `max_articles`, right after its article
             quoted_articles = [key for key, at in articles.items() if at not in bases][: self.max_articles]
             for key, at in articles.items():
-                basis = at in bases and _after_quoted(at, articles, quoted_articles, bases)
+                basis = at in bases and (at in leading or _after_quoted(at, articles, quoted_articles, bases))
                 if key not in quoted_articles and not basis:
                     continue
                 blocks, *plan = pinned.get(key) or self._plan(key, documents, sentences, scores, question, language)

@@ -43,8 +43,9 @@ class BasisExpander:
     below it; a basis already ranked there or above stays where it is, one ranked lower moves up. The ranking keeps
     its length (the last blocks give way). A question that names norms (`named_laws`: "o que diz a CLT sobre
     férias?") gets no basis from a law it does not name; one that names the constitution ("o que diz a constituição
-    sobre hora extra?") asks for its provision on the matter, and gets the basis of any article of the ranking,
-    right after the blocks of the named norms the ranking opens with (the re-ranker puts those first).
+    sobre hora extra?") asks for its provision on the matter, and gets the basis of any article of the ranking
+    first, before the blocks of the constitution that the search found by their words (CF88 art. 36's "convocação
+    extraordinária ... vinte e quatro horas"), unless the basis article is ranked at or above its source already.
 
     Added blocks carry `meta["expansion"] = "basis"` (`BASIS_EXPANSION`), `meta["expanded_from"]` (the source
     block's id), `meta["basis_units"]` (the subdivision as `[kind, value]` pairs: `ExtractiveAnswer` quotes that
@@ -130,35 +131,31 @@ class BasisExpander:
         for i, doc in enumerate(documents):
             sources.setdefault(_key(doc), i)
         named = set(named_laws or ())
-        # (source position, basis, whether it goes after the named norms' blocks the ranking opens with)
-        wanted = [
-            (at, basis, False)
-            for key, at in list(sources.items())[: self.source_articles]
-            for basis in self._bases.get(key, ())
-            if not named or basis.law_id in named
-        ]
         # a question that names the constitution ("o que diz a constituição sobre hora extra?") asks for its
-        # provision on the matter: the basis of any article of the ranking, after the named norms' first blocks
-        wanted += [
-            (at, basis, True)
-            for key, at in list(sources.items())[self.source_articles :]
+        # provision on the matter: the basis of any article of the ranking, put first (before the blocks of the
+        # constitution that the search found by their words); any other question: the bases of the first articles
+        wanted = [
+            (at, basis)
+            for rank, (key, at) in enumerate(sources.items())
             for basis in self._bases.get(key, ())
-            if basis.law_id in named
+            if basis.law_id in named or (not named and rank < self.source_articles)
         ]
         if not wanted:
             return {"documents": list(documents), "bases": []}
-        blocks = self._basis_blocks([basis for _, basis, _ in wanted], filters)
+        blocks = self._basis_blocks([basis for _, basis in wanted], filters)
         ranking, placed = list(documents), {}
-        for at, basis, after_named in sorted(wanted, key=lambda item: -item[0]):  # the lower source first
+        for at, basis in sorted(wanted, key=lambda item: -item[0]):  # the lower source first: the higher one wins
             block = blocks.get(basis)
             source = documents[at]
-            place = ranking.index(source) + 1
-            if after_named:
-                place = next((i for i, doc in enumerate(ranking) if doc.meta.get("law_id") not in named), place)
+            after_source = ranking.index(source) + 1
             target = (basis.law_id, basis.article)
-            if block is None or any(_key(doc) == target for doc in ranking[:place]):
+            # the basis article ranked at or above its source on its own merits stays where it is
+            if block is None or any(
+                _key(doc) == target and doc.meta.get("expansion") != BASIS_EXPANSION for doc in ranking[:after_source]
+            ):
                 continue
             ranking = [doc for doc in ranking if _key(doc) != target]
+            place = 0 if basis.law_id in named else ranking.index(source) + 1
             score = _score_at(ranking, place)
             ranking.insert(place, with_score(
                 block, score, expansion=BASIS_EXPANSION, expanded_from=source.id,

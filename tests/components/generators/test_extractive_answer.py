@@ -579,3 +579,22 @@ def test_a_special_regime_the_question_does_not_name_is_not_quoted_beside_the_ge
     # with nothing else to quote, the special rule is quoted all the same
     answer = ExtractiveAnswer().run(question=question, documents=[marked])["answer"]
     assert "(CLT, art. 381)" in answer and "20%" in answer
+
+
+def test_a_basis_ranked_above_its_article_is_quoted_first():
+    """"o que diz a constituição sobre hora extra?": `BasisExpander` puts CF88 art. 7, XVI, first (via CLT art. 59)."""
+    clt = "DEL-5452-1943"
+    art36, art59, art7 = _clt_blocks(("CF88", "36", 1), (clt, "59", 1), ("CF88", "7", 1))
+    basis = _basis(art7, art59, [["inciso", "XVI"]])
+    question = "o que diz a constituição sobre hora extra?"
+    answer = ExtractiveAnswer().run(question=question, documents=[basis, art36, art59])["answer"]
+    quotes = [line for line in answer.splitlines() if line.startswith("- «")]
+    assert quotes[0].endswith("(CF88, art. 7º, inciso XVI)") and "serviço extraordinário" in quotes[0]
+    assert any(q.endswith("(CLT, art. 59)") for q in quotes[1:])
+    # quoted even when its article is not (one article at most)
+    answer = ExtractiveAnswer(max_articles=1).run(question=question, documents=[basis, art36, art59])["answer"]
+    assert "(CF88, art. 7º, inciso XVI)" in answer.splitlines()[2]
+    # placed after its article (any other question), it follows the article as before
+    answer = ExtractiveAnswer().run(question=question, documents=[art59, basis, art36])["answer"]
+    quotes = [line for line in answer.splitlines() if line.startswith("- «")]
+    assert quotes[0].endswith("(CLT, art. 59)") and quotes[1].endswith("(CF88, art. 7º, inciso XVI)")

@@ -99,7 +99,9 @@ def test_named_laws_filters_and_flags(store):
     expander = BasisExpander(document_store=store)
     # "o que diz a CLT sobre horas extras?" names the CLT only: no basis from another law
     assert expander.run(documents=ranking, named_laws=[CLT])["documents"] == ranking
-    assert _keys(expander.run(documents=ranking, named_laws=[CLT, "CF88"])["documents"])[1] == ("CF88", "7")
+    # naming the constitution too: its provision on the matter first
+    both = expander.run(documents=ranking, named_laws=[CLT, "CF88"])["documents"]
+    assert _keys(both)[:2] == [("CF88", "7"), (CLT, "59")]
     # the request's access filter: a basis it may not read is not added
     hidden = {"field": "meta.law_id", "operator": "!=", "value": "CF88"}
     assert expander.run(documents=ranking, filters=hidden)["documents"] == ranking
@@ -110,18 +112,21 @@ def test_named_laws_filters_and_flags(store):
         expander.run(documents=ranking, named_laws="CF88")
 
 
-def test_a_question_naming_the_constitution_gets_the_basis_of_any_article_after_its_blocks(store):
-    """"o que diz a constituição sobre hora extra?": CF88 art. 7, XVI, via CLT art. 59 however low it ranks."""
+def test_a_question_naming_the_constitution_gets_the_basis_of_any_article_first(store):
+    """
+    "o que diz a constituição sobre hora extra?": CF88 art. 7, XVI, via CLT art. 59 however low it ranks, before
+    CF88 art. 36 (federal intervention: "convocação extraordinária ... vinte e quatro horas"), found by its words.
+    """
     ranking = _ranking(store, ("CF88", "36"), (CLT, "241"), (CLT, "250"), (CLT, "59"), (CLT, "61"))
     result = BasisExpander(document_store=store).run(documents=ranking, named_laws=["CF88"])
     out = result["documents"]
-    assert _keys(out) == [("CF88", "36"), ("CF88", "7"), (CLT, "241"), (CLT, "250"), (CLT, "59")]
-    assert out[1].meta["expanded_from"] == ranking[3].id and out[1].meta["basis_units"] == [["inciso", "XVI"]]
-    assert ranking[1].score < out[1].score < ranking[0].score  # its place's score, not its source's
+    assert _keys(out) == [("CF88", "7"), ("CF88", "36"), (CLT, "241"), (CLT, "250"), (CLT, "59")]
+    assert out[0].meta["expanded_from"] == ranking[3].id and out[0].meta["basis_units"] == [["inciso", "XVI"]]
+    assert out[0].score > ranking[0].score  # its place's score, not its source's
     assert result["bases"] == [f"CF88 7 inciso XVI <- {CLT} 59"]
-    # no block of the named constitution in the ranking: its provision comes first
-    out = BasisExpander(document_store=store).run(documents=ranking[1:], named_laws=["CF88"])["documents"]
-    assert _keys(out)[:2] == [("CF88", "7"), (CLT, "241")] and out[0].score > ranking[1].score
+    # the constitution's article already ranked above its source on its own merits stays where it is
+    own = _ranking(store, (CLT, "241"), ("CF88", "7"), (CLT, "59"))
+    assert BasisExpander(document_store=store).run(documents=own, named_laws=["CF88"])["documents"] == own
     # without naming it, only the first two articles' bases: CLT 241 and 250 have none
     assert BasisExpander(document_store=store).run(documents=ranking[1:])["documents"] == ranking[1:]
 
