@@ -21,7 +21,8 @@ DEFAULT_REGIMES_FILE: Final[Path] = Path(__file__).resolve().parent / "data" / "
 class SpecialRegime:
     """
     One special regime of a law: the part under `heading` (folded), or the articles `articles`, or (neither) the
-    whole law; `named_by`: the folded word prefixes that name its group.
+    whole law; `named_by`: the folded word prefixes that name its group; `unless`: phrases that hold such a word
+    without naming the group ("banco de horas" is no bank).
     """
 
     law_id: str
@@ -29,7 +30,9 @@ class SpecialRegime:
     named_by: tuple[str, ...]
     heading: str | None = None
     articles: frozenset[str] | None = None
+    unless: tuple[str, ...] = ()
     _pattern: Any = field(default=None, compare=False, repr=False)
+    _unless: Any = field(default=None, compare=False, repr=False)
 
     @property
     def whole_law(self) -> bool:
@@ -49,9 +52,12 @@ class SpecialRegime:
         return True
 
     def named_in(self, folded_text: str) -> bool:
-        """Whether the (folded) text names the regime's group."""
-        pattern = self._pattern
-        return pattern is not None and pattern.search(folded_text) is not None
+        """Whether the (folded) text names the regime's group (its `unless` phrases left out)."""
+        if self._pattern is None:
+            return False
+        if self._unless is not None:
+            folded_text = self._unless.sub(" ", folded_text)
+        return self._pattern.search(folded_text) is not None
 
 
 class SpecialRegimes:
@@ -117,9 +123,9 @@ def _headings(meta: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(str(h) for h in headings) if isinstance(headings, (list, tuple)) else ()
 
 
-def _words(value: Any, where: str) -> tuple[str, ...]:
+def _words(value: Any, where: str, key: str = "named_by") -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(w, str) and w.strip() for w in value):
-        raise ValueError(f"{where}: `named_by` must be a non-empty list of words, got {value!r}")
+        raise ValueError(f"{where}: `{key}` must be a non-empty list of words, got {value!r}")
     return tuple(dict.fromkeys(fold(" ".join(w.split())) for w in value))
 
 
@@ -140,7 +146,7 @@ def parse_special_regimes(table: Any, source: str = "special_regimes") -> Specia
             if not isinstance(entry, dict) or not isinstance(entry.get("group"), str) or not entry["group"].strip():
                 raise ValueError(f"{source}: {law_id}: a regime needs a `group` (its name), got {entry!r}")
             where = f"{source}: {law_id} {entry['group']!r}"
-            unknown = set(entry) - {"group", "heading", "articles", "named_by"}
+            unknown = set(entry) - {"group", "heading", "articles", "named_by", "unless"}
             if unknown:
                 raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
             heading, articles = entry.get("heading"), entry.get("articles")
@@ -153,13 +159,16 @@ def parse_special_regimes(table: Any, source: str = "special_regimes") -> Specia
             ):
                 raise ValueError(f"{where}: `articles` must list article keys, got {articles!r}")
             words = _words(entry.get("named_by"), where)
+            unless = _words(entry["unless"], where, key="unless") if "unless" in entry else ()
             regimes.append(SpecialRegime(
                 law_id=str(law_id),
                 group=entry["group"].strip(),
                 named_by=words,
                 heading=fold(" ".join(heading.split())) if heading is not None else None,
                 articles=frozenset(str(a).strip().lower() for a in articles) if articles is not None else None,
+                unless=unless,
                 _pattern=keyword_pattern(list(words)),
+                _unless=keyword_pattern(list(unless)),
             ))
     return SpecialRegimes(regimes)
 

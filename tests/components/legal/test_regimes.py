@@ -57,8 +57,11 @@ def test_naming_the_group_brings_its_regime_in(articles):
     assert regimes.outside("soy autónoma y me he puesto mala")(articles[(LGSS, "316")]) is None
     # the group is named in the question or in the query made from it
     assert regimes.outside("e a hora extra?", "sou bancário")(articles[(CLT, "225")]) is None
-    # "banco de horas" is no bank: the bank employees' regime stays outside
+    # "banco de horas" is no bank: the bank employees' regime stays outside, unless a bank is named beside it
     assert regimes.outside("meu patrão quer banco de horas")(articles[(CLT, "225")]) == "bancários"
+    assert regimes.outside("trabalho numa agência do banco, tenho direito a 6 horas?")(articles[(CLT, "224")]) is None
+    assert regimes.outside("no banco onde trabalho tem banco de horas")(articles[(CLT, "225")]) is None
+    assert regimes.outside("tenho 16, posso fazer hora extra?")(articles[(CLT, "413")]) is None
 
 
 def test_a_whole_law_regime_is_named_by_the_law_or_by_any_of_its_groups(articles):
@@ -81,6 +84,7 @@ def test_a_whole_law_regime_is_named_by_the_law_or_by_any_of_its_groups(articles
     "CLT:\n  - {group: g, heading: X, articles: ['1'], named_by: [x]}\n",
     "CLT:\n  - {group: g, articles: [], named_by: [x]}\n",
     "CLT:\n  - {group: g, heading: X, named_by: [x], words: [y]}\n",
+    "CLT:\n  - {group: g, heading: X, named_by: [x], unless: []}\n",
 ])
 def test_a_malformed_regimes_file_is_a_clear_error(tmp_path, text):
     path = tmp_path / "regimes.yaml"
