@@ -70,3 +70,10 @@ def test_in_a_pipeline_the_bm25_query_holds_the_statute_words():
     statute = SparseTextEmbedder().run(text="dispensa rescisão gestante", language="pt")["sparse_embedding"]
     assert set(plain.indices) < set(expanded.indices)
     assert set(statute.indices) <= set(expanded.indices) and not set(statute.indices) & set(plain.indices)
+
+
+def test_daily_working_hours_in_everyday_words_get_the_statutes_words():
+    """"horas por dia" is the CLT's "horas diárias" (art. 58): BM25 read the night-work article's "horas de um dia"."""
+    assert TermExpander().run(query="quantas horas posso trabalhar por dia?")["expressions"] == ["trabalhar por dia"]
+    assert "horas diárias" in TermExpander().run(query="trabalho 10 horas por dia, pode isso?")["query"]
+    assert "horas diarias" in TermExpander().run(query="¿cuántas horas puedo trabajar al día?")["query"]
