@@ -44,8 +44,9 @@ class BasisExpander:
     its length (the last blocks give way). A question that names norms (`named_laws`: "o que diz a CLT sobre
     férias?") gets no basis from a law it does not name; one that names the constitution ("o que diz a constituição
     sobre hora extra?") asks for its provision on the matter, and gets the basis of any article of the ranking
-    first, before the blocks of the constitution that the search found by their words (CF88 art. 36's "convocação
-    extraordinária ... vinte e quatro horas"), unless the basis article is ranked at or above its source already.
+    first (after the articles the question cites), before the blocks of the constitution that the search found by
+    their words (CF88 art. 36's "convocação extraordinária ... vinte e quatro horas"), unless the basis article is
+    ranked at or above its source already.
 
     Added blocks carry `meta["expansion"] = "basis"` (`BASIS_EXPANSION`), `meta["expanded_from"]` (the source
     block's id), `meta["basis_units"]` (the subdivision as `[kind, value]` pairs: `ExtractiveAnswer` quotes that
@@ -155,7 +156,10 @@ class BasisExpander:
             ):
                 continue
             ranking = [doc for doc in ranking if _key(doc) != target]
-            place = 0 if basis.law_id in named else ranking.index(source) + 1
+            place = ranking.index(source) + 1
+            if basis.law_id in named:  # first, after the articles the question cites (the re-ranker's exact hits)
+                cited = [doc.meta.get("lexical_match") == "exact" for doc in ranking]
+                place = cited.index(False) if False in cited else len(ranking)
             score = _score_at(ranking, place)
             ranking.insert(place, with_score(
                 block, score, expansion=BASIS_EXPANSION, expanded_from=source.id,

@@ -124,6 +124,11 @@ def test_a_question_naming_the_constitution_gets_the_basis_of_any_article_first(
     assert out[0].meta["expanded_from"] == ranking[3].id and out[0].meta["basis_units"] == [["inciso", "XVI"]]
     assert out[0].score > ranking[0].score  # its place's score, not its source's
     assert result["bases"] == [f"CF88 7 inciso XVI <- {CLT} 59"]
+    # after the articles the question cites, which the re-ranker put first ("o art. 10, II, b, do ADCT ...")
+    cited = [Document(id=d.id, content=d.content, meta={**d.meta, "lexical_match": "exact"}, score=d.score)
+             for d in _ranking(store, ("CF88", "36"))]
+    out = BasisExpander(document_store=store).run(documents=cited + ranking[1:], named_laws=["CF88"])["documents"]
+    assert _keys(out)[:2] == [("CF88", "36"), ("CF88", "7")]
     # the constitution's article already ranked above its source on its own merits stays where it is
     own = _ranking(store, (CLT, "241"), ("CF88", "7"), (CLT, "59"))
     assert BasisExpander(document_store=store).run(documents=own, named_laws=["CF88"])["documents"] == own
