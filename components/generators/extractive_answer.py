@@ -37,7 +37,7 @@ from components.legal.citations import (
     pinpoint,
     with_units_before,
 )
-from components.legal.ids import REPEALED, SPECIAL_REGIME
+from components.legal.ids import REPEALED, SPECIAL_REGIME, cited_exactly
 from components.legal.jurisdiction import country_readings, without_countries
 from components.legal.legal_text import blank_spans, split_sentences, unit_range
 from components.legal.terms import split_concepts, stems
@@ -455,7 +455,7 @@ class ExtractiveAnswer:
         for written, at in lawless.items():
             number = documents[at].meta.get("article")
             laws = {d.meta.get("law_id") for d in documents if d.meta.get("article") == number}
-            if documents[at].meta.get("lexical_match") != "exact" and len(laws) > 1:
+            if not cited_exactly(documents[at].meta) and len(laws) > 1:
                 chosen = citation(documents[at], language)
                 notice += [neutralize(AMBIGUOUS_ARTICLE_NOTES[language].format(article=written, chosen=chosen)), ""]
         # each block split by its own language's abbreviations ("Dec. Legislativo", "Proc." end no Portuguese sentence)
@@ -495,7 +495,7 @@ class ExtractiveAnswer:
         first = [
             i for i in sorted(sentences)
             if _key(documents[i]) in cited or _key(documents[i]) in chosen_keys
-            or documents[i].meta.get("lexical_match") == "exact"
+            or cited_exactly(documents[i].meta)
         ]
         # the retrieval's best block is quoted whatever its word overlap: its rank weighs meaning, BM25 and the legal
         # rules, while shared words say little about a colloquial question ("se ha muerto mi abuela" shares

@@ -66,6 +66,11 @@ def neutralize(text: str) -> str:
     return _SEPARATOR_RE.sub("—", text)
 
 
+def one_line(text: str) -> str:
+    """A field of retrieved (untrusted) text for one line of a context block: `neutralize`d, whitespace collapsed."""
+    return " ".join(neutralize(text).split())
+
+
 # a fragment index or range in a META line ("1", "2-4"), and the fragments an answer cites in its text: "[1]",
 # "[2, 3]", "[1-3]"
 _INDEX_RE: Final[re.Pattern[str]] = re.compile(r"(\d+)(?:\s*-\s*(\d+))?")
@@ -437,13 +442,13 @@ def _note(meta: dict[str, Any]) -> str:
     if pairs and meta.get("basis_of"):
         basis = BASIS_NOTES.get(language, BASIS_NOTES["es"]).format(
             units=unit_label(pairs, language if language in UNIT_LABELS else "es"),
-            source=" ".join(neutralize(str(meta["basis_of"])).split()),
+            source=one_line(str(meta["basis_of"])),
         )
         note = f"{note} {basis}".strip()
     group = meta.get(SPECIAL_REGIME)
     if isinstance(group, str) and group.strip():
         special = SPECIAL_REGIME_NOTES.get(language, SPECIAL_REGIME_NOTES["es"])
-        note = f"{note} {special.format(group=' '.join(neutralize(group).split()))}".strip()
+        note = f"{note} {special.format(group=one_line(group))}".strip()
     return note
 
 
@@ -456,9 +461,9 @@ def context_block(document: Document) -> dict[str, str]:
     heading = article_heading(document, located=True)  # the LLM cites what the header names
     header = f"{law_name(document)} > {heading}" if heading else law_name(document)
     return {
-        "header": " ".join(neutralize(header).split()),
+        "header": one_line(header),
         "note": _note(meta),
-        "chapter": " ".join(neutralize(" > ".join(str(h) for h in meta.get("heading_path") or [])).split()),
+        "chapter": one_line(" > ".join(str(h) for h in meta.get("heading_path") or [])),
         "summary": neutralize(str(meta.get("summary") or "").strip()),
         "text": neutralize(article_body(document)),
     }

@@ -25,6 +25,10 @@ DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the 
 # `meta.expansion` of a block placed as the constitutional basis of the article before it (`BasisExpander`): it
 # follows its source (`meta.expanded_from`) wherever rankings are fused or quoted, and takes no candidate's place
 BASIS_EXPANSION: Final[str] = "basis"
+# `meta.lexical_match` of a cited article's block as `LexicalFirstGate` scored it: `EXACT_MATCH` for the article the
+# question cites itself ("art. 477 da CLT" -> CLT art. 477, not 477-A), which the re-ranker puts first
+LEXICAL_MATCH: Final[str] = "lexical_match"
+EXACT_MATCH: Final[str] = "exact"
 # meta key: the group of the special regime a block belongs to that the question does not name ("serviço
 # ferroviário"), set by `LegalReranker` on the blocks it puts after the general ones; the extractive answer quotes
 # such a block only when nothing else is there, and the LLM's context block says whom it governs
@@ -39,6 +43,11 @@ SOURCE_DIGEST = "source_sha256"
 
 # Logical collections (`meta.collection`) and their default weights in hybrid retrieval and CRAG grading.
 DEFAULT_COLLECTION_WEIGHTS: Final[dict[str, float]] = {"normativa": 1.0, "sentencias": 0.8, "criterios": 0.9}
+
+
+def cited_exactly(meta: dict[str, Any]) -> bool:
+    """Whether a block (its `meta`) is an exact hit of an article the question cites (`LexicalFirstGate`)."""
+    return meta.get(LEXICAL_MATCH) == EXACT_MATCH
 
 
 def repeated_key(key: str, occurrence: int) -> str:

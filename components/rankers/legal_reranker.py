@@ -19,6 +19,7 @@ from components.legal.ids import (
     REPEALED,
     SPECIAL_REGIME,
     check_named_laws,
+    cited_exactly,
 )
 from components.legal.jurisdiction import in_jurisdiction, question_jurisdiction
 from components.legal.regimes import load_special_regimes
@@ -369,7 +370,7 @@ class LegalReranker:
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
                                  "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
                                  "superseded": [], "special": [], "named": [], "cited": []}
-        exact = [d for d in cited or [] if d.meta.get("lexical_match") == "exact"]
+        exact = [d for d in cited or [] if cited_exactly(d.meta)]
         if not head:
             stats["cited"] = [d.id for d in exact]
             return {"documents": list(exact), "stats": self._finish(stats, started)}

@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from components.document_stores.block_reader import articles_condition, read_blocks, with_score
 from components.legal.answer_format import block_part, cited_as, holds_subdivision
 from components.legal.bases import Basis, load_bases
-from components.legal.ids import BASIS_EXPANSION, check_named_laws
+from components.legal.ids import BASIS_EXPANSION, check_named_laws, cited_exactly
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ class BasisExpander:
             ranking = [doc for doc in ranking if _key(doc) != target]
             place = ranking.index(source) + 1
             if basis.law_id in named:  # first, after the articles the question cites (the re-ranker's exact hits)
-                cited = [doc.meta.get("lexical_match") == "exact" for doc in ranking]
+                cited = [cited_exactly(doc.meta) for doc in ranking]
                 place = cited.index(False) if False in cited else len(ranking)
             score = _score_at(ranking, place)
             ranking.insert(place, with_score(

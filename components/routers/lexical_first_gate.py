@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.legal.answer_format import holds_subdivision
 from components.legal.citations import cited_articles, listed_spans
-from components.legal.ids import REPEALED
+from components.legal.ids import EXACT_MATCH, LEXICAL_MATCH, REPEALED
 from components.legal.jurisdiction import in_jurisdiction
 
 logger = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ class LexicalFirstGate:
         for doc in documents:
             key = (doc.meta.get("law_id"), doc.meta.get("article"))
             if key in cited or (key[1] in read_as and read_as[key[1]] == key[0]):
-                exact.append(_scored(doc, EXACT_HIT_SCORE, "exact"))
+                exact.append(_scored(doc, EXACT_HIT_SCORE, EXACT_MATCH))
             elif key[1] in lawless:
                 partial.append(_scored(doc, ARTICLE_MATCH_SCORE, "article"))
             else:
@@ -204,4 +204,4 @@ def _position(positions: dict[tuple[str | None, str], int], doc: Document) -> in
 
 
 def _scored(doc: Document, score: float, match: str) -> Document:
-    return replace(doc, score=score, meta={**doc.meta, "score_type": "unit", "lexical_match": match})
+    return replace(doc, score=score, meta={**doc.meta, "score_type": "unit", LEXICAL_MATCH: match})
