@@ -25,6 +25,7 @@ from components.legal.answer_format import (
     basis_units,
     block_part,
     cited_as,
+    left_out_notices,
     missing_articles_notice,
     neutralize,
     unit_label,
@@ -447,6 +448,9 @@ class ExtractiveAnswer:
         matters = _nonblank(out_of_scope)
         if matters:
             notice += [neutralize(OUT_OF_SCOPE_NOTES[language].format(matters=" / ".join(matters))), ""]
+        # a group the question names that a quoted law leaves out of its scope (CLT art. 7, a: domestic employees)
+        for line in left_out_notices(documents, language):
+            notice += [line, ""]
         # an article cited by its number alone: the best-ranked law's, said when other laws' articles of that number
         # are here too and the fetch did not read it in that one law (`LexicalFirstGate`'s exact hits): "¿qué dice
         # el artículo 14?" is CE, ET, LOLS ... art. 14

@@ -25,6 +25,7 @@ from components.legal.ids import (
     BASIS_EXPANSION,
     PARTIALLY_REPEALED,
     REPEALED,
+    LEFT_OUT,
     SPECIAL_REGIME,
 )
 from components.legal.legal_text import detect_query_language, fold_accents, split_sentences, unit_range
@@ -127,6 +128,14 @@ BASIS_NOTES: Final[dict[str, str]] = {
 SPECIAL_REGIME_NOTES: Final[dict[str, str]] = {
     "es": "[NOTA: régimen especial ({group}): rige solo para ese colectivo]",
     "pt": "[NOTA: regime especial ({group}): aplica-se só a esse grupo]",
+}
+# the note of a block of a law that leaves out of its scope a group the question names (`LegalReranker`): whose
+# law governs the group
+LEFT_OUT_CONTEXT_NOTES: Final[dict[str, str]] = {
+    "es": "[NOTA: esta norma no rige directamente para {group} (su art. {article}); su norma propia, {own_law}, no "
+          "está en el corpus]",
+    "pt": "[NOTA: esta norma não rege diretamente {group} (seu art. {article}); a lei própria, {own_law}, não está "
+          "no corpus]",
 }
 # the status note of a context block, in the block's language (`meta.lang`; Spanish for any other)
 STATUS_NOTES: Final[dict[str, dict[str, str]]] = {
@@ -272,7 +281,40 @@ OUT_OF_SCOPE_NOTES: Final[dict[str, str]] = {
     "pt": "Sua pergunta parece tratar de {matters}, cuja legislação não está no corpus indexado: o que segue é o "
     "mais próximo que ele contém e pode não respondê-la.",
 }
+# The extractive answer's line when the question names a group that a law of the quotes leaves out of its scope
+# (`LegalReranker`'s `meta["left_out"]`): that law's quotes may not hold for the group, whose own law the corpus lacks.
+LEFT_OUT_NOTES: Final[dict[str, str]] = {
+    "es": "{law}, art. {article}: esta norma no rige directamente para {group}, que la pregunta menciona; su norma "
+          "propia es {own_law}, que no está en el corpus indexado. Lo que sigue de esa norma puede no aplicarse.",
+    "pt": "{law}, art. {article}: esta norma não rege diretamente {group}, que a pergunta menciona; a lei própria é "
+          "{own_law}, que não está no corpus indexado. O que segue dessa norma pode não se aplicar.",
+}
 ANSWER_LANGUAGES: Final[tuple[str, ...]] = tuple(CONTEXT_LABELS)
+
+
+def _left_out_fields(meta: dict[str, Any]) -> dict[str, str] | None:
+    """The `group`, `article` and `own_law` of a block's left-out mark, each on one line; None without a whole one."""
+    mark = meta.get(LEFT_OUT)
+    if not isinstance(mark, dict) or not all(isinstance(mark.get(k), str) for k in ("group", "article", "own_law")):
+        return None
+    return {key: one_line(mark[key]) for key in ("group", "article", "own_law")}
+
+
+def left_out_notices(documents: list[Document], language: str) -> list[str]:
+    """
+    The extractive answer's lines (neutralized) for the laws among `documents` that leave out a group the question
+    names, one per law and group, in the order of their first block; the citation verifier reads the same lines to
+    leave them unmarked.
+    """
+    template = LEFT_OUT_NOTES.get(language, LEFT_OUT_NOTES["es"])
+    lines: dict[tuple[str, str], str] = {}
+    for document in documents:
+        fields = _left_out_fields(document.meta)
+        if fields is None:
+            continue
+        law = one_line(str(document.meta.get("law_short") or document.meta.get("law_id") or ""))
+        lines.setdefault((law, fields["group"]), neutralize(template.format(law=law, **fields)))
+    return list(lines.values())
 
 
 def _labelled(template: str, labels: dict[str, str]) -> str:
@@ -445,6 +487,9 @@ def _note(meta: dict[str, Any]) -> str:
             source=one_line(str(meta["basis_of"])),
         )
         note = f"{note} {basis}".strip()
+    left_out = _left_out_fields(meta)
+    if left_out:
+        note = f"{note} {LEFT_OUT_CONTEXT_NOTES.get(language, LEFT_OUT_CONTEXT_NOTES['es']).format(**left_out)}".strip()
     group = meta.get(SPECIAL_REGIME)
     if isinstance(group, str) and group.strip():
         special = SPECIAL_REGIME_NOTES.get(language, SPECIAL_REGIME_NOTES["es"])

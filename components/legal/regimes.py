@@ -1,7 +1,8 @@
 """
 Special regimes (`components/legal/data/special_regimes.yaml`, `load_special_regimes`): the parts of a statute that
-govern one group of workers only ("Do Serviço Ferroviário", RD 1620/2011 on household service), and the words that
-name the group in a question.
+govern one group of workers only ("Do Serviço Ferroviário", RD 1620/2011 on household service), the groups a statute
+leaves out of its scope (CLT art. 7, a: domestic employees, whose own law is not in the corpus), and the words that
+name each group in a question.
 """
 
 from collections.abc import Iterable, Mapping
@@ -53,16 +54,46 @@ class SpecialRegime:
 
     def named_in(self, folded_text: str) -> bool:
         """Whether the (folded) text names the regime's group (its `unless` phrases left out)."""
-        if self._pattern is None:
-            return False
-        if self._unless is not None:
-            folded_text = self._unless.sub(" ", folded_text)
-        return self._pattern.search(folded_text) is not None
+        return _names(self._pattern, self._unless, folded_text)
+
+
+@dataclass(frozen=True)
+class LeftOutGroup:
+    """
+    A group of workers a law leaves out of its scope: `article` of the law says so (CLT art. 7, a: domestic
+    employees), and `own_law`, which the corpus does not hold, governs them; `named_by` / `unless` as a regime's.
+    """
+
+    law_id: str
+    group: str
+    article: str
+    own_law: str
+    named_by: tuple[str, ...]
+    unless: tuple[str, ...] = ()
+    _pattern: Any = field(default=None, compare=False, repr=False)
+    _unless: Any = field(default=None, compare=False, repr=False)
+
+    def named_in(self, folded_text: str) -> bool:
+        """Whether the (folded) text names the group (its `unless` phrases left out)."""
+        return _names(self._pattern, self._unless, folded_text)
+
+    def note(self) -> dict[str, str]:
+        """The mark of a block of the law, for the answer stages: `group`, `article`, `own_law`."""
+        return {"group": self.group, "article": self.article, "own_law": self.own_law}
+
+
+def _names(pattern: Any, unless: Any, folded_text: str) -> bool:
+    if pattern is None:
+        return False
+    if unless is not None:
+        folded_text = unless.sub(" ", folded_text)
+    return pattern.search(folded_text) is not None
 
 
 class SpecialRegimes:
     """
-    The special regimes of a table, by law, and which of them a question leaves out.
+    The special regimes of a table, by law, and which of them a question leaves out; the groups the laws leave out
+    of their scope, and which of them a question names.
 
     ### Usage example
 
@@ -72,12 +103,17 @@ class SpecialRegimes:
     regimes = load_special_regimes()
     outside = regimes.outside("fiz 2 horas a mais, quanto tem que pagar?")
     outside(block.meta)  # "serviço ferroviário" for CLT art. 241; None for CLT art. 59
+    regimes.leaving_out("sou empregada doméstica")  # {"DEL-5452-1943": LeftOutGroup(group="empregados domésticos", ...)}
     ```
     """
 
-    def __init__(self, regimes: Iterable[SpecialRegime]) -> None:
-        """:param regimes: The regimes, in table order."""
+    def __init__(self, regimes: Iterable[SpecialRegime], left_out: Iterable[LeftOutGroup] = ()) -> None:
+        """
+        :param regimes: The regimes, in table order.
+        :param left_out: The groups the laws leave out of their scope, in table order.
+        """
         self.regimes = tuple(regimes)
+        self.left_out = tuple(left_out)
         self._by_law: dict[str, list[SpecialRegime]] = {}
         for regime in self.regimes:
             self._by_law.setdefault(regime.law_id, []).append(regime)
@@ -116,6 +152,18 @@ class SpecialRegimes:
 
         return group
 
+    def leaving_out(self, *texts: str | None) -> dict[str, LeftOutGroup]:
+        """
+        The laws that leave out a group `texts` (the question, the query made from it) name: law id -> the first
+        such group in table order ("sou empregada doméstica" -> the CLT's domestic employees).
+        """
+        folded = " \n ".join(fold(text) for text in texts if isinstance(text, str))
+        found: dict[str, LeftOutGroup] = {}
+        for group in self.left_out:
+            if group.law_id not in found and group.named_in(folded):
+                found[group.law_id] = group
+        return found
+
 
 def _headings(meta: Mapping[str, Any]) -> tuple[str, ...]:
     """A block's enclosing headings (`heading_path`)."""
@@ -131,14 +179,16 @@ def _words(value: Any, where: str, key: str = "named_by") -> tuple[str, ...]:
 
 def parse_special_regimes(table: Any, source: str = "special_regimes") -> SpecialRegimes:
     """
-    The regimes of a table laid out as `special_regimes.yaml` is: `{law_id: [{group, heading | articles,
-    named_by}, ...]}`.
+    The regimes and left-out groups of a table laid out as `special_regimes.yaml` is: `{law_id: [{group, heading |
+    articles, named_by, unless}, ...]}`, a left-out group given by `excluded_by` (the article) and `own_law`
+    instead of `heading` / `articles`.
 
     :raises ValueError: A table not laid out so (the message says where).
     """
     if not isinstance(table, dict):
         raise ValueError(f"{source}: expected a mapping of law ids, got {type(table).__name__}")
-    regimes = []
+    regimes: list[SpecialRegime] = []
+    left_out: list[LeftOutGroup] = []
     for law_id, entries in table.items():
         if not isinstance(entries, list) or not entries:
             raise ValueError(f"{source}: {law_id} must list its regimes")
@@ -146,9 +196,14 @@ def parse_special_regimes(table: Any, source: str = "special_regimes") -> Specia
             if not isinstance(entry, dict) or not isinstance(entry.get("group"), str) or not entry["group"].strip():
                 raise ValueError(f"{source}: {law_id}: a regime needs a `group` (its name), got {entry!r}")
             where = f"{source}: {law_id} {entry['group']!r}"
-            unknown = set(entry) - {"group", "heading", "articles", "named_by", "unless"}
+            unknown = set(entry) - {"group", "heading", "articles", "named_by", "unless", "excluded_by", "own_law"}
             if unknown:
                 raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+            words = _words(entry.get("named_by"), where)
+            unless = _words(entry["unless"], where, key="unless") if "unless" in entry else ()
+            if "excluded_by" in entry or "own_law" in entry:
+                left_out.append(_left_out(str(law_id), entry, where, words, unless))
+                continue
             heading, articles = entry.get("heading"), entry.get("articles")
             if heading is not None and articles is not None:
                 raise ValueError(f"{where}: give `heading` or `articles`, not both")
@@ -158,8 +213,6 @@ def parse_special_regimes(table: Any, source: str = "special_regimes") -> Specia
                 not isinstance(articles, list) or not articles or not all(str(a).strip() for a in articles)
             ):
                 raise ValueError(f"{where}: `articles` must list article keys, got {articles!r}")
-            words = _words(entry.get("named_by"), where)
-            unless = _words(entry["unless"], where, key="unless") if "unless" in entry else ()
             regimes.append(SpecialRegime(
                 law_id=str(law_id),
                 group=entry["group"].strip(),
@@ -170,7 +223,29 @@ def parse_special_regimes(table: Any, source: str = "special_regimes") -> Specia
                 _pattern=keyword_pattern(list(words)),
                 _unless=keyword_pattern(list(unless)),
             ))
-    return SpecialRegimes(regimes)
+    return SpecialRegimes(regimes, left_out)
+
+
+def _left_out(
+    law_id: str, entry: dict[str, Any], where: str, words: tuple[str, ...], unless: tuple[str, ...]
+) -> LeftOutGroup:
+    """A left-out group's entry: `excluded_by` (the article that leaves the group out) and `own_law`, both needed."""
+    if "heading" in entry or "articles" in entry:
+        raise ValueError(f"{where}: a left-out group (`excluded_by`) has no `heading` or `articles`")
+    article, own_law = entry.get("excluded_by"), entry.get("own_law")
+    for key, value in (("excluded_by", article), ("own_law", own_law)):
+        if not isinstance(value, (str, int)) or not str(value).strip():
+            raise ValueError(f"{where}: a left-out group needs `{key}`, got {value!r}")
+    return LeftOutGroup(
+        law_id=law_id,
+        group=entry["group"].strip(),
+        article=str(article).strip().lower(),
+        own_law=" ".join(str(own_law).split()),
+        named_by=words,
+        unless=unless,
+        _pattern=keyword_pattern(list(words)),
+        _unless=keyword_pattern(list(unless)),
+    )
 
 
 @cache

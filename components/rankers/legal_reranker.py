@@ -17,6 +17,7 @@ from components.legal.ids import (
     PARTIALLY_REPEALED,
     PREAMBLE,
     REPEALED,
+    LEFT_OUT,
     SPECIAL_REGIME,
     check_named_laws,
     cited_exactly,
@@ -114,6 +115,13 @@ class LegalReranker:
     a special regime (`components/legal/data/special_regimes.yaml`, `components.legal.regimes`) goes after the
     others unless the question (or the query made from it) names the regime's group ("sou ferroviário", "trabajo de
     interna", "meu filho de 16 anos") or, for a regime that is a whole law, names that law. Never removed.
+    The same table lists the groups a law leaves out of its scope, whose own law the corpus does not hold (CLT art.
+    7, a: domestic employees): for a question of the law's jurisdiction that names such a group ("sou empregada
+    doméstica, tenho direito a férias?"), the law's blocks are marked `meta["left_out"]` (the group, the article
+    that leaves it out, its own law), but the article that leaves the group out is not: the constitutional basis of
+    a marked block goes first (`BasisExpander`), and the answers say whose law governs the group. Marked blocks
+    keep their place: the law may still apply where the group's own law is silent, and the corpus holds nothing
+    closer to that own law.
 
     Named norms (`named_first`, on by default): a question that names a norm ("¿qué dice la Constitución sobre las
     vacaciones?", "o que a CLT diz sobre férias?", "según el ET ...", "donde dice la constitucion que...") asks
@@ -359,8 +367,9 @@ class LegalReranker:
             `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`,
             `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
             ids of the repealed norms' blocks put last), `special` (the special regimes' blocks put after the others,
-            "<law id> <article> (<group>)"), `named` (the law ids of the named norms whose blocks were put first) and
-            `cited` (the ids of the cited blocks put first).
+            "<law id> <article> (<group>)"), `left_out` (the laws whose blocks were marked as not governing a group
+            the question names, "<law id> (<group>)"), `named` (the law ids of the named norms whose blocks were put
+            first) and `cited` (the ids of the cited blocks put first).
         :raises ValueError: A backend other than `retrieval` without `query`, or `named_laws` not a list of law ids.
         """
         check_named_laws(named_laws)
@@ -369,7 +378,7 @@ class LegalReranker:
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
                                  "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
-                                 "superseded": [], "special": [], "named": [], "cited": []}
+                                 "superseded": [], "left_out": [], "special": [], "named": [], "cited": []}
         exact = [d for d in cited or [] if cited_exactly(d.meta)]
         if not head:
             stats["cited"] = [d.id for d in exact]
@@ -415,6 +424,7 @@ class LegalReranker:
         # each rule puts its blocks after the others: a special regime (law in force for some) before a repealed
         # norm (history), before a preamble (no normative force)
         if self.special_regimes_last and asked:
+            ranked, stats["left_out"] = self._left_out_marked(ranked, query, question)
             ranked, stats["special"] = self._special_last(named, ranked, query, question)
         if self.superseded_last:
             ranked, stats["superseded"] = self._superseded_last(named, ranked)
@@ -493,6 +503,35 @@ class LegalReranker:
         return _last(marked, moved), [
             f"{d.meta.get('law_id')} {d.meta.get('article')} ({d.meta[SPECIAL_REGIME]})" for d in moved
         ]
+
+    def _left_out_marked(
+        self, documents: list[Document], query: str, question: str | None
+    ) -> tuple[list[Document], list[str]]:
+        """
+        The blocks of the laws that leave out a group `question` or `query` names, when the question is of the law's
+        jurisdiction, marked (`meta["left_out"]`) in place; the article that leaves the group out is not. Returns
+        the list and the laws, "<law id> (<group>)".
+        """
+        laws = self._regimes.leaving_out(query, question)
+        if not laws:
+            return documents, []
+        asker = question if isinstance(question, str) and question.strip() else query
+        found = question_jurisdiction(asker)
+        if found is None:
+            return documents, []
+        marks = [
+            laws[law_id].note() if (law_id := d.meta.get("law_id")) in laws
+            and str(d.meta.get("article") or "").lower() != laws[law_id].article
+            and in_jurisdiction(d.meta, found) is True else None
+            for d in documents
+        ]
+        marked = [
+            Document(id=d.id, content=d.content, meta={**d.meta, LEFT_OUT: mark}, score=d.score,
+                     embedding=d.embedding) if mark else d
+            for d, mark in zip(documents, marks)
+        ]
+        left = dict.fromkeys(f"{d.meta.get('law_id')} ({mark['group']})" for d, mark in zip(documents, marks) if mark)
+        return marked, list(left)
 
     @staticmethod
     def _named_first(named: list[str], documents: list[Document]) -> tuple[list[Document], list[str]]:

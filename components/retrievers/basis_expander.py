@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from components.document_stores.block_reader import articles_condition, read_blocks, with_score
 from components.legal.answer_format import block_part, cited_as, holds_subdivision
 from components.legal.bases import Basis, load_bases
-from components.legal.ids import BASIS_EXPANSION, check_named_laws, cited_exactly
+from components.legal.ids import BASIS_EXPANSION, LEFT_OUT, check_named_laws, cited_exactly
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +46,9 @@ class BasisExpander:
     sobre hora extra?") asks for its provision on the matter, and gets the basis of any article of the ranking
     first (after the articles the question cites), before the blocks of the constitution that the search found by
     their words (CF88 art. 36's "convocação extraordinária ... vinte e quatro horas"), unless the basis article is
-    ranked at or above its source already.
+    ranked at or above its source already. The basis of a block whose law leaves out the group the question names
+    (`meta["left_out"]`, set by `LegalReranker`: "sou empregada doméstica, tenho direito a férias?" and CLT art.
+    136) goes first too: the constitution's right holds for that group, the statute's rule may not.
 
     Added blocks carry `meta["expansion"] = "basis"` (`BASIS_EXPANSION`), `meta["expanded_from"]` (the source
     block's id), `meta["basis_units"]` (the subdivision as `[kind, value]` pairs: `ExtractiveAnswer` quotes that
@@ -157,7 +159,9 @@ class BasisExpander:
                 continue
             ranking = [doc for doc in ranking if _key(doc) != target]
             place = ranking.index(source) + 1
-            if basis.law_id in named:  # first, after the articles the question cites (the re-ranker's exact hits)
+            # first, after the articles the question cites (the re-ranker's exact hits): the basis of a question that
+            # names its norm, or of a law that leaves out the group the question names (the constitution governs it)
+            if basis.law_id in named or source.meta.get(LEFT_OUT):
                 cited = [cited_exactly(doc.meta) for doc in ranking]
                 place = cited.index(False) if False in cited else len(ranking)
             score = _score_at(ranking, place)

@@ -7,9 +7,11 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.legal.access import and_filters
 from components.legal.answer_format import (
+    LEFT_OUT_NOTES,
     MISSING_ARTICLES_NOTES,
     UNVERIFIED_MARK,
     UNVERIFIED_MARKS,
+    left_out_notices,
     missing_articles_notice,
 )
 from components.legal.citations import CitationGrammar, citation_condition, cites_block, law_key
@@ -131,7 +133,7 @@ class CitationVerifier:
         seen: set[tuple[Any, ...]] = set()
         texts = [" ".join((doc.content or "").split()) for doc in context_documents]
         said = set(unknown_norms or ())
-        notices = _notice_spans(answer, missing_articles or [])
+        notices = _notice_spans(answer, missing_articles or [], context_documents)
         occurrences = [
             citation for citation in self._detector.extract(answer)
             if not _quoted_verbatim(answer, tuple(citation["span"]), texts)
@@ -181,12 +183,18 @@ def _quoted_verbatim(answer: str, span: tuple[int, int], texts: list[str]) -> bo
     return len(window) >= MIN_QUOTED_CHARS and any(window in text for text in texts)
 
 
-def _notice_spans(answer: str, missing_articles: list[str]) -> list[tuple[int, int]]:
-    """Where `answer` holds the extractive answer's notice of the articles not found (`missing_articles_notice`)."""
+def _notice_spans(
+    answer: str, missing_articles: list[str], documents: list[Document] | None = None
+) -> list[tuple[int, int]]:
+    """
+    Where `answer` holds the extractive answer's notices: of the articles not found (`missing_articles_notice`), and
+    of the laws of `documents` that leave out a group the question names (`left_out_notices`).
+    """
     labels = [str(label).strip() for label in missing_articles if str(label).strip()]
+    notices = [missing_articles_notice(labels, language) for language in MISSING_ARTICLES_NOTES if labels]
+    notices += [line for language in LEFT_OUT_NOTES for line in left_out_notices(documents or [], language)]
     spans = []
-    for language in MISSING_ARTICLES_NOTES if labels else ():
-        notice = missing_articles_notice(labels, language)
+    for notice in notices:
         start = answer.find(notice)
         while start >= 0:
             spans.append((start, start + len(notice)))

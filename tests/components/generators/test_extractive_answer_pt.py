@@ -159,3 +159,27 @@ def test_an_article_opening_with_a_list_is_quoted_with_its_items_when_no_word_ma
     quote = _follow_up_quote(br[("CLT", "482")], "o que diz o art. 482 da CLT?", "explica melhor")
     assert quote.startswith("- «Constituem justa causa para rescisão do contrato de trabalho pelo empregador: a) ato")
     assert "b) incontinência de conduta" in quote and "c) negociação habitual" in quote  # not the first item alone
+
+
+def test_a_law_that_leaves_out_the_group_the_question_names_is_said_first_and_its_quote_left_unmarked(br):
+    """The CLT leaves domestic employees out (art. 7, a): the answer says so, and names their own law, before quoting."""
+    from components.validators.citation_verifier import CitationVerifier
+
+    mark = {"group": "empregados domésticos", "article": "7", "own_law": "Lei Complementar nº 150/2015"}
+    holidays = br[("CLT", "129")]
+    marked = Document(id=holidays.id, content=holidays.content, meta={**holidays.meta, "left_out": mark})
+    question = "sou empregada doméstica, tenho direito a férias?"
+    answer = ExtractiveAnswer().run(question=question, documents=[br[("CF88", "7")], marked])["answer"]
+    assert answer.splitlines()[0] == (
+        "CLT, art. 7: esta norma não rege diretamente empregados domésticos, que a pergunta menciona; a lei própria é "
+        "Lei Complementar nº 150/2015, que não está no corpus indexado. O que segue dessa norma pode não se aplicar.")
+    assert "(CLT, art. 129)" in answer
+    # the notice's own citations (CLT art. 7, not among the quoted blocks; a law the corpus lacks) are not marked
+    context = [br[("CF88", "7")], marked]
+    verified = CitationVerifier().run(answer=answer, context_documents=context)
+    assert verified["answer"] == answer and verified["unverified_citations"] == []
+    unmarked = [br[("CF88", "7")], holidays]  # the same text against blocks without the mark: it is checked
+    assert CitationVerifier().run(answer=answer, context_documents=unmarked)["unverified_citations"]
+    # without the mark, no notice
+    plain = ExtractiveAnswer().run(question=question, documents=[br[("CF88", "7")], holidays])["answer"]
+    assert "não rege diretamente" not in plain

@@ -1,4 +1,7 @@
-"""Special regimes (`components/legal/data/special_regimes.yaml`): the parts of a statute that govern one group only."""
+"""
+Special regimes (`components/legal/data/special_regimes.yaml`): the parts of a statute that govern one group only,
+and the groups a statute leaves out of its scope.
+"""
 
 import pytest
 
@@ -7,7 +10,8 @@ from tests.corpus_helpers import CORPUS
 from tests.reference_fixtures import parent_blocks
 
 CLT, RD1561, RD1620, LGSS = "DEL-5452-1943", "BOE-A-1995-21346", "BOE-A-2011-17975", "BOE-A-2015-11724"
-FILES = [CORPUS / name for name in ("CLT.md", "CF88.md", f"{RD1561}.md", f"{RD1620}.md", f"{LGSS}.md")]
+ET = "BOE-A-2015-11430"
+FILES = [CORPUS / name for name in ("CLT.md", "CF88.md", f"{RD1561}.md", f"{RD1620}.md", f"{LGSS}.md", f"{ET}.md")]
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +111,52 @@ def test_a_custom_file_with_an_article_regime(tmp_path):
     assert regimes.outside("¿puedo hacer horas extra?")(et6) == "menores"
     assert regimes.outside("mi hijo tiene 17 AÑOS")(et6) is None
     assert regimes.outside("¿puedo hacer horas extra?")({**et6, "article": "35"}) is None
+
+
+def test_every_bundled_left_out_group_is_left_out_by_a_real_article_of_its_law(articles):
+    groups = load_special_regimes().left_out
+    assert {(g.law_id, g.group) for g in groups} >= {(CLT, "empregados domésticos"), (ET, "funcionarios públicos")}
+    for group in groups:
+        meta = articles[(group.law_id, group.article)]
+        assert meta["law_id"] == group.law_id and group.own_law, group.group
+
+
+@pytest.mark.parametrize(("text", "law_id", "group"), [
+    ("sou empregada doméstica, tenho direito a férias?", CLT, "empregados domésticos"),
+    ("trabalho de babá numa casa de família", CLT, "empregados domésticos"),
+    ("sou trabalhador rural, tenho direito a hora extra?", CLT, "trabalhadores rurais"),
+    ("sou servidor público federal, posso ser demitido?", CLT, "servidores públicos"),
+    ("soy funcionaria de un ayuntamiento", ET, "funcionarios públicos"),
+    ("soy autónoma, ¿tengo vacaciones?", ET, "trabajadores autónomos"),
+])
+def test_naming_a_left_out_group(text, law_id, group):
+    found = load_special_regimes().leaving_out(text)
+    assert found[law_id].group == group
+
+
+@pytest.mark.parametrize(("text", "law_id"), [
+    ("sofri violência doméstica, posso faltar?", CLT),
+    ("tenho um funcionário que sumiu faz 40 dias", CLT),  # an employee, in everyday Portuguese
+    ("sou empregado público da Caixa, celetista", CLT),
+    ("os direitos dos trabalhadores urbanos e rurais", CLT),
+    ("¿Qué controla el Estado en las Comunidades Autónomas?", ET),
+    ("soy falso autónomo, ¿qué puedo reclamar?", ET),  # an employee in law: the Estatuto governs
+    ("¿cuántos días de vacaciones tengo?", ET),
+])
+def test_words_that_name_no_group_the_law_leaves_out(text, law_id):
+    # (the words are read whatever the language: the re-ranker marks a law's blocks for its jurisdiction only)
+    assert law_id not in load_special_regimes().leaving_out(text)
+
+
+@pytest.mark.parametrize("text", [
+    "CLT:\n  - {group: g, excluded_by: '7', named_by: [x]}\n",
+    "CLT:\n  - {group: g, own_law: L, named_by: [x]}\n",
+    "CLT:\n  - {group: g, excluded_by: '', own_law: L, named_by: [x]}\n",
+    "CLT:\n  - {group: g, excluded_by: '7', own_law: L, heading: X, named_by: [x]}\n",
+    "CLT:\n  - {group: g, excluded_by: '7', own_law: L}\n",
+])
+def test_a_malformed_left_out_group_is_a_clear_error(tmp_path, text):
+    path = tmp_path / "regimes.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match="regimes"):
+        load_special_regimes(path)

@@ -589,3 +589,41 @@ def test_a_special_regime_in_force_comes_before_a_repealed_norm():
     assert out["stats"]["special"] == ["BOE-A-2011-17975 9 (servicio del hogar familiar)"]
     named = LegalReranker(today="2026-01-01").run(documents=docs, query="soy interna, ¿cuántos días de vacaciones?")
     assert [d.id for d in named["documents"]] == ["rd1620-9", "et15-38", "et95-38"]
+
+
+def _household_holiday_candidates():
+    """CLT articles on holidays and the article that leaves domestic employees out of the CLT (real texts)."""
+    cf88 = {"law_id": "CF88", "rank": 1, "status": "in_force", "last_updated": "2025-01-01", "country": "br",
+            "lang": "pt", "article": "7", "heading_path": ["TÍTULO II: DOS DIREITOS E GARANTIAS FUNDAMENTAIS"]}
+    return [
+        Document(id="clt-136", content="Art. 136. A época da concessão das férias será a que melhor consulte os "
+                 "interesses do empregador.", score=0.9, meta={**CLT_META, "article": "136", "law_short": "CLT"}),
+        Document(id="clt-7", content="Art. 7º Os preceitos constantes da presente Consolidação ... não se aplicam: "
+                 "a) aos empregados domésticos ...", score=0.8, meta={**CLT_META, "article": "7", "law_short": "CLT"}),
+        Document(id="cf88-7", content="Art. 7º São direitos dos trabalhadores urbanos e rurais ... XVII - gozo de "
+                 "férias anuais remuneradas ...", score=0.7, meta=cf88),
+    ]
+
+
+def test_a_law_that_leaves_out_the_group_the_question_names_is_marked_in_place():
+    reranker = LegalReranker(today="2026-01-01")
+    out = reranker.run(documents=_household_holiday_candidates(),
+                       query="sou empregada doméstica, tenho direito a férias?")
+    assert [d.id for d in out["documents"]] == ["clt-136", "clt-7", "cf88-7"]  # nothing moves
+    assert out["stats"]["left_out"] == ["DEL-5452-1943 (empregados domésticos)"]
+    mark = out["documents"][0].meta["left_out"]
+    assert mark["group"] == "empregados domésticos" and mark["article"] == "7" and "150/2015" in mark["own_law"]
+    # the article that leaves the group out is not marked, nor another law's block
+    assert "left_out" not in out["documents"][1].meta and "left_out" not in out["documents"][2].meta
+    assert "left_out" not in _household_holiday_candidates()[0].meta  # the caller's documents are not changed
+
+
+@pytest.mark.parametrize("query", [
+    "tenho direito a férias?",  # no group
+    "sofri violência doméstica, posso faltar ao trabalho?",  # "doméstica" naming no domestic employee
+    "soy empleada doméstica, ¿tengo vacaciones?",  # another jurisdiction's question: the CLT is not its law anyway
+])
+def test_no_mark_without_the_group_in_the_law_s_jurisdiction(query):
+    out = LegalReranker(today="2026-01-01").run(documents=_household_holiday_candidates(), query=query)
+    assert out["stats"]["left_out"] == []
+    assert not any("left_out" in d.meta for d in out["documents"])

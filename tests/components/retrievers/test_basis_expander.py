@@ -136,6 +136,26 @@ def test_a_question_naming_the_constitution_gets_the_basis_of_any_article_first(
     assert BasisExpander(document_store=store).run(documents=ranking[1:])["documents"] == ranking[1:]
 
 
+def test_the_basis_of_a_law_that_leaves_out_the_group_goes_first(store):
+    """
+    "sou empregada doméstica, tenho direito a férias?": the re-ranker marks the CLT's blocks (art. 7, a, leaves
+    domestic employees out); CF88 art. 7, XVII (holidays, a right art. 7's parágrafo único gives them) goes first.
+    """
+    mark = {"group": "empregados domésticos", "article": "7", "own_law": "Lei Complementar nº 150/2015"}
+    ranking = [
+        Document(id=d.id, content=d.content, meta={**d.meta, "left_out": mark}, score=d.score)
+        for d in _ranking(store, (CLT, "136"), (CLT, "129"), (CLT, "134"))
+    ]
+    result = BasisExpander(document_store=store).run(documents=ranking)
+    assert _keys(result["documents"]) == [("CF88", "7"), (CLT, "136"), (CLT, "129")]
+    assert result["documents"][0].meta["basis_units"] == [["inciso", "XVII"]]
+    assert result["documents"][0].meta["expanded_from"] == ranking[1].id  # art. 129, holidays, regulates XVII
+    # unmarked, the same basis follows its source
+    plain = _ranking(store, (CLT, "136"), (CLT, "129"), (CLT, "134"))
+    assert _keys(BasisExpander(document_store=store).run(documents=plain)["documents"]) == [
+        (CLT, "136"), (CLT, "129"), ("CF88", "7")]
+
+
 def test_articles_without_a_basis_pass_unchanged(store):
     """The ET has no listed basis (the CE states its labour rights as principles); blocks without meta neither."""
     ranking = [block(store, ET, "38", score=1.0), block(store, ET, "34", score=0.9), Document(content="x", score=0.5)]
