@@ -289,15 +289,25 @@ LEFT_OUT_NOTES: Final[dict[str, str]] = {
     "pt": "{law}, art. {article}: esta norma não rege diretamente {group}, que a pergunta menciona; a lei própria é "
           "{own_law}, que não está no corpus indexado. O que segue dessa norma pode não se aplicar.",
 }
+# ... followed, when the table says where the constitution states the group's rights, by
+LEFT_OUT_CONSTITUTION_NOTES: Final[dict[str, str]] = {
+    "es": " Sus derechos en la Constitución: {constitution}.",
+    "pt": " Seus direitos na Constituição: {constitution}.",
+}
 ANSWER_LANGUAGES: Final[tuple[str, ...]] = tuple(CONTEXT_LABELS)
 
 
 def _left_out_fields(meta: dict[str, Any]) -> dict[str, str] | None:
-    """The `group`, `article` and `own_law` of a block's left-out mark, each on one line; None without a whole one."""
+    """
+    The `group`, `article`, `own_law` and `constitution` ("" when absent) of a block's left-out mark, each on one
+    line; None without the first three.
+    """
     mark = meta.get(LEFT_OUT)
     if not isinstance(mark, dict) or not all(isinstance(mark.get(k), str) for k in ("group", "article", "own_law")):
         return None
-    return {key: one_line(mark[key]) for key in ("group", "article", "own_law")}
+    constitution = mark.get("constitution")
+    return {key: one_line(mark[key]) for key in ("group", "article", "own_law")} | {
+        "constitution": one_line(constitution) if isinstance(constitution, str) else ""}
 
 
 def left_out_notices(documents: list[Document], language: str) -> list[str]:
@@ -307,13 +317,15 @@ def left_out_notices(documents: list[Document], language: str) -> list[str]:
     leave them unmarked.
     """
     template = LEFT_OUT_NOTES.get(language, LEFT_OUT_NOTES["es"])
+    rights = LEFT_OUT_CONSTITUTION_NOTES.get(language, LEFT_OUT_CONSTITUTION_NOTES["es"])
     lines: dict[tuple[str, str], str] = {}
     for document in documents:
         fields = _left_out_fields(document.meta)
         if fields is None:
             continue
         law = one_line(str(document.meta.get("law_short") or document.meta.get("law_id") or ""))
-        lines.setdefault((law, fields["group"]), neutralize(template.format(law=law, **fields)))
+        line = template.format(law=law, **fields) + (rights.format(**fields) if fields["constitution"] else "")
+        lines.setdefault((law, fields["group"]), neutralize(line))
     return list(lines.values())
 
 
@@ -489,7 +501,11 @@ def _note(meta: dict[str, Any]) -> str:
         note = f"{note} {basis}".strip()
     left_out = _left_out_fields(meta)
     if left_out:
-        note = f"{note} {LEFT_OUT_CONTEXT_NOTES.get(language, LEFT_OUT_CONTEXT_NOTES['es']).format(**left_out)}".strip()
+        left = LEFT_OUT_CONTEXT_NOTES.get(language, LEFT_OUT_CONTEXT_NOTES["es"]).format(**left_out)
+        if left_out["constitution"]:
+            rights = LEFT_OUT_CONSTITUTION_NOTES.get(language, LEFT_OUT_CONSTITUTION_NOTES["es"])
+            left = f"{left[:-1]}.{rights.format(**left_out).rstrip('.')}]"
+        note = f"{note} {left}".strip()
     group = meta.get(SPECIAL_REGIME)
     if isinstance(group, str) and group.strip():
         special = SPECIAL_REGIME_NOTES.get(language, SPECIAL_REGIME_NOTES["es"])

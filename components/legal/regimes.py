@@ -61,7 +61,8 @@ class SpecialRegime:
 class LeftOutGroup:
     """
     A group of workers a law leaves out of its scope: `article` of the law says so (CLT art. 7, a: domestic
-    employees), and `own_law`, which the corpus does not hold, governs them; `named_by` / `unless` as a regime's.
+    employees), and `own_law`, which the corpus does not hold, governs them; `constitution` says where the
+    constitution states their rights ("" when the table says nothing); `named_by` / `unless` as a regime's.
     """
 
     law_id: str
@@ -70,6 +71,7 @@ class LeftOutGroup:
     own_law: str
     named_by: tuple[str, ...]
     unless: tuple[str, ...] = ()
+    constitution: str = ""
     _pattern: Any = field(default=None, compare=False, repr=False)
     _unless: Any = field(default=None, compare=False, repr=False)
 
@@ -78,8 +80,9 @@ class LeftOutGroup:
         return _names(self._pattern, self._unless, folded_text)
 
     def note(self) -> dict[str, str]:
-        """The mark of a block of the law, for the answer stages: `group`, `article`, `own_law`."""
-        return {"group": self.group, "article": self.article, "own_law": self.own_law}
+        """The mark of a block of the law, for the answer stages: `group`, `article`, `own_law`, `constitution`."""
+        return {"group": self.group, "article": self.article, "own_law": self.own_law,
+                "constitution": self.constitution}
 
 
 def _names(pattern: Any, unless: Any, folded_text: str) -> bool:
@@ -196,7 +199,8 @@ def parse_special_regimes(table: Any, source: str = "special_regimes") -> Specia
             if not isinstance(entry, dict) or not isinstance(entry.get("group"), str) or not entry["group"].strip():
                 raise ValueError(f"{source}: {law_id}: a regime needs a `group` (its name), got {entry!r}")
             where = f"{source}: {law_id} {entry['group']!r}"
-            unknown = set(entry) - {"group", "heading", "articles", "named_by", "unless", "excluded_by", "own_law"}
+            unknown = set(entry) - {"group", "heading", "articles", "named_by", "unless", "excluded_by", "own_law",
+                                    "constitution"}
             if unknown:
                 raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
             words = _words(entry.get("named_by"), where)
@@ -229,13 +233,19 @@ def parse_special_regimes(table: Any, source: str = "special_regimes") -> Specia
 def _left_out(
     law_id: str, entry: dict[str, Any], where: str, words: tuple[str, ...], unless: tuple[str, ...]
 ) -> LeftOutGroup:
-    """A left-out group's entry: `excluded_by` (the article that leaves the group out) and `own_law`, both needed."""
+    """
+    A left-out group's entry: `excluded_by` (the article that leaves the group out) and `own_law`, both needed, and
+    optionally `constitution`.
+    """
     if "heading" in entry or "articles" in entry:
         raise ValueError(f"{where}: a left-out group (`excluded_by`) has no `heading` or `articles`")
     article, own_law = entry.get("excluded_by"), entry.get("own_law")
     for key, value in (("excluded_by", article), ("own_law", own_law)):
         if not isinstance(value, (str, int)) or not str(value).strip():
             raise ValueError(f"{where}: a left-out group needs `{key}`, got {value!r}")
+    constitution = entry.get("constitution", "")
+    if not isinstance(constitution, str) or ("constitution" in entry and not constitution.strip()):
+        raise ValueError(f"{where}: `constitution` must say where the constitution states the group's rights")
     return LeftOutGroup(
         law_id=law_id,
         group=entry["group"].strip(),
@@ -243,6 +253,7 @@ def _left_out(
         own_law=" ".join(str(own_law).split()),
         named_by=words,
         unless=unless,
+        constitution=" ".join(constitution.split()),
         _pattern=keyword_pattern(list(words)),
         _unless=keyword_pattern(list(unless)),
     )

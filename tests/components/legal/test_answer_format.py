@@ -113,6 +113,13 @@ def test_a_block_of_a_law_that_leaves_out_the_group_tells_the_llm_whose_law_gove
     assert context_block(block)["note"] == (
         "[NOTA: esta norma não rege diretamente empregados domésticos (seu art. 7); a lei própria, Lei Complementar "
         "nº 150/2015, não está no corpus]")
+    # where the constitution states the group's rights, when the table says
+    cf = {**mark, "constitution": "CF88, art. 7º, parágrafo único"}
+    with_cf = Document(id="c", content="Art. 129.", meta={**meta, "left_out": cf})
+    assert context_block(with_cf)["note"].endswith(
+        "não está no corpus. Seus direitos na Constituição: CF88, art. 7º, parágrafo único]")
+    assert left_out_notices([with_cf], "pt")[0].endswith(
+        "pode não se aplicar. Seus direitos na Constituição: CF88, art. 7º, parágrafo único.")
     # one notice per law and group; a partial or forged mark gives none, or a neutralized one
     assert len(left_out_notices([block, block], "pt")) == 1
     assert left_out_notices([Document(content="x", meta={**meta, "left_out": {"group": "g"}})], "pt") == []

@@ -119,6 +119,10 @@ def test_every_bundled_left_out_group_is_left_out_by_a_real_article_of_its_law(a
     for group in groups:
         meta = articles[(group.law_id, group.article)]
         assert meta["law_id"] == group.law_id and group.own_law, group.group
+    household = load_special_regimes().leaving_out("sou doméstica")[CLT]
+    assert household.note() == {"group": "empregados domésticos", "article": "7", "own_law": household.own_law,
+                                "constitution": household.constitution}
+    assert "150/2015" in household.own_law and "parágrafo único" in household.constitution
 
 
 @pytest.mark.parametrize(("text", "law_id", "group"), [
@@ -154,6 +158,7 @@ def test_words_that_name_no_group_the_law_leaves_out(text, law_id):
     "CLT:\n  - {group: g, excluded_by: '', own_law: L, named_by: [x]}\n",
     "CLT:\n  - {group: g, excluded_by: '7', own_law: L, heading: X, named_by: [x]}\n",
     "CLT:\n  - {group: g, excluded_by: '7', own_law: L}\n",
+    "CLT:\n  - {group: g, excluded_by: '7', own_law: L, constitution: '', named_by: [x]}\n",
 ])
 def test_a_malformed_left_out_group_is_a_clear_error(tmp_path, text):
     path = tmp_path / "regimes.yaml"
