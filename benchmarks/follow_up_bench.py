@@ -8,7 +8,8 @@ Two kinds of pairs, each a first question and a turn labelled with the article t
   pairs of a first question and an elliptical follow-up; `follow-up-holdout.jsonl` holds 20 more;
   `follow-up-third-turn.jsonl` 12 third turns, whose `first` lists the two questions before them, the second
   itself a follow-up; `follow-up-country.jsonl` 8 turns that ask the question before them of the other country's
-  law, "¿y en Brasil?", "e na Espanha?");
+  law, "¿y en Brasil?", "e na Espanha?"; `follow-up-new-topic.jsonl` 10 turns that open as a follow-up does, "¿y
+  ...?", "e ...?", but ask a new question: the cost of reading a turn with the one before it);
 - topic switches (`--switch FILE`, repeatable, a labelled question set such as `../shared/eval/dev-labor-es.jsonl`):
   each question of the file asked after the question before it, a new question in the same conversation.
 

@@ -51,9 +51,10 @@ def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
     assert [p.stem for p in sets] == ["cross-country", "holdout-labor-br", "holdout-labor-es", "named-norms"]
     follow_ups = sorted((ROOT / "benchmarks" / "questions" / "follow-up").glob("*.jsonl"))
     assert [p.stem for p in follow_ups] == [
-        "follow-up-country", "follow-up-go-on", "follow-up-holdout", "follow-up-third-turn", "follow-up"]
+        "follow-up-country", "follow-up-go-on", "follow-up-holdout", "follow-up-new-topic", "follow-up-third-turn",
+        "follow-up"]
     items = [item for path in [*sets, *follow_ups] for item in load_labelled(path)]
-    assert len(items) == 157 and len({item["id"] for item in items}) == 157
+    assert len(items) == 167 and len({item["id"] for item in items}) == 167
     laws = {law for item in items for law, _ in item["relevant"]}
     files = [path for path in sorted((ROOT / "data" / "corpus").glob("*.md"))
              if path.stem in laws or path.stem == "CLT"]
