@@ -23,9 +23,9 @@ from components.legal.ids import (
     ADCT_PREFIX,
     APPROVAL_PREFIX,
     BASIS_EXPANSION,
+    LEFT_OUT,
     PARTIALLY_REPEALED,
     REPEALED,
-    LEFT_OUT,
     SPECIAL_REGIME,
 )
 from components.legal.legal_text import detect_query_language, fold_accents, split_sentences, unit_range

@@ -34,8 +34,9 @@ EXACT_MATCH: Final[str] = "exact"
 # such a block only when nothing else is there, and the LLM's context block says whom it governs
 SPECIAL_REGIME: Final[str] = "special_regime"
 # meta key: on a block of a law that leaves out of its scope a group the question names (CLT art. 7, a: domestic
-# employees), `{"group", "article", "own_law"}`, set by `LegalReranker`, which puts such blocks after the others; the
-# answers say the law does not govern the group and name its own law
+# employees), `{"group", "article", "own_law", "constitution"}`, set by `LegalReranker` (the block keeps its place);
+# `BasisExpander` puts its constitutional basis first, and the answers say the law does not govern the group and
+# name its own law
 LEFT_OUT: Final[str] = "left_out"
 # `meta.status` of a norm (or article): in force, repealed as a whole (its successor in `meta.derogated_by`), or
 # partly repealed

@@ -205,7 +205,7 @@ def parse_special_regimes(table: Any, source: str = "special_regimes") -> Specia
                 raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
             words = _words(entry.get("named_by"), where)
             unless = _words(entry["unless"], where, key="unless") if "unless" in entry else ()
-            if "excluded_by" in entry or "own_law" in entry:
+            if {"excluded_by", "own_law", "constitution"} & set(entry):
                 left_out.append(_left_out(str(law_id), entry, where, words, unless))
                 continue
             heading, articles = entry.get("heading"), entry.get("articles")

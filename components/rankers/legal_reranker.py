@@ -14,10 +14,10 @@ from components.legal.citations import CitationGrammar
 from components.legal.ids import (
     DENSE_SCORE,
     IN_FORCE,
+    LEFT_OUT,
     PARTIALLY_REPEALED,
     PREAMBLE,
     REPEALED,
-    LEFT_OUT,
     SPECIAL_REGIME,
     check_named_laws,
     cited_exactly,
@@ -424,6 +424,7 @@ class LegalReranker:
         # each rule puts its blocks after the others: a special regime (law in force for some) before a repealed
         # norm (history), before a preamble (no normative force)
         if self.special_regimes_last and asked:
+            # the blocks of a law that leaves out a group the question names are marked, not moved
             ranked, stats["left_out"] = self._left_out_marked(ranked, query, question)
             ranked, stats["special"] = self._special_last(named, ranked, query, question)
         if self.superseded_last:

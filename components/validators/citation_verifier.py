@@ -112,7 +112,9 @@ class CitationVerifier:
         Verify the citations of `answer`.
 
         :param answer: The generated answer (without its metadata block).
-        :param context_documents: The documents given to the model as context.
+        :param context_documents: The documents given to the model as context. The extractive answer's notice of a
+            law that leaves out a group the question names (`left_out_notices` of these documents: "CLT, art. 7:
+            esta norma não rege diretamente empregados domésticos ...") is neither verified nor marked.
         :param filters: Restriction of the index check (the request's access filter): a document the caller may
             not read counts as absent.
         :param unknown_norms: The norms the question cites that the corpus does not hold
