@@ -43,6 +43,9 @@ HISTORY_MAX_CHARS = 200
 MAX_QUERY_CHARS = 120
 PREVIOUS_QUESTIONS = 2  # the user questions a turn is read with (`_previous_questions`)
 MAX_FALLBACK_TERMS = 10
+# a turn with at most this many content words names no matter of its own ("¿me las tienen que pagar?", "e o pai?",
+# "¿y si no me avisaron?"): like a turn that asks nothing new, it is read with the question before it only
+BARE_TURN_WORDS = 1
 
 DECOMPOSE_SYSTEM_PROMPT = """\
 Eres un asistente jurídico que prepara búsquedas en una base de datos de legislación laboral y de Seguridad \
@@ -196,12 +199,13 @@ class DecomposeQuery:
     - With the previous answer's blocks carried over, the turn is taken to go on from it: it is searched read
       with the question before it ("¿Cuántos días de vacaciones tengo? ¿y me las pueden pagar?": the previous
       question supplies the matter, the embedding model reads the two as one question), then by its keywords
-      plus their statutory terms, one query per concept; a turn that asks nothing new ("explícamelo mejor") is
-      searched read with the question before it only: the carried blocks alone, graded by `CRAGRouter` on their
+      plus their statutory terms, one query per concept; a turn that asks nothing new ("explícamelo mejor"), or
+      names one thing only ("¿me las tienen que pagar?", "e o pai?"), is searched read with the question before
+      it only: the carried blocks alone, graded by `CRAGRouter` on their
       similarity to words that name no matter, were refused as off-topic.
     - With the conversation alone (what a plain OpenAI-compatible chat client sends), the turn is searched under
       both readings, as written and read with the question before it, and `MultiQueryRetriever` fuses the two
-      rankings; a turn that asks nothing new is searched read with the question before it.
+      rankings; a turn that asks nothing new, or names one thing only, is searched read with the question before it.
     - With carried-over blocks but no conversation: the turn's keywords plus their statutory terms.
     "The question before it" is, from the third turn on, the last two user questions: a third turn often goes on
     from a follow-up ("¿cuántos días de vacaciones tengo? / ¿y si me despiden antes de disfrutarlas? / ¿me las
@@ -211,7 +215,10 @@ class DecomposeQuery:
     find a follow-up's article far more often. With carried blocks, the first reading alone found follow-ups'
     articles more often than both, and new questions' less often; read with two questions, third turns that go on
     from a follow-up are found far more often, a new question asked third somewhat less often with carried blocks
-    (benchmarks/follow_up_bench.py).
+    (benchmarks/follow_up_bench.py). A turn of one content word searched as written finds any article that holds
+    the word ("¿y si soy el padre?" after a question on the birth permit: the King's guardian, CE art. 60); read
+    with the question before it only, such turns found their article more often in either mode, and a question
+    that asks something new names at least two things.
 
     The numbers of what a question cites outside the corpus, case law ("Súmula 331 do TST", a CNJ process number)
     and norms the laws table lacks ("Lei 605/49"), are left out of every deterministic query: searched, a number
@@ -434,7 +441,9 @@ class DecomposeQuery:
         - with them (`carryover`): the turn read with `previous`, then one query per concept, its keywords plus
           their statutory terms; nothing new: read with `previous` only;
         - either way, a turn naming only a country ("¿y en Brasil?"): `previous` without its countries, read with
-          the turn, whose country the re-ranker puts first.
+          the turn, whose country the re-ranker puts first;
+        - either way, a turn with at most `BARE_TURN_WORDS` content words and no country ("¿me las tienen que
+          pagar?", "e o pai?"): read with `previous` only.
 
         Carried-over blocks without the conversation: one query per concept, its keywords plus their statutory
         terms; nothing left, nothing new: no query.
@@ -451,6 +460,9 @@ class DecomposeQuery:
         if previous is not None and not any(keywords):
             # "¿y en Brasil?": the question before, without its own country, of the country the turn names
             return [_with_previous(query, without_countries(previous) if countries_named(query) else previous)]
+        if previous is not None and sum(map(len, keywords)) <= BARE_TURN_WORDS and not countries_named(query):
+            # one word ("pagar", "padre") is no matter: searched alone, it finds any article that has the word
+            return [_with_previous(query, previous)]
         if previous is not None and not carryover:
             return dedup([" ".join(query.split()), _with_previous(query, previous)])[:limit]
         queries = []

@@ -155,10 +155,10 @@ def test_run_follow_up_sends_the_last_four_history_messages_truncated():
     history = _history()
     decomposer = DecomposeQuery(chat_generator=llm, llm_on_follow_up=True)
     result = decomposer.run(query="¿Y si no me las pagan?", history=history, carryover=["c1", "c2"])
-    # the deterministic queries (the turn read with the conversation's last two questions, its keywords), then the
-    # LLM's, at most 3
+    # the deterministic query (the turn read with the conversation's last two questions: one word, "pagan", is no
+    # query of its own), then the LLM's, at most 3
     assert result["queries"] == [
-        "¿Se pueden partir en varios periodos? ¿Y quién fija las fechas? ¿Y si no me las pagan?", "pagan",
+        "¿Se pueden partir en varios periodos? ¿Y quién fija las fechas? ¿Y si no me las pagan?",
         "sanción incumplimiento empresario vacaciones reclamación",
     ]
     assert result["trace"]["path"] == "llm"
@@ -330,8 +330,10 @@ def test_a_conversation_turn_is_searched_as_written_and_read_with_the_question_b
     both = ("¿Cuántos días de vacaciones tengo al año? ¿y si me despiden antes de disfrutarlas? "
             "¿me las tienen que pagar?")
     assert decomposer.run(query="¿me las tienen que pagar?", history=third, carryover=["c1"])["queries"][0] == both
-    assert decomposer.run(query="¿me las tienen que pagar?", history=third)["queries"] == [
-        "¿me las tienen que pagar?", both]
+    # one content word ("pagar") names no matter: read with the questions before it only, in either mode
+    assert decomposer.run(query="¿me las tienen que pagar?", history=third)["queries"] == [both]
+    assert decomposer.run(query="¿y si me despiden antes de disfrutarlas?", history=third)["queries"][0] == (
+        "¿y si me despiden antes de disfrutarlas?")  # two ("despiden", "disfrutarlas"): both readings
     # nothing new: the previous question's matter is searched, with or without the carried-over blocks
     for carryover in (["c1"], None):
         assert decomposer.run(query="¿Puedes explicarlo mejor?", history=history, carryover=carryover)["queries"] == [
@@ -342,6 +344,25 @@ def test_a_conversation_turn_is_searched_as_written_and_read_with_the_question_b
     # carried-over blocks without the conversation: the keywords and their statutory terms
     alone = decomposer.run(query="¿y me las pueden pagar en vez de disfrutarlas?", carryover=["c1"])["queries"]
     assert alone and all("vacaciones" not in q for q in alone)
+
+
+def test_a_turn_of_one_word_is_read_with_the_question_before_it_only():
+    from haystack.dataclasses import ChatMessage
+
+    decomposer = DecomposeQuery()
+    history = [ChatMessage.from_user("¿Cuántos días de permiso tengo si nace mi hijo?"),
+               ChatMessage.from_assistant("Dieciséis semanas (ET, art. 48).")]
+    for carryover in (None, ["c1"]):
+        assert decomposer.run(query="¿y si soy el padre?", history=history, carryover=carryover)["queries"] == [
+            "¿Cuántos días de permiso tengo si nace mi hijo? ¿y si soy el padre?"]
+    portuguese = [ChatMessage.from_user("quanto tempo dura a licença-maternidade?")]
+    assert decomposer.run(query="e o pai?", history=portuguese)["queries"] == [
+        "quanto tempo dura a licença-maternidade? e o pai?"]
+    # a new question names at least two things: both readings, as before
+    new = decomposer.run(query="¿y cuánto dura como máximo el periodo de prueba?", history=history)["queries"]
+    assert new[0] == "¿y cuánto dura como máximo el periodo de prueba?" and len(new) == 2
+    # one word and a country: the country rules (the turn as written, and read with the question before it)
+    assert len(decomposer.run(query="¿y la huelga en Brasil?", history=history)["queries"]) == 2
 
 
 def test_a_turn_naming_only_a_country_asks_the_question_before_it_of_that_country():
