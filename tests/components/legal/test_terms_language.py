@@ -169,6 +169,10 @@ def test_split_concepts():
         ("o que é rescisão indireta?", "pt", "rescisão indireta", "rescindido"),
         ("posso sair e receber tudo?", "pt", "sair e receber", "rescindido"),
         ("¿y si son gemelos?", "es", "gemelos", "múltiple"),
+        # a birth in everyday words: the suspension of the contract (ET art. 48), the licences (CF88 art. 7, XIX)
+        ("¿cuántos días de permiso tengo si nace mi hijo?", "es", "nace mi hijo", "suspensión"),
+        ("meu filho nasceu ontem, quantos dias posso ficar em casa?", "pt", "meu filho nasceu", "licença-paternidade"),
+        ("vou ser pai, quantos dias de licença eu tenho?", "pt", "vou ser pai", "licença-paternidade"),
         ("qual o intervalo interjornada mínimo?", "pt", "interjornada", "consecutivas"),
         ("as horas in itinere ainda são pagas?", "pt", "in itinere", "despendido"),
         ("o DSR é pago junto com o salário?", "pt", "dsr", "repouso"),
