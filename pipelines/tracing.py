@@ -84,7 +84,7 @@ DECISION_KEYS = (
     "reason", "skip_expansion", "has_citations", "route", "confidence", "retries", "topic", "fallback",
     "fallback_reason", "path", "mode", "skip_retrieval", "need", "need_retries", "requests", "new_ids",
     "meta_valid", "backend", "cache_hits", "cache_misses", "jurisdiction", "superseded", "named", "cited",
-    "expressions", "bases", "special", "left_out",
+    "expressions", "bases", "special", "left_out", "special_first",
 )
 NESTED_DECISIONS = ("trace", "stats")
 MAX_ITEMS = 4

@@ -23,7 +23,8 @@ class SpecialRegime:
     """
     One special regime of a law: the part under `heading` (folded), or the articles `articles`, or (neither) the
     whole law; `named_by`: the folded word prefixes that name its group; `unless`: phrases that hold such a word
-    without naming the group ("banco de horas" is no bank).
+    without naming the group ("banco de horas" is no bank); `replaces`: (general article, the regime's article that
+    displaces it for the group) pairs of article keys (CLT art. 58 -> art. 303 for journalists).
     """
 
     law_id: str
@@ -32,6 +33,7 @@ class SpecialRegime:
     heading: str | None = None
     articles: frozenset[str] | None = None
     unless: tuple[str, ...] = ()
+    replaces: tuple[tuple[str, str], ...] = ()
     _pattern: Any = field(default=None, compare=False, repr=False)
     _unless: Any = field(default=None, compare=False, repr=False)
 
@@ -106,7 +108,8 @@ class SpecialRegimes:
     regimes = load_special_regimes()
     outside = regimes.outside("fiz 2 horas a mais, quanto tem que pagar?")
     outside(block.meta)  # "serviço ferroviário" for CLT art. 241; None for CLT art. 59
-    regimes.leaving_out("sou empregada doméstica")  # {"DEL-5452-1943": LeftOutGroup(group="empregados domésticos", ...)}
+    regimes.leaving_out("sou empregada doméstica")  # the CLT's domestic employees, by law id
+    regimes.replacements("sou jornalista")  # {("DEL-5452-1943", "58"): ("303", "jornalistas profissionais")}
     ```
     """
 
@@ -155,6 +158,20 @@ class SpecialRegimes:
 
         return group
 
+    def replacements(self, *texts: str | None) -> dict[tuple[str, str], tuple[str, str]]:
+        """
+        The replacements of the regimes `texts` (the question, the query made from it) name: (law id, general
+        article key) -> (the regime's article key that displaces it, the regime's group); the first regime in table
+        order wins ("sou jornalista" -> CLT art. 58 -> (art. 303, "jornalistas profissionais")).
+        """
+        folded = " \n ".join(fold(text) for text in texts if isinstance(text, str))
+        found: dict[tuple[str, str], tuple[str, str]] = {}
+        for regime in self.regimes:
+            if regime.replaces and regime.named_in(folded):
+                for general, special in regime.replaces:
+                    found.setdefault((regime.law_id, general), (special, regime.group))
+        return found
+
     def leaving_out(self, *texts: str | None) -> dict[str, LeftOutGroup]:
         """
         The laws that leave out a group `texts` (the question, the query made from it) name: law id -> the first
@@ -199,8 +216,8 @@ def parse_special_regimes(table: Any, source: str = "special_regimes") -> Specia
             if not isinstance(entry, dict) or not isinstance(entry.get("group"), str) or not entry["group"].strip():
                 raise ValueError(f"{source}: {law_id}: a regime needs a `group` (its name), got {entry!r}")
             where = f"{source}: {law_id} {entry['group']!r}"
-            unknown = set(entry) - {"group", "heading", "articles", "named_by", "unless", "excluded_by", "own_law",
-                                    "constitution"}
+            unknown = set(entry) - {"group", "heading", "articles", "named_by", "unless", "replaces", "excluded_by",
+                                    "own_law", "constitution"}
             if unknown:
                 raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
             words = _words(entry.get("named_by"), where)
@@ -217,9 +234,16 @@ def parse_special_regimes(table: Any, source: str = "special_regimes") -> Specia
                 not isinstance(articles, list) or not articles or not all(str(a).strip() for a in articles)
             ):
                 raise ValueError(f"{where}: `articles` must list article keys, got {articles!r}")
+            replaces = entry.get("replaces", {})
+            if not isinstance(replaces, dict) or ("replaces" in entry and not replaces) or not all(
+                isinstance(k, (str, int)) and str(k).strip() and isinstance(v, (str, int)) and str(v).strip()
+                for k, v in replaces.items()
+            ):
+                raise ValueError(f"{where}: `replaces` must map general article keys to the regime's, got {replaces!r}")
             regimes.append(SpecialRegime(
                 law_id=str(law_id),
                 group=entry["group"].strip(),
+                replaces=tuple((str(k).strip().lower(), str(v).strip().lower()) for k, v in replaces.items()),
                 named_by=words,
                 heading=fold(" ".join(heading.split())) if heading is not None else None,
                 articles=frozenset(str(a).strip().lower() for a in articles) if articles is not None else None,
@@ -237,8 +261,8 @@ def _left_out(
     A left-out group's entry: `excluded_by` (the article that leaves the group out) and `own_law`, both needed, and
     optionally `constitution`.
     """
-    if "heading" in entry or "articles" in entry:
-        raise ValueError(f"{where}: a left-out group (`excluded_by`) has no `heading` or `articles`")
+    if "heading" in entry or "articles" in entry or "replaces" in entry:
+        raise ValueError(f"{where}: a left-out group (`excluded_by`) has no `heading`, `articles` or `replaces`")
     article, own_law = entry.get("excluded_by"), entry.get("own_law")
     for key, value in (("excluded_by", article), ("own_law", own_law)):
         if not isinstance(value, (str, int)) or not str(value).strip():

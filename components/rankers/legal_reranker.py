@@ -2,6 +2,7 @@
 
 import datetime as dt
 import hashlib
+import math
 import time
 from typing import Any
 
@@ -115,6 +116,10 @@ class LegalReranker:
     a special regime (`components/legal/data/special_regimes.yaml`, `components.legal.regimes`) goes after the
     others unless the question (or the query made from it) names the regime's group ("sou ferroviário", "trabajo de
     interna", "meu filho de 16 anos") or, for a regime that is a whole law, names that law. Never removed.
+    When the question names the group, the regime's article that displaces a general article for it (the table's
+    `replaces`: CLT art. 303, the journalists' five hours, for art. 58, everyone's eight) goes right before that
+    general article if both are among the candidates, after the jurisdiction and named-norm steps: "sou jornalista,
+    quantas horas posso trabalhar por dia?" is answered by art. 303, which relevance alone ranked fourth.
     The same table lists the groups a law leaves out of its scope, whose own law the corpus does not hold (CLT art.
     7, a: domestic employees): for a question of the law's jurisdiction that names such a group ("sou empregada
     doméstica, tenho direito a férias?"), the law's blocks are marked `meta["left_out"]` (the group, the article
@@ -368,8 +373,9 @@ class LegalReranker:
             `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
             ids of the repealed norms' blocks put last), `special` (the special regimes' blocks put after the others,
             "<law id> <article> (<group>)"), `left_out` (the laws whose blocks were marked as not governing a group
-            the question names, "<law id> (<group>)"), `named` (the law ids of the named norms whose blocks were put
-            first) and `cited` (the ids of the cited blocks put first).
+            the question names, "<law id> (<group>)"), `special_first` (a named group's rule put right before the
+            general rule it displaces, "<law id> <article> before <article> (<group>)"), `named` (the law ids of the
+            named norms whose blocks were put first) and `cited` (the ids of the cited blocks put first).
         :raises ValueError: A backend other than `retrieval` without `query`, or `named_laws` not a list of law ids.
         """
         check_named_laws(named_laws)
@@ -378,7 +384,8 @@ class LegalReranker:
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
                                  "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
-                                 "superseded": [], "left_out": [], "special": [], "named": [], "cited": []}
+                                 "superseded": [], "left_out": [], "special": [], "special_first": [], "named": [],
+                                 "cited": []}
         exact = [d for d in cited or [] if cited_exactly(d.meta)]
         if not head:
             stats["cited"] = [d.id for d in exact]
@@ -436,6 +443,8 @@ class LegalReranker:
             ranked, stats["jurisdiction"] = self._jurisdiction_first(asker, named, ranked, query=query)
         if self.named_first and named:
             ranked, stats["named"] = self._named_first(named, ranked)
+        if self.special_regimes_last and asked:
+            ranked, stats["special_first"] = self._special_rule_first(ranked, query, question)
         if exact:
             ranked = _first(exact, ranked)
             stats["cited"] = [d.id for d in exact]
@@ -533,6 +542,36 @@ class LegalReranker:
         ]
         left = dict.fromkeys(f"{d.meta.get('law_id')} ({mark['group']})" for d, mark in zip(documents, marks) if mark)
         return marked, list(left)
+
+    def _special_rule_first(
+        self, documents: list[Document], query: str, question: str | None
+    ) -> tuple[list[Document], list[str]]:
+        """
+        For a group `question` or `query` names, the regime's article that displaces a general article for that group
+        (the table's `replaces`: CLT art. 303, the journalists' five hours, for art. 58) right before the general
+        article's first block, when both are among `documents` and it ranks below; its score just above the general
+        block's. Returns the list and the moves, "<law id> <article> before <article> (<group>)".
+        """
+        replacements = self._regimes.replacements(query, question)
+        if not replacements:
+            return documents, []
+        ranked, moves = list(documents), []
+        for (law_id, general), (special, group) in replacements.items():
+            keys = [(d.meta.get("law_id"), str(d.meta.get("article") or "").lower()) for d in ranked]
+            if (law_id, general) not in keys or (law_id, special) not in keys:
+                continue
+            at, found = keys.index((law_id, general)), keys.index((law_id, special))
+            if found < at:
+                continue
+            block = ranked.pop(found)
+            above = ranked[at - 1].score if at > 0 else None
+            score = ranked[at].score
+            if score is not None:
+                score = (score + above) / 2 if above is not None else math.nextafter(score, math.inf)
+            ranked.insert(at, Document(id=block.id, content=block.content, meta=block.meta, score=score,
+                                       embedding=block.embedding))
+            moves.append(f"{law_id} {block.meta.get('article')} before {ranked[at + 1].meta.get('article')} ({group})")
+        return ranked, moves
 
     @staticmethod
     def _named_first(named: list[str], documents: list[Document]) -> tuple[list[Document], list[str]]:

@@ -36,6 +36,20 @@ def test_every_bundled_regime_is_a_real_part_of_its_law(articles):
         assert outside(articles[key]) is None, key
 
 
+def test_every_replacement_puts_a_rule_of_the_regime_for_a_general_article_of_its_law(articles):
+    regimes = load_special_regimes()
+    pairs = [(regime, general, special) for regime in regimes.regimes for general, special in regime.replaces]
+    assert len(pairs) >= 8
+    for regime, general, special in pairs:
+        assert regime.covers(articles[(regime.law_id, special)]), (regime.group, special)
+        assert not any(r.covers(articles[(regime.law_id, general)]) for r in regimes.regimes), (regime.group, general)
+    journalists = regimes.replacements("sou jornalista, quantas horas posso trabalhar por dia?")
+    assert journalists == {(CLT, "58"): ("303", "jornalistas profissionais")}
+    assert regimes.replacements("sou bancária", "e a hora extra?")[(CLT, "59")] == ("225", "bancários")
+    assert regimes.replacements("meu patrão quer banco de horas") == {}  # no bank named
+    assert regimes.replacements("quantas horas posso trabalhar por dia?") == {}
+
+
 def test_a_block_of_a_regime_the_question_does_not_name_is_outside(articles):
     outside = load_special_regimes().outside("quanto é o adicional noturno? e a hora extra?")
     assert outside(articles[(CLT, "241")]) == "serviço ferroviário"
@@ -97,6 +111,11 @@ def test_a_whole_law_regime_is_named_by_the_law_or_by_any_of_its_groups(articles
     "CLT:\n  - {group: g, excluded_by: '7', own_law: L}\n",
     "CLT:\n  - {group: g, excluded_by: '7', own_law: L, constitution: '', named_by: [x]}\n",
     "CLT:\n  - {group: g, heading: X, constitution: C, named_by: [x]}\n",  # only a left-out group has one
+    # replacements: general article -> the regime's, both named
+    "CLT:\n  - {group: g, heading: X, named_by: [x], replaces: {}}\n",
+    "CLT:\n  - {group: g, heading: X, named_by: [x], replaces: ['58']}\n",
+    "CLT:\n  - {group: g, heading: X, named_by: [x], replaces: {'58': ''}}\n",
+    "CLT:\n  - {group: g, excluded_by: '7', own_law: L, named_by: [x], replaces: {'58': '303'}}\n",
 ])
 def test_a_malformed_regimes_file_is_a_clear_error(tmp_path, text):
     path = tmp_path / "regimes.yaml"

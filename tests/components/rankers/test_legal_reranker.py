@@ -627,3 +627,43 @@ def test_no_mark_without_the_group_in_the_law_s_jurisdiction(query):
     out = LegalReranker(today="2026-01-01").run(documents=_household_holiday_candidates(), query=query)
     assert out["stats"]["left_out"] == []
     assert not any("left_out" in d.meta for d in out["documents"])
+
+
+def _journalist_candidates():
+    """Everyone's eight hours ahead of the journalists' five, as relevance alone ranks them (real texts)."""
+    journalists = ["TÍTULO III: DAS NORMAS ESPECIAIS DE TUTELA DO TRABALHO",
+                   "CAPÍTULO I: DAS DISPOSIÇÕES ESPECIAIS SOBRE DURAÇÃO E CONDIÇÕES DE TRABALHO",
+                   "SEÇÃO XI: DOS JORNALISTAS PROFISSIONAIS"]
+    return [
+        Document(id="clt-58", content="Art. 58. A duração normal do trabalho, para os empregados em qualquer atividade "
+                 "privada, não excederá de 8 (oito) horas diárias ...", score=0.9,
+                 meta={**CLT_META, "article": "58", "heading_path": WORKING_DAY}),
+        Document(id="clt-302", content="Art. 302. Os dispositivos da presente Seção se aplicam aos que nas empresas "
+                 "jornalísticas prestem serviços como jornalistas ...", score=0.8,
+                 meta={**CLT_META, "article": "302", "heading_path": journalists}),
+        Document(id="clt-303", content="Art. 303. A duração normal do trabalho dos empregados compreendidos nesta "
+                 "Seção não deverá exceder de 5 (cinco) horas ...", score=0.7,
+                 meta={**CLT_META, "article": "303", "heading_path": journalists}),
+    ]
+
+
+def test_a_named_group_s_rule_goes_right_before_the_general_rule_it_displaces():
+    reranker = LegalReranker(today="2026-01-01")
+    asked = "sou jornalista, quantas horas posso trabalhar por dia?"
+    out = reranker.run(documents=_journalist_candidates(), query=asked)
+    assert [d.id for d in out["documents"]] == ["clt-303", "clt-58", "clt-302"]
+    assert out["stats"]["special_first"] == ["DEL-5452-1943 303 before 58 (jornalistas profissionais)"]
+    scores = [d.score for d in out["documents"]]
+    assert scores == sorted(scores, reverse=True)
+    # the group not named: the journalists' articles are a special regime, after the general rule
+    plain = reranker.run(documents=_journalist_candidates(), query="quantas horas posso trabalhar por dia?")
+    assert [d.id for d in plain["documents"]] == ["clt-58", "clt-302", "clt-303"]
+    assert plain["stats"]["special_first"] == []
+    # the regime's rule already ranked above the general rule stays where it is; switched off, nothing moves
+    five = _journalist_candidates()[2]
+    ahead = [Document(id=five.id, content=five.content, meta=five.meta, score=0.95), *_journalist_candidates()[:2]]
+    kept = reranker.run(documents=ahead, query=asked)
+    assert kept["documents"][0].id == "clt-303" and kept["stats"]["special_first"] == []
+    off = LegalReranker(today="2026-01-01", special_regimes_last=False).run(
+        documents=_journalist_candidates(), query=asked)
+    assert [d.id for d in off["documents"]] == ["clt-58", "clt-302", "clt-303"]
