@@ -674,7 +674,7 @@ class LexHay:
             "scope_checker": {"query": question},
             "compressor": {"query": question},
             "answer_prompt": {"question": question, "history": history},
-            "answer": {"question": question, "streaming_callback": streaming_callback},
+            "answer": {"question": question, "streaming_callback": streaming_callback, "history": history},
         }
         for name, flag_values in flag_inputs(flags).items():  # each flag's switches, as pipelines.flags maps them
             inputs.setdefault(name, {}).update(flag_values)

@@ -102,6 +102,7 @@ class AnswerGenerator:
         out_of_scope: list[str] | None = None,
         unknown_norms: list[str] | None = None,
         missing_articles: list[str] | None = None,
+        history: list[ChatMessage] | None = None,
     ) -> dict[str, Any]:
         """
         Answer the question.
@@ -119,6 +120,8 @@ class AnswerGenerator:
             (`CitationDetector.unknown_norms`), for the extractive fallback's notice; `None` lets it read them.
         :param missing_articles: The cited articles the direct fetch did not find (`LexicalFirstGate.missing`), for
             the extractive fallback's notice.
+        :param history: The conversation before `question`, for the extractive fallback, which matches a turn's
+            sentences read with the questions before it (the LLM has the conversation in its prompt).
         :returns: `replies` (one assistant message: answer + META block), `fallback` (True = extractive) and
             `fallback_reason` (why the extractive answer was used; `None` for the LLM's).
         """
@@ -138,6 +141,7 @@ class AnswerGenerator:
             out_of_scope=out_of_scope,
             unknown_norms=unknown_norms,
             missing_articles=missing_articles,
+            history=history,
         )
         return {"replies": extractive["replies"], "fallback": True, "fallback_reason": reason}
 

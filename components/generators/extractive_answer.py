@@ -38,6 +38,7 @@ from components.legal.citations import (
     pinpoint,
     with_units_before,
 )
+from components.legal.conversation import previous_questions, read_with_previous
 from components.legal.ids import REPEALED, SPECIAL_REGIME, cited_exactly
 from components.legal.jurisdiction import country_readings, without_countries
 from components.legal.legal_text import blank_spans, split_sentences, unit_range
@@ -411,6 +412,7 @@ class ExtractiveAnswer:
         out_of_scope: list[str] | None = None,
         unknown_norms: list[str] | None = None,
         missing_articles: list[str] | None = None,
+        history: list[ChatMessage] | None = None,
     ) -> dict[str, Any]:
         """
         Answers from the documents alone.
@@ -427,6 +429,9 @@ class ExtractiveAnswer:
             (`CitationDetector.unknown_norms`): said first; `None` (nothing connected) reads it from the question.
         :param missing_articles: The articles the question cites that the direct fetch did not find
             (`LexicalFirstGate.missing`): said first, so the nearest article does not pass for the one asked about.
+        :param history: The conversation before `question`: a turn's sentences are matched with it read with the
+            questions before it (`components.legal.conversation`), as `DecomposeQuery` searched it ("¿y si soy el
+            padre?" after a question on the birth permit: the sentences on birth, not every one with "padre").
         :returns: A dictionary with:
             - `replies`: one assistant message holding `answer` (a drop-in for a chat generator's output).
             - `answer`: the quotes with their citations, the extractive-answer note and the `===META===` block.
@@ -486,9 +491,12 @@ class ExtractiveAnswer:
         # an article the question cites is quoted first; the citation's own words ("Real Decreto 2720/1998", "§ 1º do
         # art. 59") are left out of the sentence scoring, they would favour any block that merely names the law or
         # has a paragraph of that number
-        pinned = self._pinned(question, found_citations, documents, sentences, language)
+        previous = previous_questions(history)
+        pinned = self._pinned(question, found_citations, documents, sentences, language, previous=previous)
         question = blank_spans(question, [with_units_before(question, c["span"]) for c in found_citations])
-        scores = self._scores(question, pool, language)
+        # a conversation's turn is matched as it was searched: read with the questions before it
+        reading = read_with_previous(question, previous) if previous else question
+        scores = self._scores(reading, pool, language)
         best = {i: max(doc_scores) for i, doc_scores in scores.items()}
         top = max(best.values())
         matching = [i for i in sorted(best) if top > 0 and best[i] >= ARTICLE_MIN_RATIO * top]
@@ -535,7 +543,7 @@ class ExtractiveAnswer:
                 basis = at in bases and (at in leading or _after_quoted(at, articles, quoted_articles, bases))
                 if key not in quoted_articles and not basis:
                     continue
-                blocks, *plan = pinned.get(key) or self._plan(key, documents, sentences, scores, question, language)
+                blocks, *plan = pinned.get(key) or self._plan(key, documents, sentences, scores, reading, language)
                 plans.append((list(dict.fromkeys([at, *blocks])), *plan))
         else:
             intro, block = texts["no_match"], min(sentences)
@@ -587,14 +595,15 @@ class ExtractiveAnswer:
         documents: list[Document],
         sentences: dict[int, list[str]],
         language: str = "es",
+        previous: str | None = None,
     ) -> dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]]:
         """
         The articles whose citation names a subdivision found in their text: per (law_id, article), the blocks the
         quote comes from (the one opening the unit first), the article's sentences (its parts in order), the
         positions to quote (the introducing sentence, then the unit's first `max_sentences`) and the subdivision.
         Then the constitutional bases (`BasisExpander`) that no citation pinned: the introducing sentence, then the
-        unit's `max_sentences` that share most with the question (none shares a word: its first, which states the
-        right).
+        unit's `max_sentences` that share most with the question, read with `previous` (the questions before it) in
+        a conversation (none shares a word: its first, which states the right).
         """
         listed = listed_spans(citations)
         wanted: list[tuple[tuple[Any, Any], list[tuple[str, str]], bool]] = []  # (article, subdivision, a basis?)
@@ -618,7 +627,8 @@ class ExtractiveAnswer:
                 continue
             lead, start, end = found
             if basis:
-                unit_scores = self._scores(question, {0: article_sentences[start:end]}, language)[0]
+                reading = read_with_previous(question, previous) if previous else question
+                unit_scores = self._scores(reading, {0: article_sentences[start:end]}, language)[0]
                 chosen = [start + p for p in (self._best_positions(unit_scores) if any(unit_scores) else [0])]
             else:
                 chosen = list(range(start, min(end, start + self.max_sentences)))

@@ -17,6 +17,7 @@ from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
 from components.legal.citations import CitationGrammar
+from components.legal.conversation import previous_questions, read_with_previous
 from components.legal.jurisdiction import countries_named, country_readings, without_countries
 from components.legal.legal_text import detect_query_language
 from components.legal.terms import (
@@ -41,7 +42,6 @@ FOLLOWUP_MAX_QUERIES = 3
 HISTORY_MESSAGES = 4
 HISTORY_MAX_CHARS = 200
 MAX_QUERY_CHARS = 120
-PREVIOUS_QUESTIONS = 2  # the user questions a turn is read with (`_previous_questions`)
 MAX_FALLBACK_TERMS = 10
 # a turn with at most this many content words names no matter of its own ("¿me las tienen que pagar?", "e o pai?",
 # "¿y si no me avisaron?"): like a turn that asks nothing new, it is read with the question before it only
@@ -131,26 +131,6 @@ def _recent_history(history: list[ChatMessage] | None) -> list[ChatMessage]:
         is_user = message.is_from(ChatRole.USER)
         recent.append(ChatMessage.from_user(text) if is_user else ChatMessage.from_assistant(text))
     return recent
-
-
-def _previous_questions(history: list[ChatMessage] | None) -> str | None:
-    """
-    What a turn goes on from: the conversation's last `PREVIOUS_QUESTIONS` user questions, oldest first, each cut
-    to its first `MAX_QUERY_CHARS // 2` characters (a long story must not drown the turn's words); None without a
-    user question. A third turn ("¿me las tienen que pagar?") often goes on from a question that was itself
-    a follow-up ("¿y si me despiden antes de disfrutarlas?"), whose matter only the question before it names.
-    """
-    questions = [
-        message.text.strip()[: MAX_QUERY_CHARS // 2]
-        for message in history or []
-        if message.is_from(ChatRole.USER) and message.text and message.text.strip()
-    ]
-    return " ".join(questions[-PREVIOUS_QUESTIONS:]) if questions else None
-
-
-def _with_previous(query: str, previous: str) -> str:
-    """A follow-up read with the question(s) before it (`_previous_questions`)."""
-    return " ".join(f"{previous} {query}".split())
 
 
 def _queries_from_reply(parsed: Any, raw: str, *, follow_up: bool, limit: int) -> tuple[list[str] | None, str]:
@@ -360,7 +340,7 @@ class DecomposeQuery:
             trace = {"mode": "disabled", "path": "disabled", "queries": [query.strip()]}
             return {"queries": [query.strip()], "fallback": False, "trace": trace}
         started = time.perf_counter()
-        previous = _previous_questions(history)
+        previous = previous_questions(history)
         follow_up = bool(carryover) or previous is not None
         limit = min(FOLLOWUP_MAX_QUERIES, self.max_queries) if follow_up else self.max_queries
         matches = self.equivalences.matches(query)
@@ -434,7 +414,7 @@ class DecomposeQuery:
         one reading per country (`country_readings`), else, when it compares concepts, one query per concept (its
         words).
 
-        A turn of a conversation (`previous`: what it goes on from, `_previous_questions`: the last user question,
+        A turn of a conversation (`previous`: what it goes on from, `previous_questions`: the last user question,
         from the third turn on the last two):
         - without carried-over blocks: the turn as written, then the turn read with `previous`, for the retriever
           to fuse; a turn that asks nothing new (only words that ask to go on): read with `previous` only;
@@ -459,17 +439,17 @@ class DecomposeQuery:
         ]
         if previous is not None and not any(keywords):
             # "¿y en Brasil?": the question before, without its own country, of the country the turn names
-            return [_with_previous(query, without_countries(previous) if countries_named(query) else previous)]
+            return [read_with_previous(query, without_countries(previous) if countries_named(query) else previous)]
         if previous is not None and sum(map(len, keywords)) <= BARE_TURN_WORDS and not countries_named(query):
             # one word ("pagar", "padre") is no matter: searched alone, it finds any article that has the word
-            return [_with_previous(query, previous)]
+            return [read_with_previous(query, previous)]
         if previous is not None and not carryover:
-            return dedup([" ".join(query.split()), _with_previous(query, previous)])[:limit]
+            return dedup([" ".join(query.split()), read_with_previous(query, previous)])[:limit]
         queries = []
         for concept, words in zip(concepts, keywords):
             if words:
                 terms = self.equivalences.terms(concept, language)
                 queries.append(" ".join(dedup([*words, *terms])[:MAX_FALLBACK_TERMS]))
         if queries and previous is not None:
-            queries.insert(0, _with_previous(query, previous))
+            queries.insert(0, read_with_previous(query, previous))
         return dedup(queries)[:limit]

@@ -598,3 +598,28 @@ def test_a_basis_ranked_above_its_article_is_quoted_first():
     answer = ExtractiveAnswer().run(question=question, documents=[art59, basis, art36])["answer"]
     quotes = [line for line in answer.splitlines() if line.startswith("- «")]
     assert quotes[0].endswith("(CLT, art. 59)") and quotes[1].endswith("(CF88, art. 7º, inciso XVI)")
+
+
+def test_a_conversation_turn_is_matched_read_with_the_questions_before_it():
+    """
+    "¿y si soy el padre?" after a question on the birth permit: its sentences are chosen read with that question, as
+    DecomposeQuery searched it, not by the one word "padre".
+    """
+    from components.generators.answer_generator import AnswerGenerator
+
+    docs = [_et("48", "Suspensión con reserva de puesto de trabajo"), _et("37", "Descanso semanal, fiestas y permisos")]
+    history = [ChatMessage.from_user("¿cuántos días de permiso tengo si nace mi hijo?"),
+               ChatMessage.from_assistant("Diecinueve semanas (ET, art. 48).")]
+
+    def quotes(answer: str) -> list[str]:
+        return [line for line in answer.splitlines() if line.startswith("- «")]
+
+    alone = quotes(ExtractiveAnswer().run(question="¿y si soy el padre?", documents=docs)["answer"])
+    read = quotes(ExtractiveAnswer().run(question="¿y si soy el padre?", documents=docs, history=history)["answer"])
+    assert alone[0].endswith("(ET, art. 48)") and "permiso" not in alone[0]
+    assert read[0].endswith("(ET, art. 48)") and "progenitor" in read[0] and "permiso" in read[0]
+    assert len(read) == 2 and read[1].endswith("(ET, art. 37)")  # the permits article shares the conversation's words
+    # the answer stage passes the conversation to its extractive fallback
+    generated = AnswerGenerator(chat_generator=None).run(prompt=[], question="¿y si soy el padre?", documents=docs,
+                                                         history=history)["replies"][0].text
+    assert quotes(generated) == read
