@@ -495,7 +495,7 @@ class ExtractiveAnswer:
         pinned = self._pinned(question, found_citations, documents, sentences, language, previous=previous)
         question = blank_spans(question, [with_units_before(question, c["span"]) for c in found_citations])
         # a conversation's turn is matched as it was searched: read with the questions before it
-        reading = read_with_previous(question, previous) if previous else question
+        reading = read_with_previous(question, previous)
         scores = self._scores(reading, pool, language)
         best = {i: max(doc_scores) for i, doc_scores in scores.items()}
         top = max(best.values())
@@ -627,8 +627,8 @@ class ExtractiveAnswer:
                 continue
             lead, start, end = found
             if basis:
-                reading = read_with_previous(question, previous) if previous else question
-                unit_scores = self._scores(reading, {0: article_sentences[start:end]}, language)[0]
+                unit_scores = self._scores(read_with_previous(question, previous), {0: article_sentences[start:end]},
+                                           language)[0]
                 chosen = [start + p for p in (self._best_positions(unit_scores) if any(unit_scores) else [0])]
             else:
                 chosen = list(range(start, min(end, start + self.max_sentences)))

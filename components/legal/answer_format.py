@@ -130,12 +130,12 @@ SPECIAL_REGIME_NOTES: Final[dict[str, str]] = {
     "pt": "[NOTA: regime especial ({group}): aplica-se só a esse grupo]",
 }
 # the note of a block of a law that leaves out of its scope a group the question names (`LegalReranker`): whose
-# law governs the group
+# law governs the group (`rights`: "." and the `LEFT_OUT_CONSTITUTION_NOTES` sentence, when the table has one)
 LEFT_OUT_CONTEXT_NOTES: Final[dict[str, str]] = {
     "es": "[NOTA: esta norma no rige directamente para {group} (su art. {article}); su norma propia, {own_law}, no "
-          "está en el corpus]",
+          "está en el corpus{rights}]",
     "pt": "[NOTA: esta norma não rege diretamente {group} (seu art. {article}); a lei própria, {own_law}, não está "
-          "no corpus]",
+          "no corpus{rights}]",
 }
 # the status note of a context block, in the block's language (`meta.lang`; Spanish for any other)
 STATUS_NOTES: Final[dict[str, dict[str, str]]] = {
@@ -501,10 +501,9 @@ def _note(meta: dict[str, Any]) -> str:
         note = f"{note} {basis}".strip()
     left_out = _left_out_fields(meta)
     if left_out:
-        left = LEFT_OUT_CONTEXT_NOTES.get(language, LEFT_OUT_CONTEXT_NOTES["es"]).format(**left_out)
-        if left_out["constitution"]:
-            rights = LEFT_OUT_CONSTITUTION_NOTES.get(language, LEFT_OUT_CONSTITUTION_NOTES["es"])
-            left = f"{left[:-1]}.{rights.format(**left_out).rstrip('.')}]"
+        rights = LEFT_OUT_CONSTITUTION_NOTES.get(language, LEFT_OUT_CONSTITUTION_NOTES["es"]).format(**left_out)
+        left = LEFT_OUT_CONTEXT_NOTES.get(language, LEFT_OUT_CONTEXT_NOTES["es"]).format(
+            **left_out, rights=f".{rights.rstrip('.')}" if left_out["constitution"] else "")
         note = f"{note} {left}".strip()
     group = meta.get(SPECIAL_REGIME)
     if isinstance(group, str) and group.strip():

@@ -27,6 +27,6 @@ def previous_questions(history: list[ChatMessage] | None) -> str | None:
     return " ".join(questions[-PREVIOUS_QUESTIONS:]) if questions else None
 
 
-def read_with_previous(turn: str, previous: str) -> str:
-    """A turn read with the question(s) before it (`previous_questions`), on one line."""
-    return " ".join(f"{previous} {turn}".split())
+def read_with_previous(turn: str, previous: str | None) -> str:
+    """A turn read with the question(s) before it (`previous_questions`), on one line; `turn` itself without them."""
+    return " ".join(f"{previous} {turn}".split()) if previous else turn

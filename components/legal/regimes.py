@@ -140,7 +140,7 @@ class SpecialRegimes:
         A whole-law regime is named by its own words, by naming the law (`named_laws`: law ids) or by naming any
         other regime of the law.
         """
-        folded = " \n ".join(fold(text) for text in texts if isinstance(text, str))
+        folded = _folded(texts)
         named_laws = set(named_laws)
         named: dict[SpecialRegime, bool] = {}
         for law_id, regimes in self._by_law.items():
@@ -164,7 +164,7 @@ class SpecialRegimes:
         article key) -> (the regime's article key that displaces it, the regime's group); the first regime in table
         order wins ("sou jornalista" -> CLT art. 58 -> (art. 303, "jornalistas profissionais")).
         """
-        folded = " \n ".join(fold(text) for text in texts if isinstance(text, str))
+        folded = _folded(texts)
         found: dict[tuple[str, str], tuple[str, str]] = {}
         for regime in self.regimes:
             if regime.replaces and regime.named_in(folded):
@@ -177,12 +177,17 @@ class SpecialRegimes:
         The laws that leave out a group `texts` (the question, the query made from it) name: law id -> the first
         such group in table order ("sou empregada doméstica" -> the CLT's domestic employees).
         """
-        folded = " \n ".join(fold(text) for text in texts if isinstance(text, str))
+        folded = _folded(texts)
         found: dict[str, LeftOutGroup] = {}
         for group in self.left_out:
             if group.law_id not in found and group.named_in(folded):
                 found[group.law_id] = group
         return found
+
+
+def _folded(texts: Iterable[str | None]) -> str:
+    """The texts a question is read in (the question, the query made from it), folded, on separate lines."""
+    return " \n ".join(fold(text) for text in texts if isinstance(text, str))
 
 
 def _headings(meta: Mapping[str, Any]) -> tuple[str, ...]:

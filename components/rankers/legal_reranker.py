@@ -2,7 +2,6 @@
 
 import datetime as dt
 import hashlib
-import math
 import time
 from typing import Any
 
@@ -504,11 +503,7 @@ class LegalReranker:
         groups = [outside(d.meta) for d in documents]
         if not any(groups) or all(groups):
             return documents, []
-        marked = [
-            Document(id=d.id, content=d.content, meta={**d.meta, SPECIAL_REGIME: group}, score=d.score,
-                     embedding=d.embedding) if group else d
-            for d, group in zip(documents, groups)
-        ]
+        marked = _marked(documents, SPECIAL_REGIME, groups)
         moved = [d for d, group in zip(marked, groups) if group]
         return _last(marked, moved), [
             f"{d.meta.get('law_id')} {d.meta.get('article')} ({d.meta[SPECIAL_REGIME]})" for d in moved
@@ -535,11 +530,7 @@ class LegalReranker:
             and in_jurisdiction(d.meta, found) is True else None
             for d in documents
         ]
-        marked = [
-            Document(id=d.id, content=d.content, meta={**d.meta, LEFT_OUT: mark}, score=d.score,
-                     embedding=d.embedding) if mark else d
-            for d, mark in zip(documents, marks)
-        ]
+        marked = _marked(documents, LEFT_OUT, marks)
         left = dict.fromkeys(f"{d.meta.get('law_id')} ({mark['group']})" for d, mark in zip(documents, marks) if mark)
         return marked, list(left)
 
@@ -549,8 +540,8 @@ class LegalReranker:
         """
         For a group `question` or `query` names, the regime's article that displaces a general article for that group
         (the table's `replaces`: CLT art. 303, the journalists' five hours, for art. 58) right before the general
-        article's first block, when both are among `documents` and it ranks below; its score just above the general
-        block's. Returns the list and the moves, "<law id> <article> before <article> (<group>)".
+        article's first block, when both are among `documents` and it ranks below; the blocks from there on rescaled
+        below it (`_first`). Returns the list and the moves, "<law id> <article> before <article> (<group>)".
         """
         replacements = self._regimes.replacements(query, question)
         if not replacements:
@@ -563,14 +554,9 @@ class LegalReranker:
             at, found = keys.index((law_id, general)), keys.index((law_id, special))
             if found < at:
                 continue
-            block = ranked.pop(found)
-            above = ranked[at - 1].score if at > 0 else None
-            score = ranked[at].score
-            if score is not None:
-                score = (score + above) / 2 if above is not None else math.nextafter(score, math.inf)
-            ranked.insert(at, Document(id=block.id, content=block.content, meta=block.meta, score=score,
-                                       embedding=block.embedding))
-            moves.append(f"{law_id} {block.meta.get('article')} before {ranked[at + 1].meta.get('article')} ({group})")
+            ranked = ranked[:at] + _first([ranked[found]], ranked[at:])
+            moved, displaced = ranked[at].meta.get("article"), ranked[at + 1].meta.get("article")
+            moves.append(f"{law_id} {moved} before {displaced} ({group})")
         return ranked, moves
 
     @staticmethod
@@ -649,6 +635,15 @@ class LegalReranker:
 def content_hash(document: Document) -> str:
     """Short hash of a block's content: a cached score is reused only while the text it was computed on is unchanged."""
     return hashlib.blake2b((document.content or "").encode("utf-8"), digest_size=8).hexdigest()
+
+
+def _marked(documents: list[Document], key: str, marks: list[Any]) -> list[Document]:
+    """`documents`, each with a truthy mark of `marks` (one per document) given as `meta[key]` on a copy."""
+    return [
+        Document(id=d.id, content=d.content, meta={**d.meta, key: mark}, score=d.score, embedding=d.embedding)
+        if mark else d
+        for d, mark in zip(documents, marks, strict=True)
+    ]
 
 
 def _first(leading: list[Document], ranked: list[Document]) -> list[Document]:
