@@ -10,7 +10,7 @@ import atexit
 import json
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from qdrant_edge import (
     MatchAny,
     MatchValue,
     Modifier,
+    PayloadSelector,
     PayloadSchemaType,
     Point,
     Prefetch,
@@ -118,6 +119,18 @@ class _OpenShard:
     settings: dict[str, Any]
     lock: threading.RLock
     users: int = 0
+    # Light hits (`query_batch(meta_fields=...)`): per field set, point id -> (document id, those meta fields), filled
+    # from the points searches return and kept current by this process's writes (the only process the shard is
+    # open in). A point not in it is read once, with those fields alone.
+    keys: dict[tuple[str, ...], dict[str, tuple[str, dict[str, Any]]]] = field(default_factory=dict)
+
+    def forget(self, point_ids: list[str] | None = None) -> None:
+        """Drop `point_ids` from every light-hit table (`None`: empty them)."""
+        for table in self.keys.values():
+            if point_ids is None:
+                table.clear()
+            for point_id in point_ids or ():
+                table.pop(point_id, None)
 
     def save_settings(self) -> None:
         tmp_path = self.settings_path.with_suffix(".tmp")
@@ -492,6 +505,7 @@ class EdgeDocumentStore:
                 batch = items[start : start + self.write_batch_size]
                 entry.shard.update(UpdateOperation.upsert_points([_to_point(doc, pid) for pid, doc in batch]))
             entry.shard.flush()
+            entry.forget(list(to_write))
         logger.debug("Wrote {count} documents to the Edge shard", count=len(to_write))
         return len(to_write)
 
@@ -507,6 +521,7 @@ class EdgeDocumentStore:
                 batch = document_ids[start : start + self.write_batch_size]
                 entry.shard.update(UpdateOperation.delete_points([_point_id(doc_id) for doc_id in batch]))
             entry.shard.flush()
+            entry.forget([_point_id(doc_id) for doc_id in document_ids])
 
     def delete_by_filter(self, filters: dict[str, Any]) -> int:
         """
@@ -523,6 +538,7 @@ class EdgeDocumentStore:
             count = entry.shard.count(CountRequest(exact=True, filter=qdrant_filter))
             entry.shard.update(UpdateOperation.delete_points_by_filter(qdrant_filter))
             entry.shard.flush()
+            entry.forget()
         return count
 
     # ------------------------------------------------------------------ retrieval
@@ -570,6 +586,39 @@ class EdgeDocumentStore:
             meta = (record.payload.get("meta") or {}) if with_meta else {}
             out[by_point[str(record.id)]] = (meta, list(vector) if vector is not None else None)
         return out
+
+    def dense_similarities(
+        self, embedding: list[float], ids: list[str], *, filters: dict[str, Any] | None = None
+    ) -> dict[str, float]:
+        """
+        The similarity of a query vector to the stored dense vector of each of `ids`, without reading a payload.
+
+        One dense search restricted to the ids' points, whose hits come back as point ids and scores only: each
+        point id maps back to its document id (`_point_id` is deterministic), so the payloads, whose reading and
+        conversion cost more than the search itself, are never read.
+
+        :param embedding: The query vector.
+        :param ids: Document ids.
+        :param filters: Haystack filters the documents must also pass.
+        :returns: id -> similarity, for each of `ids` the store holds with a dense vector and `filters` lets through.
+        :raises ValueError: The query vector has another dimension than the stored ones.
+        :raises FilterError: `filters` are invalid.
+        """
+        by_point = {_point_id(doc_id): doc_id for doc_id in ids}
+        if not by_point:
+            return {}
+        entry = self._open()
+        dense_query = self._dense_query(entry, 0, embedding)
+        if dense_query is None:
+            return {}  # no document has a dense vector yet
+        by_id = {"field": "id", "operator": "in", "value": list(by_point.values())}
+        restriction = by_id if filters is None else {"operator": "AND", "conditions": [by_id, filters]}
+        request = QueryRequest(
+            limit=len(by_point), query=dense_query, filter=_convert_filters(restriction), with_payload=False,
+            with_vector=False,
+        )
+        points = entry.shard.query_batch(QueryBatchRequest([request]))[0]
+        return {by_point[str(point.id)]: float(point.score) for point in points if point.score is not None}
 
     def query_dense(
         self, embedding: list[float], *, filters: dict[str, Any] | None = None, top_k: int = 10
@@ -627,32 +676,69 @@ class EdgeDocumentStore:
         }
         return self.query_batch([request])[0]
 
-    def query_batch(self, requests: list[dict[str, Any]]) -> list[list[Document]]:
+    def query_batch(
+        self, requests: list[dict[str, Any]], *, meta_fields: list[str] | None = None
+    ) -> list[list[Document]]:
         """
         Runs several dense, sparse or hybrid queries in one planned Qdrant batch.
+
+        Reading a hit's payload (its content and whole meta) and converting it costs more than the search itself.
+        A caller that ranks many hits and keeps few (`HybridRetriever` fuses two lists of 50 and keeps the best
+        chunks) asks for light hits with `meta_fields`: the search then reads no payload, and each hit is a
+        Document with its id, score and those meta fields only (no content), which the caller completes with
+        `get_documents_by_id` for the hits it keeps. The fields come from an in-memory table per field set, keyed
+        by point id, that holds the points searches have returned (a point not in it is read once, those fields
+        alone) and that this store's writes and deletes keep current.
 
         :param requests: Query requests, each a dict with `mode` (`dense`, `sparse` or `hybrid`), the vectors the mode
             needs (`embedding`: list of floats, `sparse_embedding`: `SparseEmbedding`), and optionally `filters`,
             `top_k` (default 10) and `prefetch_k` (hybrid only, default `4 * top_k`).
+        :param meta_fields: Light hits holding these meta fields (see above); `None`: whole Documents.
         :returns: One list of Documents per request, in the order of `requests`, each with `score` set.
         :raises ValueError: If a request is malformed or a dense embedding has the wrong dimension.
         :raises FilterError: If a request's filters are invalid.
         """
         entry = self._open()
+        light = meta_fields is not None
         results: list[list[Document]] = [[] for _ in requests]
         batch: list[tuple[int, QueryRequest]] = []
         for position, request in enumerate(requests):
-            query_request = self._build_query_request(entry, position, request)
+            query_request = self._build_query_request(entry, position, request, light=light)
             if query_request is not None:
                 batch.append((position, query_request))
         if not batch:
             return results
         scored = entry.shard.query_batch(QueryBatchRequest([query_request for _, query_request in batch]))
+        if light:
+            keys = self._light_keys(entry, tuple(meta_fields or ()), [p.id for points in scored for p in points])
+            for (position, _), points in zip(batch, scored, strict=True):
+                results[position] = [
+                    Document(id=keys[str(p.id)][0], meta=dict(keys[str(p.id)][1]), score=p.score)
+                    for p in points
+                    if str(p.id) in keys
+                ]
+            return results
         for (position, _), points in zip(batch, scored, strict=True):
             results[position] = [self._to_document(point.payload, point.vector, point.score) for point in points]
         return results
 
-    def _build_query_request(self, entry: _OpenShard, position: int, request: dict[str, Any]) -> QueryRequest | None:
+    @staticmethod
+    def _light_keys(
+        entry: _OpenShard, fields: tuple[str, ...], point_ids: list[Any]
+    ) -> dict[str, tuple[str, dict[str, Any]]]:
+        """The light-hit table of `fields`, holding `point_ids` (those it lacks read with these fields alone)."""
+        table = entry.keys.setdefault(fields, {})
+        missing = list(dict.fromkeys(str(pid) for pid in point_ids if str(pid) not in table))
+        if missing:
+            selector = PayloadSelector.Include(["id", *(f"meta.{name}" for name in fields)])
+            for record in entry.shard.retrieve(missing, with_payload=selector, with_vector=False):
+                meta = record.payload.get("meta") or {}
+                table[str(record.id)] = (record.payload["id"], {name: meta[name] for name in fields if name in meta})
+        return table
+
+    def _build_query_request(
+        self, entry: _OpenShard, position: int, request: dict[str, Any], *, light: bool = False
+    ) -> QueryRequest | None:
         """Builds the Qdrant request, or returns `None` when no document can match (no usable vector)."""
         unknown = set(request) - {"mode", "embedding", "sparse_embedding", "filters", "top_k", "prefetch_k"}
         if unknown:
@@ -667,14 +753,14 @@ class EdgeDocumentStore:
             dense_query = self._dense_query(entry, position, request.get("embedding"))
         if mode in ("sparse", "hybrid"):
             sparse_query = _sparse_query(position, request.get("sparse_embedding"))
-        with_vector = self._with_vector()
+        with_vector = False if light else self._with_vector()
 
         if mode != "hybrid":
             query = dense_query or sparse_query
             if query is None:
                 return None
             return QueryRequest(
-                limit=top_k, query=query, filter=qdrant_filter, with_payload=True, with_vector=with_vector
+                limit=top_k, query=query, filter=qdrant_filter, with_payload=not light, with_vector=with_vector
             )
         prefetch_k = _positive_int(position, "prefetch_k", request.get("prefetch_k"), default=4 * top_k)
         prefetches = [
@@ -688,7 +774,7 @@ class EdgeDocumentStore:
             limit=top_k,
             prefetches=prefetches,
             query=Fusion.Rrf(k=self.rrf_k),
-            with_payload=True,
+            with_payload=not light,
             with_vector=with_vector,
         )
 

@@ -14,7 +14,9 @@ def supports_vector_search(document_store: Any) -> bool:
     return hasattr(document_store, "query_batch") or _is_qdrant(document_store)
 
 
-def search_batch(document_store: Any, requests: list[dict[str, Any]]) -> list[list[Document]]:
+def search_batch(
+    document_store: Any, requests: list[dict[str, Any]], *, meta_fields: list[str] | None = None
+) -> list[list[Document]]:
     """
     Dense, sparse and hybrid searches on either vector store lexhay runs on, one result list per request.
 
@@ -46,11 +48,15 @@ def search_batch(document_store: Any, requests: list[dict[str, Any]]) -> list[li
 
     :param document_store: An `EdgeDocumentStore` or a qdrant-haystack `QdrantDocumentStore`.
     :param requests: The searches.
+    :param meta_fields: Light hits: the embedded store returns each hit with its id, score and these meta fields
+        only, reading no payload (`EdgeDocumentStore.query_batch`); a server's hits are whole Documents either way.
     :returns: One list of Documents per request, in the order of `requests`, best first, each with its `score`.
     :raises TypeError: The store is neither of the two.
     :raises ValueError: A request is malformed (unknown mode, missing vector).
     """
     if hasattr(document_store, "query_batch"):
+        if meta_fields is not None:
+            return document_store.query_batch(requests, meta_fields=meta_fields)
         return document_store.query_batch(requests)
     if not _is_qdrant(document_store):
         raise TypeError(
@@ -83,8 +89,9 @@ def similarity_by_id(
     The similarity of a query vector to the stored dense vector of each of `ids`: one dense search restricted to them.
 
     Scores blocks that reached a ranking some other way (found by BM25 alone, carried over from the last turn)
-    on their meaning, with the vectors already stored: nothing is embedded again, and the same request works on
-    both stores. A block without a dense vector, or one `filters` excludes, gets no score.
+    on their meaning, with the vectors already stored: nothing is embedded again. The embedded store answers with
+    scores alone (`EdgeDocumentStore.dense_similarities`, no payload read); a Qdrant server, with a dense search
+    restricted to the ids. A block without a dense vector, or one `filters` excludes, gets no score.
 
     :param document_store: An `EdgeDocumentStore` or a qdrant-haystack `QdrantDocumentStore`.
     :param embedding: The query vector.
@@ -96,6 +103,8 @@ def similarity_by_id(
     unique = list(dict.fromkeys(ids))
     if not unique:
         return {}
+    if hasattr(document_store, "dense_similarities"):
+        return document_store.dense_similarities(embedding, unique, filters=filters)
     restriction = and_filters({"field": "id", "operator": "in", "value": unique}, filters)
     hits = search_dense(document_store, embedding, filters=restriction, top_k=len(unique))
     return {hit.id: float(hit.score) for hit in hits if hit.score is not None}

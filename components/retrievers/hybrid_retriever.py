@@ -17,6 +17,8 @@ from components.utils.fusion import rrf_scores
 logger = logging.getLogger(__name__)
 
 MODES = ("dense", "sparse", "hybrid")
+# The meta a hit needs for fusion: its parent block (`parent_key`) and its norm (the named-norm search).
+HIT_FIELDS = ("level", "parent_id", "law_id")
 FUSIONS = ("rrf", "score")
 
 # BM25 request on the OpenSearch lexical store: the chunk text and its article title (the fields the embedded BM25
@@ -113,6 +115,7 @@ class HybridRetriever:
         fusion: str = "rrf",
         dense_share: float = 0.7,
         coverage_pivot: float | None = 0.5,
+        light_hits: bool = False,
     ) -> None:
         """
         Create a HybridRetriever.
@@ -141,6 +144,10 @@ class HybridRetriever:
         :param coverage_pivot: The share of the query's content words in the best BM25 hit at which the BM25
             ranking weighs `sparse_weight` in parent-level RRF; it weighs `sparse_weight * coverage /
             coverage_pivot` (see above). In (0, 1]; `None` = always `sparse_weight`.
+        :param light_hits: Return the hits without their content and with only the meta fusion reads (`HIT_FIELDS`)
+            and `dense_score`, for a `ParentResolver`, which reads the blocks it keeps. The embedded store then reads
+            no payload for the 100-odd hits it ranks (`EdgeDocumentStore.query_batch(meta_fields=...)`), the
+            largest share of a search's time; a Qdrant server's and OpenSearch's hits come whole either way.
         """
         if top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
@@ -181,6 +188,7 @@ class HybridRetriever:
         self.fusion = fusion
         self.dense_share = dense_share
         self.coverage_pivot = coverage_pivot
+        self.light_hits = light_hits
         self._lexical_retriever: Any | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -200,6 +208,7 @@ class HybridRetriever:
             fusion=self.fusion,
             dense_share=self.dense_share,
             coverage_pivot=self.coverage_pivot,
+            light_hits=self.light_hits,
             # only when set, so the canonical YAML files (no OpenSearch) stay exactly what this serializes to
             **({"lexical_store": self.lexical_store} if self.lexical_store is not None else {}),
         )
@@ -350,8 +359,11 @@ class HybridRetriever:
         """
         if self.coverage_pivot is None or not hits or not isinstance(query, str):
             return self.sparse_weight
-        language = detect_query_language(query) or str(hits[0].meta.get("lang") or "es")
-        coverage = lexical_coverage(query, hits[0].content or "", language)
+        best = hits[0]
+        if best.content is None and hasattr(self.document_store, "get_documents_by_id"):  # a light hit
+            best = next(iter(self.document_store.get_documents_by_id([best.id])), best)
+        language = detect_query_language(query) or str(best.meta.get("lang") or "es")
+        coverage = lexical_coverage(query, best.content or "", language)
         if coverage is None:
             return self.sparse_weight
         return self.sparse_weight * coverage / self.coverage_pivot
@@ -494,7 +506,7 @@ class HybridRetriever:
             }
             for mode, f in searches
         ]
-        return search_batch(self.document_store, requests)
+        return search_batch(self.document_store, requests, meta_fields=list(HIT_FIELDS) if self.light_hits else None)
 
 
 def _ranked(

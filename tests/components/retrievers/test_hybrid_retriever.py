@@ -366,3 +366,31 @@ def test_a_bm25_ranking_that_misses_the_question_cannot_outvote_the_dense_one(st
     scaled = r._fuse_by_parent(dense, sparse, sparse_weight=weight)
     assert fixed[0].meta.get("parent_id", fixed[0].id) == "P2"  # at full weight BM25's noise decides
     assert scaled[0].id == "P1"
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "dense", "sparse"])
+def test_light_hits_rank_the_same_chunks_without_their_content(store, mode):
+    query = {"query_embedding": [1, 0.2, 0.02, 0.1], "query_sparse_embedding": _sparse("vacaciones despido"),
+             "mode": mode, "named_laws": ["L-h-norm"]}
+    whole = HybridRetriever(document_store=store, top_k=4).run(**query)["documents"]
+    light = HybridRetriever(document_store=store, top_k=4, light_hits=True).run(**query)["documents"]
+    assert len(whole) > 1 and [(d.id, d.score) for d in light] == [(d.id, d.score) for d in whole]
+    assert all(d.content is None for d in light) and all(d.content for d in whole)
+    for hit, doc in zip(light, whole):  # the meta fusion reads, and the dense similarity when the dense side has one
+        assert hit.meta == {key: value for key, value in doc.meta.items() if key in ("law_id", "dense_score")}
+
+
+def test_light_hits_weigh_bm25_by_the_content_of_its_best_hit(store):
+    question = "¿se reconoce el derecho a la huelga de los trabajadores?"
+    request = {"mode": "sparse", "sparse_embedding": _sparse(question), "top_k": 3}
+    hits = store.query_batch([request], meta_fields=["level", "parent_id", "law_id"])[0]
+    assert hits[0].id == "h-norm" and hits[0].content is None
+    # all three content words in the strike passage, read from the store: as with the whole hit
+    assert HybridRetriever(document_store=store, light_hits=True).lexical_weight(question, hits) == pytest.approx(2.0)
+
+
+def test_light_hits_round_trip(store):
+    data = HybridRetriever(document_store=store, light_hits=True).to_dict()
+    assert data["init_parameters"]["light_hits"] is True
+    assert HybridRetriever.from_dict(data).light_hits is True
+    assert HybridRetriever(document_store=store).light_hits is False

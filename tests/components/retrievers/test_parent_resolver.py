@@ -82,3 +82,12 @@ def test_run_reads_parents_through_the_access_filter(tmp_path):
     acme = resolver.run(documents=hits, filters=access_filter({"tenant_id": "acme"}))["documents"]
     assert [d.id for d in acme] == ["public", "acme"]
     store.close()
+
+
+def test_run_reads_the_block_of_a_light_parent_hit(store):
+    """A light hit (id, score, the meta fusion reads; no content) of a parent block: the block is read whole."""
+    hits = [Document(id="p15", meta={"level": "parent", "dense_score": 0.6}, score=0.8), _child("c1", "p38", 0.5)]
+    docs = ParentResolver(document_store=store).run(documents=hits)["documents"]
+    assert [d.id for d in docs] == ["p15", "p38"]
+    assert docs[0].content.startswith("Artículo 15") and docs[0].meta["article"] == "15"
+    assert docs[0].meta["dense_score"] == 0.6 and docs[0].score == 0.8
