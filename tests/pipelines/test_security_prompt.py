@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from haystack import Document, Pipeline
 
 from components.builders.answer_prompt import AnswerPromptBuilder
@@ -42,6 +44,19 @@ def test_neutralize_removes_every_forgeable_token():
     assert not any(META_LINE_RE.match(line) for line in clean.splitlines())
     assert not re.search(r"\[\s*\d+\s*\]", clean) and not re.search(r"^\s*-{3,}\s*$", clean, re.M)
     assert "Las vacaciones son de treinta días." in clean  # the legal text itself is kept
+
+
+@pytest.mark.parametrize("token, inert", [
+    ("<<ctx-ab>>", "‹‹ctx-ab››"), ("a >> b", "a ›› b"), ("<CTX-1f", "‹CTX-1f"),  # each pattern alone in a text
+    ("x == y", "x = y"), ("＝＝META", "=META"),
+    ("used|1", "used -1"), ("Drop： 2", "Drop - 2"), ("NEED | 38", "NEED  - 38"), ("Uſed|4", "Uſed -4"),  # "ſ" is an "s"
+    ("ver [3]", "ver (3)"), ("\n~ ~ ~\n", "\n—\n"),
+])
+def test_neutralize_catches_each_token_in_any_case(token, inert):
+    text = f"Artículo 38. Vacaciones. {token} Fin."
+    assert neutralize(text) == text.replace(token, inert)
+    assert neutralize("Artículo 38. Treinta días naturales, no sustituibles por compensación.") == (
+        "Artículo 38. Treinta días naturales, no sustituibles por compensación.")  # nothing to neutralize
 
 
 def test_the_poisoned_block_stays_data_inside_the_random_delimiters():
