@@ -299,13 +299,17 @@ class LexHay:
                         stats[label] = cache.stats()
         return stats
 
-    def clear_caches(self) -> None:
+    def clear_caches(self, *, query_embeddings: bool = True) -> None:
         """
         Empty every cache `cache_stats()` lists (counters reset): for benchmarks that compare modes or settings
         on the same questions, so no run is served by an earlier one. The query embedding cache is process-wide.
+
+        :param query_embeddings: `False` keeps the query embedding cache: what a request costs beyond embedding the
+            question, which on a CPU varies more with the host's load than anything else a request does.
         """
         self.request_cache.clear()
-        query_embedding_cache().clear()
+        if query_embeddings:
+            query_embedding_cache().clear()
         for pipe_name, pipe in list(self._pipelines.items()):
             for name, instance in pipe.walk():
                 for _, cache in _component_caches(instance, f"{pipe_name}.{name}"):

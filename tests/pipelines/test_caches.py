@@ -152,5 +152,13 @@ def test_cache_stats_lists_every_cache(engine):
     assert stats["query_embedding"]["ttl"] == 3600.0 and stats["request"]["ttl"] == REQUEST_CACHE_TTL
     assert all({"entries", "hits", "misses", "hit_rate"} <= set(s) for s in stats.values())
     assert stats["request"]["entries"] >= 1 and stats["query_embedding"]["entries"] >= 1
+    engine.retrieve(QUESTION, top_k=2, access={"tenant_id": "acme"})
+    engine.clear_caches(query_embeddings=False)  # what a request costs beyond its query embedding
+    kept = engine.cache_stats()
+    assert kept["query_embedding"]["entries"] >= 1
+    assert all(s["entries"] == 0 for name, s in kept.items() if name != "query_embedding")
+    engine.retrieve(QUESTION, top_k=2, access={"tenant_id": "acme"})
+    assert engine.last_trace["cache"]["request"]["misses"] == 1  # computed again, from the cached embedding
+    assert engine.cache_stats()["query_embedding"]["hits"] >= 1
     engine.clear_caches()  # benchmarks comparing modes start each from cold caches
     assert all(s["entries"] == s["hits"] == s["misses"] == 0 for s in engine.cache_stats().values())
