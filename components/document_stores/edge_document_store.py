@@ -126,7 +126,7 @@ class _OpenShard:
 
     def forget(self, point_ids: list[str] | None = None) -> None:
         """Drop `point_ids` from every light-hit table (`None`: empty them)."""
-        for table in self.keys.values():
+        for table in list(self.keys.values()):  # a search may add a field set meanwhile
             if point_ids is None:
                 table.clear()
             for point_id in point_ids or ():
@@ -710,12 +710,12 @@ class EdgeDocumentStore:
             return results
         scored = entry.shard.query_batch(QueryBatchRequest([query_request for _, query_request in batch]))
         if light:
-            keys = self._light_keys(entry, tuple(meta_fields or ()), [p.id for points in scored for p in points])
+            keys = self._light_keys(entry, tuple(meta_fields or ()), [str(p.id) for points in scored for p in points])
             for (position, _), points in zip(batch, scored, strict=True):
                 results[position] = [
                     Document(id=keys[str(p.id)][0], meta=dict(keys[str(p.id)][1]), score=p.score)
                     for p in points
-                    if str(p.id) in keys
+                    if str(p.id) in keys  # a point deleted since the search is not a hit
                 ]
             return results
         for (position, _), points in zip(batch, scored, strict=True):
@@ -724,17 +724,28 @@ class EdgeDocumentStore:
 
     @staticmethod
     def _light_keys(
-        entry: _OpenShard, fields: tuple[str, ...], point_ids: list[Any]
+        entry: _OpenShard, fields: tuple[str, ...], point_ids: list[str]
     ) -> dict[str, tuple[str, dict[str, Any]]]:
-        """The light-hit table of `fields`, holding `point_ids` (those it lacks read with these fields alone)."""
+        """
+        Document id and `fields` of each of `point_ids`, from the light-hit table of `fields` (a point it lacks is
+        read with these fields alone, and added). The answer is this call's own: a write that empties the table
+        meanwhile takes nothing from it.
+        """
         table = entry.keys.setdefault(fields, {})
-        missing = list(dict.fromkeys(str(pid) for pid in point_ids if str(pid) not in table))
+        found: dict[str, tuple[str, dict[str, Any]]] = {}
+        for point_id in point_ids:
+            known = table.get(point_id)
+            if known is not None:
+                found[point_id] = known
+        missing = list(dict.fromkeys(point_id for point_id in point_ids if point_id not in found))
         if missing:
             selector = PayloadSelector.Include(["id", *(f"meta.{name}" for name in fields)])
-            for record in entry.shard.retrieve(missing, with_payload=selector, with_vector=False):
-                meta = record.payload.get("meta") or {}
-                table[str(record.id)] = (record.payload["id"], {name: meta[name] for name in fields if name in meta})
-        return table
+            with entry.lock:  # no write (which holds the lock) lands between the read and the table's update
+                for record in entry.shard.retrieve(missing, with_payload=selector, with_vector=False):
+                    meta = record.payload.get("meta") or {}
+                    keys = (record.payload["id"], {name: meta[name] for name in fields if name in meta})
+                    table[str(record.id)] = found[str(record.id)] = keys
+        return found
 
     def _build_query_request(
         self, entry: _OpenShard, position: int, request: dict[str, Any], *, light: bool = False

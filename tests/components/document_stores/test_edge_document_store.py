@@ -557,6 +557,36 @@ def test_query_batch_light_hits_follow_writes_and_deletes(fresh_store, corpus):
     assert fresh_store.query_batch(request, meta_fields=["law_id"])[0][0].meta == {"law_id": "TERCERA"}
 
 
+def test_light_hits_under_concurrent_searches_and_writes(fresh_store, corpus):
+    """Searches in threads while a document is rewritten: no error, and once the writes stop, its last meta."""
+    import threading
+
+    moved, errors, stop = corpus[0], [], threading.Event()
+    request = [{"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 3}]
+
+    def search() -> None:
+        while not stop.is_set():
+            try:
+                fresh_store.query_batch(request, meta_fields=["law_id"])
+                fresh_store.query_batch(request, meta_fields=["article", "law_id"])
+            except Exception as error:  # noqa: BLE001 - any error fails the test below
+                errors.append(error)
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for n in range(30):
+        rewritten = Document(id=moved.id, content=moved.content, meta={**moved.meta, "law_id": f"L{n}"},
+                             embedding=moved.embedding)
+        fresh_store.write_documents([rewritten], policy=DuplicatePolicy.OVERWRITE)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    hits = {d.id: d for d in fresh_store.query_batch(request, meta_fields=["law_id"])[0]}
+    assert hits[moved.id].meta == {"law_id": "L29"}
+
+
 def test_dense_similarities_read_scores_alone(store):
     embedding = topic_vector("prevencion")
     wanted = ["lprl-14", "et-38", "lgss-156", "et-38-parent", "no-such-id"]
