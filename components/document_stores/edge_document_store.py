@@ -710,12 +710,14 @@ class EdgeDocumentStore:
             return results
         scored = entry.shard.query_batch(QueryBatchRequest([query_request for _, query_request in batch]))
         if light:
-            keys = self._light_keys(entry, tuple(meta_fields or ()), [str(p.id) for points in scored for p in points])
-            for (position, _), points in zip(batch, scored, strict=True):
+            # a point's `id` is a new UUID object at each access: read once
+            hits = [[(str(point.id), point.score) for point in points] for points in scored]
+            keys = self._light_keys(entry, tuple(meta_fields or ()), [pid for found in hits for pid, _ in found])
+            for (position, _), found in zip(batch, hits, strict=True):
                 results[position] = [
-                    Document(id=keys[str(p.id)][0], meta=dict(keys[str(p.id)][1]), score=p.score)
-                    for p in points
-                    if str(p.id) in keys  # a point deleted since the search is not a hit
+                    Document(id=keys[pid][0], meta=dict(keys[pid][1]), score=score)
+                    for pid, score in found
+                    if pid in keys  # a point deleted since the search is not a hit
                 ]
             return results
         for (position, _), points in zip(batch, scored, strict=True):
