@@ -126,9 +126,10 @@ class HybridRetriever:
         :param collections: Collection name -> weight. Defaults to normativa 1.0, sentencias 0.8, criterios 0.9.
         :param filters: Haystack filters always applied (AND) together with the per-run filters.
         :param prefetch_k: Candidates taken from each of the dense and sparse searches before fusion
-            (default `max(top_k, 50)`). Each hit costs the conversion of its payload, and a hit ranked below
-            `top_k` in its list adds to its block no more than the RRF share of a rank past `top_k`: it can reorder
-            only the tail of the fused list (twice as deep: the same on the dev sets, within the noise).
+            (default `max(top_k, 50)`). Each hit costs its share of the search (and, without `light_hits`, the
+            conversion of its payload), and a hit ranked below `top_k` in its list adds to its block no more than the
+            RRF share of a rank past `top_k`: it can reorder only the tail of the fused list (twice as deep: the same
+            on the dev sets, within the noise).
         :param fuse_by_parent: Fuse the dense and sparse rankings per parent block (see above) instead of per chunk.
         :param rrf_k: RRF rank constant for parent-level fusion (2, as Qdrant's own fusion).
         :param dense_weight: Weight of the dense ranking in parent-level fusion (1.1 breaks RRF ties toward the
@@ -225,7 +226,7 @@ class HybridRetriever:
         Parent-level fusion (`hybrid` with `fuse_by_parent`) returns each block with at most one chunk from each
         list, the dense and the BM25 one, so twice `blocks` chunks hold at least `blocks` blocks; a single list or a
         chunk-level fusion can return several children of one block, so four times as many are asked for. Asking
-        for more than needed costs the payload conversion of every extra hit (the searches go `top_k` deep).
+        for more than needed costs every extra hit's share of the search (the searches go `top_k` deep).
 
         :param blocks: Parent blocks wanted.
         :param mode: The run's mode (default the init `mode`).
