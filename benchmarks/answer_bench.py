@@ -50,6 +50,7 @@ try:  # the process-wide query-embedding cache: cleared before each timed reques
 except ImportError:  # an engine without the cache
     query_embedding_cache = None
 from components.generators.llm_backends import LLM_ENV, LocalLlamaChatGenerator, default_chat_generator  # noqa: E402
+from components.utils.hardware import cpu_summary  # noqa: E402
 from pipelines.evaluation import article_ranking, load_labelled, percentile, score_rankings  # noqa: E402
 from pipelines.loader import pipeline_path  # noqa: E402
 from pipelines.sdk import LexHay  # noqa: E402
@@ -546,7 +547,7 @@ def main() -> int:
     console.print(
         f"store {args.store}: {lex.document_store.count_documents()} chunks; LLM stages (null chat_generator in "
         f"yaml/query.yaml): {['.'.join(p) for p in stage_paths]}; compressor in query.yaml: "
-        f"{any('compressor' in n for n, _ in pipe.walk())}; loadavg {loadavg()}"
+        f"{any('compressor' in n for n, _ in pipe.walk())}; loadavg {loadavg()}; {cpu_summary()}"
     )
     log = CallLog()
     record: dict[str, Any] = {"args": vars(args)}

@@ -37,6 +37,7 @@ from rich.table import Table  # noqa: E402
 from components.legal.answer_format import article_body  # noqa: E402
 from components.legal.citations import CitationGrammar, pinpoint  # noqa: E402
 from components.legal.legal_text import split_sentences, unit_range  # noqa: E402
+from components.utils.hardware import cpu_summary  # noqa: E402
 from pipelines.sdk import LexHay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ def main() -> int:
     parser.add_argument("--misses", action="store_true", help="print every question whose first result is wrong")
     args = parser.parse_args()
     os.environ["LEXHAY_LLM"] = "none"  # the deterministic path: no LLM decides what comes first
-    table = Table(title=f"Cited article first (store {args.store}; load {os.getloadavg()[0]:.1f})")
+    table = Table(title=f"Cited article first (store {args.store}; load {os.getloadavg()[0]:.1f}; {cpu_summary()})")
     columns = ("set", "questions", "retrieve full", "retrieve hybrid", "ask (no LLM)", "subdivision quoted", "full p50 ms")
     grammar = CitationGrammar()
     for column in columns:

@@ -44,6 +44,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from components.retrievers.parent_resolver import ParentResolver  # noqa: E402
+from components.utils.hardware import cpu_summary  # noqa: E402
 from pipelines.evaluation import (  # noqa: E402
     COUNTRY_METRIC,
     evaluate_mode,
@@ -95,7 +96,8 @@ def main() -> int:
             reused = lex.pipeline("indexing").get_component("dense_embedder").reused
             console.print(f"re-index of the unchanged corpus: {again.seconds:.1f} s (last file: {reused} stored "
                           f"block vectors reused)")
-    console.print(f"store: {store.count_documents()} chunks at {args.store}; load average {os.getloadavg()[0]:.1f}")
+    console.print(f"store: {store.count_documents()} chunks at {args.store}; load average {os.getloadavg()[0]:.1f}; "
+                  f"{cpu_summary()}")
 
     lex.retrieve("warm up", top_k=args.top_k)  # models loaded, caches warm
     law_country = store_law_country(store)  # country@5: share of the top 5 from the labelled law's jurisdiction
