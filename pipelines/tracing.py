@@ -162,7 +162,8 @@ def summarize(value: Any, key: str = "", depth: int = 0) -> Any:
             return {"documents": len(items)}
         if all(isinstance(v, ChatMessage) for v in items):
             return {"messages": len(items)}
-        if len(items) >= VECTOR_MIN_LEN and all(isinstance(v, (int, float)) for v in items):
+        # every item a number (the types compared once each: a query vector has 768 items)
+        if len(items) >= VECTOR_MIN_LEN and all(issubclass(t, (int, float)) for t in set(map(type, items))):
             return {"vector_dim": len(items)}
         if key.endswith(("ids", "_id")):
             return {"ids": len(items)}

@@ -7,6 +7,7 @@ unchanged on a Qdrant server (the scale-out path).
 """
 
 import atexit
+import functools
 import json
 import threading
 import uuid
@@ -152,6 +153,8 @@ def _close_open_shards() -> None:
         _OPEN_SHARDS.clear()
 
 
+# a query converts the same ids again and again (its parents, its BM25-only blocks), query after query
+@functools.lru_cache(maxsize=1 << 13)
 def _point_id(document_id: str) -> str:
     return str(uuid.uuid5(POINT_ID_NAMESPACE, document_id))
 

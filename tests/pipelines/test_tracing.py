@@ -4,6 +4,7 @@ import contextlib
 import json
 import threading
 
+import numpy as np
 import pytest
 from haystack import Document, Pipeline
 from haystack import tracing as haystack_tracing
@@ -95,6 +96,9 @@ def test_summarize_keeps_counts_and_short_strings_never_documents(monkeypatch):
     assert summary["embedding"] == {"vector_dim": 384} and summary["sparse"] == {"sparse_terms": 2}
     assert summary["queries"] == {"count": 5, "first": ["q1", "q2", "q3", "q4"]}
     assert summary["confidence"] == 0.1235
+    # a vector is a long list of numbers only: numpy floats and ints count, one string among them does not
+    assert summarize([np.float64(0.5)] * 383 + [1]) == {"vector_dim": 384}
+    assert summarize([0.5] * 383 + ["0.5"]) == {"count": 384, "first": [0.5, 0.5, 0.5, 0.5]}
     assert ART_4_TEXT not in json.dumps(summary, ensure_ascii=False)
     monkeypatch.setenv(tracing.TEXT_CHARS_ENV, "0")
     assert short_text("contrato de interinidad") == "<23 chars>"
