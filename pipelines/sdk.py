@@ -6,12 +6,13 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from haystack import Document, Pipeline
+from haystack.core.pipeline.base import PipelineBase
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
 from components.embedders.dense_embedder import query_embedding_cache
@@ -45,6 +46,8 @@ INDEXED_SUFFIXES = (".md", ".markdown", ".txt", ".pdf")
 # seconds get the cached result; index() writing anything invalidates them (a generation counter in the key)
 REQUEST_CACHE_TTL = 30.0
 REQUEST_CACHE_ENTRIES = 512
+# `preload_hits` fills the light-hit table of stores up to this many chunks (about 0.5 KB a chunk)
+PRELOAD_HITS_MAX_CHUNKS = 500_000
 TRACE_FILENAME = "traces.jsonl"
 MAX_QUESTION_CHARS = 4000  # default of `LexHay.max_question_chars` (the server sets LEXHAY_MAX_QUESTION_CHARS)
 MAX_CARRYOVER_IDS = 100
@@ -139,6 +142,28 @@ def _component_caches(instance: Any, label: str, depth: int = 0) -> list[tuple[s
         elif depth < 2 and hasattr(value, "__haystack_input__"):
             found.extend(_component_caches(value, name, depth + 1))
     return found
+
+
+def _nested_components(pipe: PipelineBase) -> Iterator[Any]:
+    """
+    Every component of `pipe`, and those its components hold (a chain's own graph inside a multi-query retriever),
+    each once.
+    """
+    seen: set[int] = set()
+    pending: list[Any] = [instance for _, instance in pipe.walk()]
+    while pending:
+        instance = pending.pop(0)
+        if id(instance) in seen:
+            continue
+        seen.add(id(instance))
+        yield instance
+        for name, value in vars(instance).items():
+            if name.startswith("__haystack"):  # the component's sockets
+                continue
+            if isinstance(value, PipelineBase):
+                pending.extend(held for _, held in value.walk())
+            elif hasattr(value, "__haystack_input__"):
+                pending.append(value)
 
 
 def _pipeline_fingerprint(pipe: Pipeline, meta: dict[str, Any]) -> bytes:
@@ -314,6 +339,24 @@ class LexHay:
             for name, instance in pipe.walk():
                 for _, cache in _component_caches(instance, f"{pipe_name}.{name}"):
                     cache.clear()
+
+    def preload_hits(self, *, max_chunks: int | None = PRELOAD_HITS_MAX_CHUNKS) -> int:
+        """
+        Fill the light-hit table of the store of every loaded retriever that ranks light hits
+        (`HybridRetriever.preload_hits`): a question never asked before then reads no payload for the hits it ranks.
+        A long-running server does this once at start-up (`pipelines.serving.engine.get_engine`); a one-off command
+        would pay more for it than it saves.
+
+        :param max_chunks: Fill nothing on a store of more chunks than this (`None`: no limit).
+        :returns: The number of chunks added (0 when the tables were already filled).
+        """
+        added = 0
+        for pipe in list(self._pipelines.values()):
+            for instance in _nested_components(pipe):
+                preload = getattr(instance, "preload_hits", None)
+                if callable(preload):
+                    added += preload(max_points=max_chunks)
+        return added
 
     def _request_key(self, method: str, **arguments: Any) -> str:
         """The request cache key: a hash of the method, every argument and the index generation."""

@@ -219,6 +219,21 @@ class HybridRetriever:
         """Deserialize this component from a dictionary (a copy: OpenSearchDocumentStore.from_dict edits its input)."""
         return default_from_dict(cls, copy.deepcopy(data))
 
+    def preload_hits(self, *, max_points: int | None = None) -> int:
+        """
+        With `light_hits`, fill the document store's light-hit table for the fields fusion reads (`HIT_FIELDS`), so
+        that a question never asked before ranks its hits without reading any payload. A long-running server does
+        this once at start-up; a one-off command would pay more for it than it saves.
+
+        :param max_points: Fill nothing on a store of more chunks than this (`None`: no limit).
+        :returns: The number of chunks added to the table: 0 without `light_hits`, on a store without such a table
+            (a Qdrant server, OpenSearch) or when it was already filled.
+        """
+        preload = getattr(self.document_store, "preload_light_hits", None)
+        if not self.light_hits or preload is None:
+            return 0
+        return preload(list(HIT_FIELDS), max_points=max_points)
+
     def chunks_for_blocks(self, blocks: int, mode: str | None = None) -> int:
         """
         How many chunks to ask `run` for so that `blocks` distinct parent blocks are among them (at least 40).

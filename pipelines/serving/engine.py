@@ -157,10 +157,11 @@ def get_engine(store_path: str | None = None) -> Engine:
             lex.max_question_chars = serving.max_question_chars
             for name in ("retrieval", "query"):  # models loaded before the first request, not during it
                 lex.pipeline(name)
+            preloaded = lex.preload_hits()  # new questions then read no payload for the hits they rank
             engine = Engine(lex, readers=serving.serve_readers, queue_timeout=serving.serve_queue_timeout)
             _ENGINES[key] = engine
-            logger.info("lexhay engine ready: {where} ({readers} concurrent reads)", where=key,
-                        readers=serving.serve_readers)
+            logger.info("lexhay engine ready: {where} ({readers} concurrent reads, {preloaded} chunks in the "
+                        "light-hit table)", where=key, readers=serving.serve_readers, preloaded=preloaded)
     return engine
 
 

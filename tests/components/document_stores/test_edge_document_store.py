@@ -587,6 +587,49 @@ def test_light_hits_under_concurrent_searches_and_writes(fresh_store, corpus):
     assert hits[moved.id].meta == {"law_id": "L29"}
 
 
+class _CountingShard:
+    """The shard, with its `retrieve` calls counted (the reads of points the light-hit table lacks)."""
+
+    def __init__(self, shard) -> None:
+        self.shard, self.retrieved = shard, 0
+
+    def retrieve(self, *args, **kwargs):
+        self.retrieved += 1
+        return self.shard.retrieve(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.shard, name)
+
+
+def test_preload_light_hits_fills_the_table_once(fresh_store, corpus, monkeypatch):
+    entry = fresh_store._open()
+    assert fresh_store.preload_light_hits(["law_id"], max_points=len(corpus) - 1) == 0  # too large: nothing
+    assert not entry.keys.get(("law_id",))
+    assert fresh_store.preload_light_hits(["law_id"]) == len(corpus)
+    assert fresh_store.preload_light_hits(["law_id"]) == 0  # already filled
+    assert {key for key, _ in entry.keys[("law_id",)].values()} == {doc.id for doc in corpus}
+    # every hit is in the table: no point is read, and the hits are those of whole Documents
+    counting = _CountingShard(entry.shard)
+    monkeypatch.setattr(entry, "shard", counting)
+    whole = fresh_store.query_batch(LIGHT_REQUESTS)
+    light = fresh_store.query_batch(LIGHT_REQUESTS, meta_fields=["law_id"])
+    assert counting.retrieved == 0 and all(light)
+    assert [[(d.id, d.score, d.meta) for d in r] for r in light] == [
+        [(d.id, d.score, {"law_id": d.meta["law_id"]}) for d in r] for r in whole
+    ]
+    # writes keep it current: a rewritten document is read again once
+    moved = corpus[0]
+    rewritten = Document(id=moved.id, content=moved.content, meta={**moved.meta, "law_id": "OTRA"},
+                         embedding=moved.embedding)
+    fresh_store.write_documents([rewritten], policy=DuplicatePolicy.OVERWRITE)
+    request = [{"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 1}]
+    assert fresh_store.query_batch(request, meta_fields=["law_id"])[0][0].meta == {"law_id": "OTRA"}
+    assert counting.retrieved == 1
+    # a delete by filter empties the tables: the next preload fills them again
+    fresh_store.delete_by_filter({"field": "meta.law_id", "operator": "==", "value": "OTRA"})
+    assert fresh_store.preload_light_hits(["law_id"]) == len(corpus) - 1
+
+
 def test_dense_similarities_read_scores_alone(store):
     embedding = topic_vector("prevencion")
     wanted = ["lprl-14", "et-38", "lgss-156", "et-38-parent", "no-such-id"]

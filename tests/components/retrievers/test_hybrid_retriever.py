@@ -3,7 +3,7 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 
 from components.document_stores.edge_document_store import EdgeDocumentStore
-from components.retrievers.hybrid_retriever import HybridRetriever
+from components.retrievers.hybrid_retriever import HIT_FIELDS, HybridRetriever
 from components.embedders.sparse_embedder import SparseDocumentEmbedder, SparseTextEmbedder
 
 # 4-d toy dense space: axis 0 vacations, 1 dismissal, 2 strike, 3 pensions
@@ -387,6 +387,19 @@ def test_light_hits_weigh_bm25_by_the_content_of_its_best_hit(store):
     assert hits[0].id == "h-norm" and hits[0].content is None
     # all three content words in the strike passage, read from the store: as with the whole hit
     assert HybridRetriever(document_store=store, light_hits=True).lexical_weight(question, hits) == pytest.approx(2.0)
+
+
+def test_preload_hits_fills_the_store_table_for_light_hits_only(store):
+    query = {"query_embedding": [1, 0.2, 0.02, 0.1], "query_sparse_embedding": _sparse("vacaciones despido")}
+    assert HybridRetriever(document_store=store).preload_hits() == 0  # whole hits read no table
+    light = HybridRetriever(document_store=store, top_k=4, light_hits=True)
+    before = light.run(**query)["documents"]
+    store._open().forget()  # what the run put in the table
+    assert light.preload_hits(max_points=len(PASSAGES) - 1) == 0  # a store too large for it
+    assert light.preload_hits() == len(PASSAGES) and light.preload_hits() == 0
+    assert len(store._open().keys[HIT_FIELDS]) == len(PASSAGES)
+    after = light.run(**query)["documents"]
+    assert [(d.id, d.score, d.meta) for d in after] == [(d.id, d.score, d.meta) for d in before]
 
 
 def test_light_hits_round_trip(store):
