@@ -157,7 +157,7 @@ def _nested_components(pipe: PipelineBase) -> Iterator[Any]:
             continue
         seen.add(id(instance))
         yield instance
-        for name, value in vars(instance).items():
+        for name, value in getattr(instance, "__dict__", {}).items():
             if name.startswith("__haystack"):  # the component's sockets
                 continue
             if isinstance(value, PipelineBase):

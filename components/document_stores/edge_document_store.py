@@ -781,7 +781,7 @@ class EdgeDocumentStore:
         as for any light hit.
 
         :param meta_fields: The meta fields of the light hits.
-        :param max_points: Fill nothing when the shard holds more points than this (the table keeps about 0.6 KB a
+        :param max_points: Fill nothing when the shard holds more points than this (the table keeps about 0.5 KB a
             point); `None`: no limit.
         :returns: The number of points added to the table: 0 when it was already filled or the shard is too large.
         """
