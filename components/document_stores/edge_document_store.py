@@ -125,8 +125,10 @@ class _OpenShard:
     # from the points searches return and kept current by this process's writes (the only process the shard is
     # open in). A point not in it is read once, with those fields alone.
     keys: dict[tuple[str, ...], dict[str, tuple[str, dict[str, Any]]]] = field(default_factory=dict)
-    # the field sets whose table was filled with every point (`EdgeDocumentStore.preload_light_hits`)
+    # the field sets whose table was filled with every point (`EdgeDocumentStore.preload_light_hits`), and how many
+    # times the tables were emptied (a preload the emptying overtook does not count as one)
     preloaded: set[tuple[str, ...]] = field(default_factory=set)
+    emptied: int = 0
 
     def forget(self, point_ids: list[str] | None = None) -> None:
         """Drop `point_ids` from every light-hit table (`None`: empty them)."""
@@ -137,6 +139,7 @@ class _OpenShard:
                 table.pop(point_id, None)
         if point_ids is None:
             self.preloaded.clear()
+            self.emptied += 1
 
     def save_settings(self) -> None:
         tmp_path = self.settings_path.with_suffix(".tmp")
@@ -777,8 +780,8 @@ class EdgeDocumentStore:
         Without it the table fills from the hits searches return, and a new question reads the few fields of each hit
         the table lacks: a long-running server calls this once at start-up. One scroll of the whole shard, each page
         read and stored under the store's lock (no write lands between a page's read and its storing); a second call
-        for the same fields does nothing until `delete_by_filter` empties the tables. Writes keep the table current
-        as for any light hit.
+        for the same fields does nothing until `delete_by_filter` empties the tables (one that empties them during
+        the scroll leaves the table to be filled again). Writes keep the table current as for any light hit.
 
         :param meta_fields: The meta fields of the light hits.
         :param max_points: Fill nothing when the shard holds more points than this (the table keeps about 0.5 KB a
@@ -792,7 +795,7 @@ class EdgeDocumentStore:
         if max_points is not None and entry.shard.count(CountRequest(exact=False)) > max_points:
             return 0
         selector = _light_selector(fields)
-        added, offset = 0, None
+        added, offset, emptied = 0, None, entry.emptied
         while True:
             with entry.lock:
                 records, offset = entry.shard.scroll(
@@ -806,7 +809,9 @@ class EdgeDocumentStore:
                         added += 1
             if offset is None:
                 break
-        entry.preloaded.add(fields)
+        with entry.lock:
+            if entry.emptied == emptied:  # else the pages read before the emptying are gone: read on their first hit
+                entry.preloaded.add(fields)
         return added
 
     def _build_query_request(

@@ -630,6 +630,33 @@ def test_preload_light_hits_fills_the_table_once(fresh_store, corpus, monkeypatc
     assert fresh_store.preload_light_hits(["law_id"]) == len(corpus) - 1
 
 
+def test_preload_overtaken_by_an_emptying_is_not_marked_done(fresh_store, corpus, monkeypatch):
+    """A delete by filter between two pages of the scroll empties what the preload read: it must run again."""
+    from components.document_stores import edge_document_store
+
+    entry = fresh_store._open()
+    shard, pages = entry.shard, []
+
+    class EmptiedAfterFirstPage:
+        def scroll(self, request):
+            if len(pages) == 1:
+                entry.forget()  # what delete_by_filter does, after the first page was stored
+            found = shard.scroll(request)
+            pages.append(len(found[0]))
+            return found
+
+        def __getattr__(self, name):
+            return getattr(shard, name)
+
+    monkeypatch.setattr(edge_document_store, "_SCROLL_PAGE_SIZE", 3)
+    monkeypatch.setattr(entry, "shard", EmptiedAfterFirstPage())
+    assert fresh_store.preload_light_hits(["law_id"]) == len(corpus) and len(pages) > 1
+    assert ("law_id",) not in entry.preloaded
+    assert len(entry.keys[("law_id",)]) == len(corpus) - pages[0]  # the first page's points are gone
+    assert fresh_store.preload_light_hits(["law_id"]) == pages[0]  # filled again, the missing points only
+    assert ("law_id",) in entry.preloaded and len(entry.keys[("law_id",)]) == len(corpus)
+
+
 def test_dense_similarities_read_scores_alone(store):
     embedding = topic_vector("prevencion")
     wanted = ["lprl-14", "et-38", "lgss-156", "et-38-parent", "no-such-id"]
