@@ -172,8 +172,11 @@ def _light_entry(payload: dict[str, Any], fields: tuple[str, ...]) -> tuple[str,
     String values are interned: a block's children share its parent id, a law's chunks its law id.
     """
     meta = payload.get("meta") or {}
-    found = {name: meta[name] for name in fields if name in meta}
-    return payload["id"], {name: sys.intern(v) if isinstance(v, str) else v for name, v in found.items()}
+    return payload["id"], {name: _interned(meta[name]) for name in fields if name in meta}
+
+
+def _interned(value: Any) -> Any:
+    return sys.intern(value) if isinstance(value, str) else value
 
 
 # a query converts the same ids again and again (its parents, its BM25-only blocks), query after query

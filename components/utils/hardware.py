@@ -20,8 +20,12 @@ def _read_cpuinfo() -> str:
 @cache
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU computes bfloat16 natively (AMX-BF16 or AVX512-BF16; Linux `/proc/cpuinfo`)."""
-    flags = _read_cpuinfo().split()
-    return any(flag in flags for flag, _ in BF16_FLAGS)
+    return _native_bf16(set(_read_cpuinfo().split())) is not None
+
+
+def _native_bf16(flags: set[str]) -> str | None:
+    """The label of the fastest native bfloat16 instructions among a CPU's `flags`, `None` without any."""
+    return next((label for flag, label in BF16_FLAGS if flag in flags), None)
 
 
 def describe_cpu(cpuinfo: str, cores: int | None) -> str:
@@ -40,7 +44,7 @@ def describe_cpu(cpuinfo: str, cores: int | None) -> str:
             model = value.strip() or model
         elif name == "flags" and not flags:
             flags = set(value.split())
-    native = next((label for flag, label in BF16_FLAGS if flag in flags), "none")
+    native = _native_bf16(flags) or "none"
     count = f"{cores} cores" if cores else "cores unknown"
     return f"{model}, {count}, native bfloat16: {native}"
 
