@@ -20,12 +20,14 @@ setup(
     packages=[
         *find_packages(include=["components*", "pipelines*", "lexhay_resources"]),
         "components.legal.data",  # the legal tables: a data-only folder, listed so setuptools ships it knowingly
+        "components.embedders.data",  # the int8 model's calibration texts: likewise
         *RESOURCE_DIRS,
         *WRAPPERS,
     ],
     package_dir=RESOURCE_DIRS,
     package_data={
         "components.legal.data": ["*.yaml", "*.json", "*.txt"],
+        "components.embedders.data": ["*.jsonl"],
         "lexhay_resources.yaml": ["*.yaml"],
         "lexhay_resources.hayhooks": ["README.md"],
     },

@@ -15,7 +15,8 @@ Every system also gets its nDCG@5 with a 95% bootstrap interval (questions resam
 difference to `lexhay full` (the default): a difference is real only when its interval excludes 0. `--reindex`
 indexes the corpus a second time right after the first (unchanged blocks keep their stored vectors: the
 incremental path). `--backends openvino,torch` repeats the dense mode with the query embedded by each dense
-inference backend over the same stored block vectors: their quality must agree within noise.
+inference backend over the same stored block vectors: their quality must agree within noise (`openvino-int8` and
+`openvino-float` pick the OpenVINO model's precision, `LEXHAY_DENSE_PRECISION`).
 
 Latency: each mode's p50 / p95 includes the dense query embedding, as a new question pays it; the store's light-hit
 table is filled first, as a server does at start-up (`LexHay.preload_hits`). Below the tables, the
@@ -71,7 +72,8 @@ def main() -> int:
     parser.add_argument("--reindex", action="store_true", help="index the corpus even if the store has it")
     parser.add_argument("--skip-peer", action="store_true")
     parser.add_argument("--top-k", type=int, default=10)
-    parser.add_argument("--backends", default="", help="e.g. openvino,torch: the dense mode per query backend")
+    parser.add_argument("--backends", default="",
+                        help="e.g. openvino-int8,openvino-float,torch: the dense mode per query backend")
     args = parser.parse_args()
 
     datasets = {p.stem.replace("dev-", ""): load_labelled(p) for p in sorted(Path(args.eval_dir).glob(args.sets))}
@@ -190,7 +192,8 @@ def backend_rows(lex, args, datasets, law_country, per_query):
     retriever, resolver = pipe.get_component("retriever"), pipe.get_component("parent_resolver")
     rows = []
     for backend in [b.strip() for b in args.backends.split(",") if b.strip()]:
-        os.environ["LEXHAY_DENSE_BACKEND"] = backend
+        os.environ["LEXHAY_DENSE_BACKEND"], _, precision = backend.partition("-")  # openvino-int8: its precision
+        os.environ["LEXHAY_DENSE_PRECISION"] = precision
         embedder = DenseTextEmbedder(model=args.embedder)
         embedder.warm_up()
         name = f"lexhay dense, query by {backend}"

@@ -305,10 +305,12 @@ def cmd_models(args: argparse.Namespace) -> int:
         path = models.ensure_model(name, progress=lambda line: print(line, file=sys.stderr, flush=True))  # i/n, MB
         out.print(f"{name}: {path}")
         if name in models.EMBEDDER_MODELS:
-            from components.embedders.openvino_backend import dense_backend, ensure_openvino_model  # noqa: PLC0415
+            from components.embedders import openvino_backend as ovb  # noqa: PLC0415
 
-            if dense_backend() == "openvino":  # the dense model's fast backend: converted once, checksummed
-                out.print(f"{name} (OpenVINO): {ensure_openvino_model(path, verify=True, progress=err.print)}")
+            if ovb.dense_backend() == "openvino":  # the dense model's fast backend: converted once, checksummed
+                out.print(f"{name} (OpenVINO): {ovb.ensure_openvino_model(path, verify=True, progress=err.print)}")
+                if ovb.dense_precision(path) == "int8":  # and quantized once where the CPU runs int8 fast
+                    out.print(f"{name} (OpenVINO int8): {ovb.ensure_int8_model(path, verify=True, progress=err.print)}")
     return 0
 
 

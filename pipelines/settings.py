@@ -140,6 +140,8 @@ class Settings(BaseSettings):
     models_dir: str = _env("models_dir", "~/.cache/lexhay/models")
     topics: str | None = _env("topics")  # the topics table (default: the packaged one)
     dense_backend: Literal["openvino", "torch"] | None = _env("dense_backend")  # None: openvino when installed
+    # the OpenVINO model: None = int8 where the CPU has int8 dot-product instructions (see openvino_backend)
+    dense_precision: Literal["int8", "float"] | None = _env("dense_precision")
     # LegalReranker relevance backend (None = the YAML's: `retrieval`)
     rerank_relevance: Literal["retrieval", "embedding", "cross_encoder", "llm"] | None = _env("rerank_relevance")
     # the LLM
@@ -178,12 +180,12 @@ class Settings(BaseSettings):
 
     @field_validator("llm", "llm_base_url", "llm_model", "llm_api_key", "openai_api_key", "otlp_endpoint",
                      "qdrant_url", "qdrant_api_key", "opensearch_url", "neo4j_uri", "neo4j_database", "topics",
-                     "yaml_dir", "hayhooks_dir", "dense_backend", mode="before")
+                     "yaml_dir", "hayhooks_dir", "dense_backend", "dense_precision", mode="before")
     @classmethod
     def _blank_is_unset(cls, value: Any) -> Any:
         return None if isinstance(value, str) and not value.strip() else value
 
-    @field_validator("dense_backend", mode="before")
+    @field_validator("dense_backend", "dense_precision", mode="before")
     @classmethod
     def _lower(cls, value: Any) -> Any:
         return value.strip().lower() or None if isinstance(value, str) else value

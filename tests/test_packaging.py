@@ -64,6 +64,11 @@ def test_wheel_carries_the_legal_data_tables(names):
         assert f"components/legal/data/{name}" in names
 
 
+def test_wheel_carries_the_int8_calibration_set(names):
+    """`lexhay models install` quantizes the dense model with these texts wherever lexhay is installed."""
+    assert "components/embedders/data/int8_calibration.jsonl" in names
+
+
 def test_wheel_carries_every_code_package(names):
     packages = sorted(
         init.parent.relative_to(ROOT).as_posix()

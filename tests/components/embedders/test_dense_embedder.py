@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -285,6 +286,7 @@ def test_openvino_backend_matches_torch_on_a_local_folder(tiny_st_model, monkeyp
     from components.embedders.openvino_backend import is_converted  # noqa: PLC0415
 
     monkeypatch.setenv("LEXHAY_DENSE_BACKEND", "openvino")
+    monkeypatch.setenv("LEXHAY_DENSE_PRECISION", "float")
     doc_embedder = DenseDocumentEmbedder(model=str(tiny_st_model), max_seq_length=16)
     text_embedder = DenseTextEmbedder(model=str(tiny_st_model))
     text_embedder.warm_up()
@@ -300,6 +302,31 @@ def test_openvino_backend_matches_torch_on_a_local_folder(tiny_st_model, monkeyp
     assert _cosine(query, reference.encode("vacaciones", prompt_name="query", normalize_embeddings=True)) > 0.999
     assert _cosine(query, reference.encode("vacaciones", normalize_embeddings=True)) < 0.9999  # prompt applied
     assert doc_embedder.tokenizer is text_embedder._openvino.tokenizer
+
+
+def test_openvino_int8_model_is_made_once_and_embeds_like_the_float_one(tiny_st_model, monkeypatch):
+    """`LEXHAY_DENSE_PRECISION=int8`: the converted model quantized by NNCF (beside it), used by both embedders."""
+    from components.embedders.openvino_backend import OpenVINOEncoder, int8_dir, is_quantized  # noqa: PLC0415
+
+    monkeypatch.setenv("LEXHAY_DENSE_BACKEND", "openvino")
+    monkeypatch.setenv("LEXHAY_DENSE_PRECISION", "int8")
+    text_embedder = DenseTextEmbedder(model=str(tiny_st_model))
+    text_embedder.warm_up()
+    assert text_embedder._openvino.weights == "int8"
+    assert is_quantized(tiny_st_model, verify=True)
+    marker = json.loads((int8_dir(tiny_st_model) / "openvino.json").read_text())
+    assert marker["nncf"] and marker["source"]["calibration"]
+    xml = (int8_dir(tiny_st_model) / "model.xml").read_text()
+    assert "FakeQuantize" in xml or "FakeConvert" in xml  # quantized matrix products, not a copy
+    texts = ["vacaciones de los trabajador", "el despido de la empresa", "días de vacaciones", "salario"]
+    doc_embedder = DenseDocumentEmbedder(model=str(tiny_st_model))
+    docs = doc_embedder.run(documents=[Document(content=t) for t in texts])["documents"]
+    reference = OpenVINOEncoder.shared(tiny_st_model, "float").encode(texts, prompt_name="document")
+    for doc, vector in zip(docs, reference, strict=True):
+        assert 0.9 < _cosine(doc.embedding, vector) < 1.0 - 1e-7  # close to the float model's, not identical
+    mtime = (int8_dir(tiny_st_model) / "model.bin").stat().st_mtime_ns
+    OpenVINOEncoder(tiny_st_model, weights="int8")
+    assert (int8_dir(tiny_st_model) / "model.bin").stat().st_mtime_ns == mtime  # made once
 
 
 class _VectorStore:
@@ -367,11 +394,18 @@ def test_embeddinggemma_openvino_vectors_agree_with_torch(monkeypatch):
         "faltei umas 10 vezes esse ano sem atestado, meu chefe pode reduzir minhas férias?",
     ]
     vectors = {}
-    for backend in ("openvino", "torch"):
+    for backend, precision in (("openvino", "float"), ("openvino", "int8"), ("torch", "")):
         monkeypatch.setenv("LEXHAY_DENSE_BACKEND", backend)
+        monkeypatch.setenv("LEXHAY_DENSE_PRECISION", precision)
         docs = DenseDocumentEmbedder(model="embeddinggemma").run(documents=[Document(content=t) for t in texts])
         text_embedder = DenseTextEmbedder(model="embeddinggemma")
-        vectors[backend] = [d.embedding for d in docs["documents"]] + [text_embedder._embed(t) for t in texts[1:]]
+        vectors[precision or backend] = [d.embedding for d in docs["documents"]] + [
+            text_embedder._embed(t) for t in texts[1:]
+        ]
         assert (text_embedder._openvino is not None) == (backend == "openvino")
-    for ov_vector, torch_vector in zip(vectors["openvino"], vectors["torch"], strict=True):
+    for ov_vector, int8_vector, torch_vector in zip(vectors["float"], vectors["int8"], vectors["torch"], strict=True):
         assert _cosine(ov_vector, torch_vector) >= 0.99
+        assert 0.99 <= _cosine(int8_vector, torch_vector) < 0.9999  # int8 products: close, and not a float copy
+    # the int8 model still matches the Portuguese question on holidays to the CLT's holiday article, not to dismissal
+    holidays_question, (_, dismissal, holidays_article, _) = vectors["int8"][-1], vectors["int8"][:4]
+    assert _cosine(holidays_question, holidays_article) > _cosine(holidays_question, dismissal) + 0.05

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The OpenVINO backend's cache checks and backend choice and batching (the conversion itself: test_dense_embedder.py)."""
+"""The OpenVINO backend's cache checks, backend and precision choice and batching (the conversion and quantization
+themselves: test_dense_embedder.py)."""
 
 import json
 
@@ -8,14 +9,28 @@ import pytest
 
 from components.embedders import openvino_backend
 from components.embedders.openvino_backend import (
+    INT8_MARKER_VERSION,
     MARKER_VERSION,
     OPENVINO_MARKER,
+    OpenVINOEncoder,
+    _int8_source,
     _sha256,
     _source_fingerprint,
     dense_backend,
+    dense_precision,
+    int8_dir,
     is_converted,
+    is_quantized,
     openvino_dir,
 )
+
+
+def _write_ir(folder, marker, payload):
+    folder.mkdir()
+    (folder / "model.xml").write_text("<net/>")
+    (folder / "model.bin").write_bytes(payload)
+    files = {n: {"sha256": _sha256(folder / n), "size": (folder / n).stat().st_size} for n in ("model.xml", "model.bin")}
+    (folder / OPENVINO_MARKER).write_text(json.dumps({**marker, "files": files}))
 
 
 @pytest.fixture
@@ -23,14 +38,16 @@ def converted(tmp_path):
     """A model folder with source weights and a converted model whose marker matches."""
     (tmp_path / "modules.json").write_text("[]")
     (tmp_path / "model.safetensors").write_bytes(b"weights" * 10)
-    folder = openvino_dir(tmp_path)
-    folder.mkdir()
-    (folder / "model.xml").write_text("<net/>")
-    (folder / "model.bin").write_bytes(bytes(range(256)))
-    files = {n: {"sha256": _sha256(folder / n), "size": (folder / n).stat().st_size} for n in ("model.xml", "model.bin")}
-    marker = {"version": MARKER_VERSION, "source": _source_fingerprint(tmp_path), "files": files}
-    (folder / OPENVINO_MARKER).write_text(json.dumps(marker))
+    _write_ir(openvino_dir(tmp_path), {"version": MARKER_VERSION, "source": _source_fingerprint(tmp_path)},
+              bytes(range(256)))
     return tmp_path
+
+
+@pytest.fixture
+def quantized(converted):
+    """`converted` with an int8 model made from its converted model and the packaged calibration set."""
+    _write_ir(int8_dir(converted), {"version": INT8_MARKER_VERSION, "source": _int8_source(converted)}, b"int8" * 9)
+    return converted
 
 
 def test_a_matching_conversion_is_accepted(converted):
@@ -63,6 +80,107 @@ def test_backend_choice(monkeypatch):
     assert dense_backend() == "torch"
     monkeypatch.setattr(openvino_backend, "openvino_available", lambda: True)
     assert dense_backend() == "openvino"
+
+
+def test_a_matching_int8_model_is_accepted(quantized):
+    assert is_quantized(quantized) and is_quantized(quantized, verify=True)
+    assert not is_quantized(quantized.parent / "no-such-model")
+
+
+def test_the_int8_model_is_stale_once_its_float_model_or_calibration_set_changes(quantized, tmp_path_factory,
+                                                                                   monkeypatch):
+    calibration = tmp_path_factory.mktemp("calibration") / "calibration.jsonl"
+    calibration.write_bytes(openvino_backend.CALIBRATION_FILE.read_bytes() + b'{"prompt": "query", "text": "otra"}\n')
+    monkeypatch.setattr(openvino_backend, "CALIBRATION_FILE", calibration)
+    assert not is_quantized(quantized)  # other calibration texts: other scales
+    monkeypatch.undo()
+    assert is_quantized(quantized)
+    float_marker = openvino_dir(quantized) / OPENVINO_MARKER
+    marker = json.loads(float_marker.read_text())
+    marker["files"]["model.bin"]["sha256"] = "0" * 64  # a re-converted float model
+    float_marker.write_text(json.dumps(marker))
+    assert not is_quantized(quantized)
+
+
+def test_a_corrupt_int8_model_is_rebuilt(quantized):
+    binary = int8_dir(quantized) / "model.bin"
+    binary.write_bytes(b"INT8" * 9)  # same size: only the full check sees it
+    assert is_quantized(quantized) and not is_quantized(quantized, verify=True)
+    binary.unlink()
+    assert not is_quantized(quantized)
+
+
+def test_the_float_model_missing_makes_the_int8_one_unusable(quantized):
+    (openvino_dir(quantized) / "model.xml").unlink()
+    assert not is_quantized(quantized)
+
+
+def test_precision_choice(quantized, monkeypatch):
+    monkeypatch.setenv("LEXHAY_DENSE_PRECISION", "FLOAT")
+    assert dense_precision(quantized) == "float"
+    monkeypatch.setenv("LEXHAY_DENSE_PRECISION", "int8")
+    assert dense_precision() == "int8"
+    monkeypatch.delenv("LEXHAY_DENSE_PRECISION")
+    monkeypatch.setattr(openvino_backend, "cpu_has_native_int8", lambda: False)
+    assert dense_precision(quantized) == "float"  # no int8 instructions: int8 would be slower, not faster
+    monkeypatch.setattr(openvino_backend, "cpu_has_native_int8", lambda: True)
+    monkeypatch.setattr(openvino_backend, "nncf_available", lambda: True)
+    assert dense_precision(quantized.parent / "not-quantized-yet") == "int8"  # nncf makes it on first use
+    monkeypatch.setattr(openvino_backend, "nncf_available", lambda: False)
+    assert dense_precision(quantized) == "int8"  # made already: running it needs only openvino
+    assert dense_precision(quantized.parent / "not-quantized-yet") == "float"
+
+
+def test_an_unknown_precision_is_refused(monkeypatch):
+    monkeypatch.setenv("LEXHAY_DENSE_PRECISION", "int4")
+    with pytest.raises(ValueError, match="LEXHAY_DENSE_PRECISION"):
+        dense_precision()
+
+
+@pytest.fixture
+def fake_encoders(monkeypatch):
+    """OpenVINOEncoder with a constructor that records its weights and cannot make the int8 model."""
+    made = []
+
+    def init(self, model_path, *, weights="float"):
+        if weights == "int8":
+            raise RuntimeError("the int8 model needs nncf")
+        made.append(weights)
+        self.weights = weights
+
+    monkeypatch.setattr(OpenVINOEncoder, "__init__", init)
+    monkeypatch.setattr(openvino_backend, "_ENCODERS", {})
+    monkeypatch.setattr(openvino_backend, "_INT8_FAILED", set())
+    monkeypatch.setattr(openvino_backend, "dense_precision",
+                        lambda path=None: openvino_backend.current_precision_setting() or "int8")
+    return made
+
+
+def test_an_int8_model_chosen_by_the_cpu_falls_back_to_float_once(tmp_path, fake_encoders):
+    first = OpenVINOEncoder.shared(tmp_path)
+    assert first.weights == "float" and fake_encoders == ["float"]
+    assert OpenVINOEncoder.shared(tmp_path) is first and fake_encoders == ["float"]  # not tried again
+    assert str(tmp_path.resolve()) in openvino_backend._INT8_FAILED
+
+
+def test_an_int8_model_asked_for_does_not_fall_back(tmp_path, fake_encoders, monkeypatch):
+    monkeypatch.setenv("LEXHAY_DENSE_PRECISION", "int8")
+    with pytest.raises(RuntimeError, match="nncf"):
+        OpenVINOEncoder.shared(tmp_path)
+    with pytest.raises(RuntimeError, match="nncf"):
+        OpenVINOEncoder.shared(tmp_path, "int8")
+    assert fake_encoders == []
+
+
+def test_encoders_are_shared_per_folder_and_weights(tmp_path, fake_encoders, monkeypatch):
+    monkeypatch.setenv("LEXHAY_DENSE_PRECISION", "float")
+    a, b = OpenVINOEncoder.shared(tmp_path), OpenVINOEncoder.shared(tmp_path / "sub" / "..")
+    assert a is b and fake_encoders == ["float"]
+
+
+def test_unknown_weights_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="weights must be one of"):
+        OpenVINOEncoder(tmp_path, weights="int4")
 
 
 class _Tokenizer:
@@ -124,3 +242,29 @@ def test_batch_widths_are_rounded_to_few_shapes_with_the_padding_masked():
     assert encoder._request.inputs[-1][0].shape == (1, 16)  # already a multiple: no padding
     encoder._run([[5] * 5], multiple=1)
     assert encoder._request.inputs[-1][0].shape == (1, 5)
+
+
+def test_float_layers_keeps_the_layers_with_outlier_inputs_and_those_after_pooling():
+    """A layer whose input has one channel far above the others, and a layer after pooling, stay float."""
+    import openvino as ov
+    from openvino import opset13 as ops
+
+    tokens = ops.parameter([-1, -1, 4], np.float32, name="x")
+    mask = ops.parameter([-1, -1], np.float32, name="mask")
+    masked = ops.multiply(tokens, ops.unsqueeze(mask, ops.constant(np.array([2], dtype=np.int64))))
+    first = ops.matmul(masked, ops.constant(np.full((4, 4), 0.25, dtype=np.float32)), False, False)
+    first.set_friendly_name("first")  # mixes the channels evenly: its output has no outlier channel
+    second = ops.matmul(ops.relu(first), ops.constant(np.eye(4, dtype=np.float32)), False, False)
+    second.set_friendly_name("second")
+    pooled = ops.reduce_mean(second, ops.constant(np.array([1], dtype=np.int64)), False)
+    head = ops.matmul(pooled, ops.constant(np.eye(4, dtype=np.float32)), False, False)
+    head.set_friendly_name("head")
+    model = ov.Model([head], [tokens, mask])
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.5, 1.0, size=(1, 6, 4)).astype(np.float32)
+    x[0, 2, 3] = 500.0  # one token's channel 3: 500x the typical channel's range
+    samples = [[x, np.ones((1, 6), dtype=np.float32)]]
+    assert openvino_backend.float_layers(model, samples) == ["first", "head"]
+    x[0, 2, 3] = 20.0  # within OUTLIER_FACTOR_LIMIT: quantized
+    model = ov.Model([head], [tokens, mask])
+    assert openvino_backend.float_layers(model, samples) == ["head"]
