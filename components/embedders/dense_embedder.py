@@ -544,8 +544,10 @@ class DenseTextEmbedder:
             raise TypeError(msg)
         text = unshout(text)  # a question typed in capitals is embedded as typed in lower case
         cache = query_embedding_cache()
+        self.warm_up()  # the loaded backend is part of the key: the OpenVINO model's int8 or float weights
+        weights = self._openvino.weights if self._openvino is not None else None
         # per tenant (the request's cache partition): a tenant never learns, by a hit, what another one asked
-        key = (cache_partition(), self.model_name, self.dtype, self.normalize_embeddings, text)
+        key = (cache_partition(), self.model_name, self.dtype, weights, self.normalize_embeddings, text)
         cached = cache.get(key)
         span = tracing.tracer.current_span()
         if span is not None:

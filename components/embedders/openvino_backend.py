@@ -29,6 +29,7 @@ the copy exists or `nncf` can make it; float otherwise).
 
 import hashlib
 import json
+import logging as logging_module
 import shutil
 import tempfile
 import threading
@@ -308,6 +309,8 @@ def quantize(model_path: str | Path, progress: Callable[[str], None] | None = No
                         verbose=False)["input_ids"]
         samples.append([np.array([ids], dtype=np.int64), np.ones((1, len(ids)), dtype=np.int64)])
     core = ov.Core()
+    level = nncf.nncf_logger.level
+    nncf.set_log_level(logging_module.WARNING)  # not one INFO line per layer it leaves float
     try:
         kept = float_layers(core.read_model(str(folder / "model.xml")), samples[::OUTLIER_SAMPLE_STEP])
         report(f"{model_path.name}: {len(kept)} linear layers kept in float (outlier inputs, or after pooling)")
@@ -316,6 +319,8 @@ def quantize(model_path: str | Path, progress: Callable[[str], None] | None = No
                                   ignored_scope=nncf.IgnoredScope(names=kept))
     except Exception as exc:  # noqa: BLE001 - any failure of NNCF or of the float runs: the caller decides
         raise RuntimeError(f"int8 quantization of {model_path.name} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        nncf.set_log_level(level)
     target = _install(quantized, int8_dir(model_path),
                       {"version": INT8_MARKER_VERSION, "nncf": nncf.__version__, "source": _int8_source(model_path),
                        "float_layers": kept})

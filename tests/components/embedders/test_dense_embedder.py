@@ -329,6 +329,21 @@ def test_openvino_int8_model_is_made_once_and_embeds_like_the_float_one(tiny_st_
     assert (int8_dir(tiny_st_model) / "model.bin").stat().st_mtime_ns == mtime  # made once
 
 
+def test_query_embeddings_are_cached_per_openvino_weights(tiny_st_model, monkeypatch):
+    """A process that switches between the float and the int8 model never gets the other model's cached vector."""
+    from components.utils.ttl_cache import TTLCache  # noqa: PLC0415
+
+    cache = TTLCache(max_entries=8, ttl=3600)
+    monkeypatch.setattr(dense_embedder, "QUERY_EMBEDDING_CACHE", cache)
+    monkeypatch.setenv("LEXHAY_DENSE_BACKEND", "openvino")
+    vectors = {}
+    for precision in ("float", "int8", "float"):
+        monkeypatch.setenv("LEXHAY_DENSE_PRECISION", precision)
+        vectors.setdefault(precision, []).append(DenseTextEmbedder(model=str(tiny_st_model)).run(text="salario"))
+    assert (cache.misses, cache.hits, len(cache)) == (2, 1, 2)
+    assert vectors["float"][0] == vectors["float"][1] and vectors["int8"][0] != vectors["float"][0]
+
+
 class _VectorStore:
     """The part of EdgeDocumentStore the document embedder reads: stored meta and vector by id."""
 
