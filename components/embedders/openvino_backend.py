@@ -128,8 +128,9 @@ def dense_precision(model_path: str | Path | None = None) -> str:
         return value
     if not cpu_has_native_int8():
         return "float"
-    ready = model_path is not None and is_quantized(model_path)
-    return "int8" if ready or nncf_available() else "float"
+    # nncf first: the import check is free, while checking a made model hashes its files
+    ready = nncf_available() or (model_path is not None and is_quantized(model_path))
+    return "int8" if ready else "float"
 
 
 def current_precision_setting() -> str:
@@ -342,25 +343,23 @@ def float_layers(model: Any, samples: list[list[np.ndarray]]) -> list[str]:
 
     layers = [op for op in model.get_ordered_ops() if op.get_type_name() == "MatMul"]
     kept = {op.get_friendly_name() for op in layers if op.input(0).get_partial_shape().rank.get_length() == 2}
-    sources: dict[tuple[str, int], int] = {}  # a layer input's producing output -> its index among the outputs
-    for op in layers:
-        source = op.input_value(0)
-        key = (source.get_node().get_friendly_name(), source.get_index())
-        if op.get_friendly_name() not in kept and key not in sources:
-            sources[key] = len(model.outputs)
-            model.add_outputs([source])
+    inputs = {op.get_friendly_name(): op.input_value(0) for op in layers}  # each layer's input, its producer's output
+    source_of = {name: (out.get_node().get_friendly_name(), out.get_index()) for name, out in inputs.items()}
+    sources: dict[tuple[str, int], int] = {}  # a producing output -> its index among the model's outputs
+    for name, out in inputs.items():
+        if name not in kept and source_of[name] not in sources:
+            sources[source_of[name]] = len(model.outputs)
+            model.add_outputs([out])
     compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    request = compiled.create_infer_request()
     factors = dict.fromkeys(sources, 0.0)
     for sample in samples:
-        result = compiled.create_infer_request().infer({0: sample[0], 1: sample[1]})
+        result = request.infer({0: sample[0], 1: sample[1]})
         for key, index in sources.items():
             values = np.abs(np.asarray(result[compiled.outputs[index]], dtype=np.float32))
             per_channel = values.reshape(-1, values.shape[-1]).max(axis=0)
             factors[key] = max(factors[key], float(per_channel.max() / max(float(np.median(per_channel)), 1e-12)))
-    for op in layers:
-        source = op.input_value(0)
-        if factors.get((source.get_node().get_friendly_name(), source.get_index()), 0.0) > OUTLIER_FACTOR_LIMIT:
-            kept.add(op.get_friendly_name())
+    kept |= {name for name, key in source_of.items() if factors.get(key, 0.0) > OUTLIER_FACTOR_LIMIT}
     return sorted(kept)
 
 
