@@ -46,9 +46,6 @@ from components.utils.hardware import cpu_has_native_bf16, cpu_has_native_int8
 
 logger = logging.getLogger(__name__)
 
-BACKEND_ENV = "LEXHAY_DENSE_BACKEND"
-BACKENDS = ("openvino", "torch")
-PRECISION_ENV = "LEXHAY_DENSE_PRECISION"
 PRECISIONS = ("int8", "float")
 OPENVINO_DIR = "openvino"
 INT8_DIR = "openvino-int8"
@@ -93,16 +90,11 @@ def dense_backend() -> str:
     The dense inference backend asked for: env `LEXHAY_DENSE_BACKEND` (`openvino` or `torch`), else `openvino`
     when the package is installed, else `torch`.
 
-    :raises ValueError: The env variable names another backend.
+    :raises ValueError: The env variable names another backend (the settings refuse it when read).
     """
     from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
 
-    value = (current_settings().dense_backend or "").strip().lower()
-    if value and value not in BACKENDS:
-        raise ValueError(f"{BACKEND_ENV} must be one of {BACKENDS}, got {value!r}")
-    if value:
-        return value
-    return "openvino" if openvino_available() else "torch"
+    return current_settings().dense_backend or ("openvino" if openvino_available() else "torch")
 
 
 def nncf_available() -> bool:
@@ -119,11 +111,9 @@ def dense_precision(model_path: str | Path | None = None) -> str:
     Which OpenVINO model embeds: env `LEXHAY_DENSE_PRECISION` (`int8` or `float`), else `int8` where the CPU has
     int8 dot-product instructions and the int8 model of `model_path` exists or `nncf` can make it, else `float`.
 
-    :raises ValueError: The env variable names another precision.
+    :raises ValueError: The env variable names another precision (the settings refuse it when read).
     """
     value = current_precision_setting()
-    if value and value not in PRECISIONS:
-        raise ValueError(f"{PRECISION_ENV} must be one of {PRECISIONS}, got {value!r}")
     if value:
         return value
     if not cpu_has_native_int8():
@@ -134,10 +124,10 @@ def dense_precision(model_path: str | Path | None = None) -> str:
 
 
 def current_precision_setting() -> str:
-    """`LEXHAY_DENSE_PRECISION` as set (lower case; empty when unset)."""
+    """`LEXHAY_DENSE_PRECISION` as set (the settings lower-case it and refuse other values; empty when unset)."""
     from pipelines.settings import current_settings  # noqa: PLC0415 - the one reader of LEXHAY_* variables
 
-    return (current_settings().dense_precision or "").strip().lower()
+    return current_settings().dense_precision or ""
 
 
 def is_sentence_transformers_folder(path: str | Path) -> bool:
@@ -299,7 +289,7 @@ def quantize(model_path: str | Path, progress: Callable[[str], None] | None = No
     started = time.perf_counter()
     report(f"{model_path.name}: quantizing to int8 (NNCF, calibrated on {CALIBRATION_FILE.name}, ~3 min, once)")
     tokenizer = AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
-    prompts = _read_json(model_path / "config_sentence_transformers.json").get("prompts") or {}
+    prompts = model_prompts(model_path)
     limits = (_read_json(model_path / "sentence_bert_config.json").get("max_seq_length"),
               _read_json(model_path / "config.json").get("max_position_embeddings"), CALIBRATION_TOKENS)
     limit = min(int(n) for n in limits if n)
@@ -415,6 +405,11 @@ def _read_json(path: Path) -> dict[str, Any]:
         return {}
 
 
+def model_prompts(model_path: Path) -> dict[str, str]:
+    """The prompts (`query`, `document`, ...) a sentence-transformers folder prepends to texts."""
+    return _read_json(model_path / "config_sentence_transformers.json").get("prompts") or {}
+
+
 class OpenVINOEncoder:
     """
     Sentence embeddings from the converted (float) or int8 model of a sentence-transformers folder.
@@ -451,8 +446,7 @@ class OpenVINOEncoder:
         self.weights = weights
         folder = ensure_int8_model(self.model_path) if weights == "int8" else ensure_openvino_model(self.model_path)
         self.tokenizer = AutoTokenizer.from_pretrained(str(self.model_path), local_files_only=True)
-        settings = _read_json(self.model_path / "config_sentence_transformers.json")
-        self.prompts: dict[str, str] = settings.get("prompts") or {}
+        self.prompts = model_prompts(self.model_path)
         limit = _read_json(self.model_path / "sentence_bert_config.json").get("max_seq_length")
         self.max_seq_length = int(limit or MAX_EXPORT_TOKENS)
         self.precision = "bf16" if cpu_has_native_bf16() else "f32"
