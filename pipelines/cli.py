@@ -87,6 +87,35 @@ def cmd_index(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sources(args: argparse.Namespace) -> int:
+    with _engine(args) as lex:
+        rows = lex.sources(access=_access(args), scope=args.scope)
+    if args.json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return 0
+    table = Table(title=f"lexhay sources: {len(rows)} law(s)")
+    columns = ("law_id", "law_short", "articles", "parents", "source")  # --json: also collection, country, title
+    for col in columns:
+        table.add_column(col, justify="right" if col in ("articles", "parents") else "left",
+                         no_wrap=col in ("law_id", "law_short"))
+    for row in rows:
+        table.add_row(*("" if row[col] is None else str(row[col]) for col in columns))
+    out.print(table)
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    with _engine(args) as lex:
+        result = lex.remove(args.law_ids, access=_access(args), scope=args.scope)
+    for law_id, chunks in result["removed"].items():
+        out.print(f"removed {law_id}: {chunks} chunks")
+    if result["edges"]:
+        out.print(f"removed {result['edges']} legal graph edges")
+    if result["missing"]:
+        err.print(f"[yellow]not indexed by this owner[/yellow]: {', '.join(result['missing'])}")
+    return 1 if result["missing"] else 0
+
+
 def _result_rows(docs: list[Any]) -> list[dict[str, Any]]:
     """One row per article-level result, in rank order (`pipelines.results.article_row`)."""
     from pipelines.results import article_row  # noqa: PLC0415
@@ -382,6 +411,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true",
                    help="re-run unchanged files too (they are skipped by default: same bytes, owner and pipeline)")
     p.set_defaults(func=cmd_index)
+
+    owner_scope = argparse.ArgumentParser(add_help=False)  # whose documents: the scope `index --scope` wrote
+    owner_scope.add_argument("--scope", choices=["global", "tenant", "group", "user"],
+                             help="the scope they were indexed into (default as for index)")
+    p = sub.add_parser("sources", parents=[engine, caller, owner_scope],
+                       help="the laws indexed by this owner (the public statutes without --tenant)")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    p.set_defaults(func=cmd_sources)
+
+    p = sub.add_parser("remove", parents=[engine, caller, owner_scope],
+                       help="delete laws this owner indexed (chunks and graph edges); other owners' copies stay")
+    p.add_argument("law_ids", nargs="+", metavar="LAW_ID", help="law ids, as `lexhay sources` lists them")
+    p.set_defaults(func=cmd_remove)
 
     p = sub.add_parser("retrieve", parents=[engine, caller, flags], help="the articles that answer a question")
     p.add_argument("question", nargs="?")

@@ -25,6 +25,7 @@ from components.legal.access import (
     check_filters,
     is_admin,
     owner_condition,
+    owner_key,
     tenant_meta,
 )
 from components.legal.answer_format import article_citation
@@ -451,6 +452,75 @@ class LexHay:
         if hasattr(store, "count_documents_by_filter"):
             return store.count_documents_by_filter(filters) > 0
         return bool(store.filter_documents(filters))
+
+    def sources(self, *, access: dict[str, Any] | None = None, scope: str | None = None) -> list[dict[str, Any]]:
+        """
+        The laws that `index` with the same `access` and `scope` wrote: what this owner may `remove`.
+
+        :param access: The principal, as for `index` (None = the local operator: the global laws).
+        :param scope: As for `index`.
+        :returns: One row per law, by `law_id`: `law_id`, `law_short`, `law_title`, `collection`, `country`, `source`
+            (the indexed file's name), `articles` and `parents` (blocks).
+        :raises AccessDenied: The principal may not write there (as `index`).
+        :raises ValueError: An invalid access context or scope.
+        """
+        owner = tenant_meta(access, scope)
+        wanted = owner_key(owner)
+        blocks = self.document_store.filter_documents({"operator": "AND", "conditions": [
+            {"field": "meta.level", "operator": "==", "value": "parent"}, owner_condition(owner)]})
+        rows: dict[str, dict[str, Any]] = {}
+        articles: dict[str, set[Any]] = {}
+        for block in blocks:
+            meta = block.meta
+            if not meta.get("law_id") or owner_key(meta) != wanted:  # a tenant-wide owner's condition reads its cases
+                continue
+            row = rows.setdefault(meta["law_id"], {
+                "law_id": meta["law_id"], "law_short": meta.get("law_short"), "law_title": meta.get("law_title"),
+                "collection": meta.get("collection"), "country": meta.get("country"),
+                "source": Path(meta["source_path"]).name if meta.get("source_path") else None, "articles": 0,
+                "parents": 0})
+            row["parents"] += 1
+            articles.setdefault(meta["law_id"], set()).add(meta.get("article"))
+        for law_id, row in rows.items():
+            row["articles"] = len(articles[law_id])
+        return [rows[law_id] for law_id in sorted(rows)]
+
+    def remove(
+        self, law_ids: Iterable[str], *, access: dict[str, Any] | None = None, scope: str | None = None
+    ) -> dict[str, Any]:
+        """
+        Delete the laws that `index` with the same `access` and `scope` wrote: their chunks in every store the
+        indexing pipeline writes to (the chunk store, OpenSearch when configured) and their edges in the legal graph.
+        Another owner's copy of the same law (the public one, another tenant's) is never touched; a law this owner
+        does not hold is reported in `missing` and nothing else happens.
+
+        :param law_ids: The laws' `law_id`s (see `sources`).
+        :param access: The principal, as for `index` (None = the local operator, removing global laws).
+        :param scope: As for `index`.
+        :returns: `removed` (chunks deleted, per law id), `missing` (law ids this owner does not hold), `edges`
+            (graph edges deleted).
+        :raises AccessDenied: The principal may not write there (nothing is deleted).
+        :raises ValueError: No law ids, a law id that is not a non-empty string, an invalid access context or scope.
+        """
+        from components.writers.graph_writer import GraphWriter  # noqa: PLC0415
+        from components.writers.pruning_writer import PruningDocumentWriter  # noqa: PLC0415
+
+        law_ids = [law_ids] if isinstance(law_ids, str) else list(law_ids)
+        if not law_ids or any(not isinstance(law_id, str) or not law_id.strip() for law_id in law_ids):
+            raise ValueError("give the law_id of at least one law to remove (non-empty strings)")
+        law_ids = list(dict.fromkeys(law_id.strip() for law_id in law_ids))
+        owner = tenant_meta(access, scope)
+        pipe = self.pipeline("indexing", warm_up=False)
+        components = [pipe.get_component(name) for name in pipe.graph.nodes]
+        chunks = pipe.get_component("writer")  # the chunk store (`document_store`)
+        removed = {law_id: chunks.remove([law_id], owner) for law_id in law_ids}
+        for writer in components:  # the lexical copy of the child chunks (OpenSearch), the legal graph
+            if isinstance(writer, PruningDocumentWriter) and writer is not chunks:
+                writer.remove(law_ids, owner)
+        edges = sum(graph.remove(law_ids, owner) for graph in components if isinstance(graph, GraphWriter))
+        self._generation += 1  # the index changed: no cached request result is served any more
+        return {"removed": {k: v for k, v in removed.items() if v}, "missing": [k for k, v in removed.items() if not v],
+                "edges": edges}
 
     def _account(self, result: dict[str, Any], report: IndexReport) -> None:
         report.errors.extend(result["converter"].get("errors", []))

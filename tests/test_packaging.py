@@ -51,7 +51,7 @@ def test_wheel_carries_the_canonical_pipelines(names):
 
 def test_wheel_carries_the_hayhooks_wrappers(names):
     wrappers = sorted(path.parent.name for path in (ROOT / "hayhooks").glob("*/pipeline_wrapper.py"))
-    assert {"ask", "index", "lexhay", "retrieve"} <= set(wrappers)
+    assert {"ask", "index", "lexhay", "retrieve", "sources"} <= set(wrappers)
     for name in wrappers:
         assert f"lexhay_resources/hayhooks/{name}/pipeline_wrapper.py" in names
     assert "lexhay_resources/__init__.py" in names

@@ -112,3 +112,21 @@ class GraphWriter:
             laws=len(origins),
         )
         return {"nodes_written": len(nodes), "edges_written": written, "backend": graph.backend}
+
+    def remove(self, law_ids: list[str], owner: dict[str, Any] | None = None) -> int:
+        """
+        Delete `owner`'s edges that these laws' texts produced (an owner withdrawing what it uploaded); other
+        owners' edges, and the nodes, stay.
+
+        :param law_ids: The laws' `law_id`s (their law nodes are the edges' `origin`).
+        :param owner: Owner access meta, as for `run`; None = global.
+        :returns: The number of edges deleted (0 when the writer is disabled).
+        """
+        if not self.enabled or not law_ids:
+            return 0
+        self.warm_up()
+        graph = self._graph
+        assert graph is not None
+        before = graph.counts()["edges"]
+        graph.upsert([], [], replace_origins=list(law_ids), owner=owner)
+        return before - graph.counts()["edges"]

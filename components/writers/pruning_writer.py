@@ -115,6 +115,34 @@ class PruningDocumentWriter:
         pruned = self._prune(documents) if self.prune_stale else 0
         return {"documents_written": written, "pruned": pruned}
 
+    def remove(self, law_ids: list[str], owner: dict[str, Any]) -> int:
+        """
+        Delete every chunk of these laws that `owner` holds (an owner withdrawing what it uploaded): the same
+        owner-checked read as pruning, with nothing kept, so no other owner's copy of a law is touched.
+
+        :param law_ids: The laws' `law_id`s.
+        :param owner: The owner's access meta, as `tenant_meta` stamps it (`{"scope": "global"}`: the public laws).
+        :returns: The number of chunks deleted.
+        :raises ValueError: A law id that is not a non-empty string.
+        """
+        if any(not isinstance(law_id, str) or not law_id.strip() for law_id in law_ids):
+            raise ValueError("law ids must be non-empty strings")
+        stale = [doc_id for law_id in dict.fromkeys(law_ids) for doc_id in self._owned(law_id, owner, keep=set())]
+        if stale:
+            self.document_store.delete_documents(stale)
+            logger.info("Removed {count} chunks of {laws} from {store}", count=len(stale), laws=law_ids,
+                        store=type(self.document_store).__name__)
+        return len(stale)
+
+    def _owned(self, law_id: str, owner: dict[str, Any], keep: set[str]) -> list[str]:
+        """The ids of `owner`'s stored chunks of `law_id` that are not in `keep`."""
+        # read through the owner's own condition, then check every candidate's owner again: a tenant's copy of a law
+        # never reaches the public law or another owner's copy
+        stored = self.document_store.filter_documents({"operator": "AND", "conditions": [
+            {"field": "meta.law_id", "operator": "==", "value": law_id}, owner_condition(owner)]})
+        wanted = owner_key(owner)
+        return [d.id for d in stored if d.id not in keep and owner_key(d.meta) == wanted]
+
     def _prune(self, documents: list[Document]) -> int:
         """Delete, per (law, owner) of the batch, that owner's stored chunks the batch no longer has."""
         keep: dict[tuple[str, str], set[str]] = {}
@@ -124,13 +152,8 @@ class PruningDocumentWriter:
                 key = (doc.meta["law_id"], owner_key(doc.meta))
                 keep.setdefault(key, set()).add(doc.id)
                 owners.setdefault(key, doc.meta)
-        stale: list[str] = []
-        for (law_id, owner), ids in keep.items():
-            # read through the owner's own condition, then check every candidate's owner again: a tenant's copy of
-            # a law never prunes the public law or another owner's copy
-            stored = self.document_store.filter_documents({"operator": "AND", "conditions": [
-                {"field": "meta.law_id", "operator": "==", "value": law_id}, owner_condition(owners[(law_id, owner)])]})
-            stale.extend(d.id for d in stored if d.id not in ids and owner_key(d.meta) == owner)
+        stale = [doc_id for (law_id, owner), ids in keep.items()
+                 for doc_id in self._owned(law_id, owners[(law_id, owner)], ids)]
         if stale:
             self.document_store.delete_documents(stale)
             logger.info("Pruned {count} stale chunks from {store}", count=len(stale),

@@ -8,8 +8,8 @@ In order, for each HTTP request:
    headers from the CORS middleware behind it (hayhooks', configured from the same setting).
 2. **Authentication**: with a keys file (or `LEXHAY_JWT_KEY`: identity-provider tokens, `auth.JwtVerifier`),
    `Authorization: Bearer <key or token>` is required on every route (401 without or with an unknown key; 403
-   when the key's roles do not cover the route: `/index/run` needs writer, `/traces`, `/draw` and `/v1/files` need
-   admin, everything else reader). The principal is set for the wrappers
+   when the key's roles do not cover the route: `/index/run` and `/sources/run` need writer, `/traces`, `/draw` and
+   `/v1/files` need admin, everything else reader). The principal is set for the wrappers
    (`auth.current_principal`); admin keys are hayhooks' tracing operators (`request.state.tracing_operator`).
 3. **Rate and concurrency**, per principal (key): at most `LEXHAY_RATE_LIMIT` requests a minute (bursts up to a
    sixth of it) and `LEXHAY_MAX_CONCURRENT` in flight; beyond, a 429 with `Retry-After`. The single-user loopback
@@ -39,7 +39,7 @@ from pipelines.serving.config import ServerSettings
 Scope = dict[str, Any]
 
 ADMIN_PREFIXES = ("/traces", "/draw", "/v1/files", "/files")
-WRITE_PATHS = ("/index/run",)
+WRITE_PATHS = ("/index/run", "/sources/run")
 MULTIPART_EXTRA_PARTS = 10  # form fields besides the files (collection, access, scope, paths)
 
 _REQUEST_DONE: contextvars.ContextVar[threading.Event | None] = contextvars.ContextVar("lexhay_request_done",
@@ -64,7 +64,7 @@ class Refused(Exception):
 
 
 def required_action(path: str) -> str:
-    """What a route needs: `write` (index), `admin` (traces, drawings, file uploads) or `read`."""
+    """What a route needs: `write` (index, sources), `admin` (traces, drawings, file uploads) or `read`."""
     if path in WRITE_PATHS:
         return "write"
     if path.startswith(ADMIN_PREFIXES):

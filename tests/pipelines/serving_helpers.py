@@ -13,7 +13,7 @@ import pytest
 
 from tests.corpus_helpers import ROOT
 
-PIPELINES = {"ask", "lexhay", "retrieve", "index"}
+PIPELINES = {"ask", "lexhay", "retrieve", "index", "sources"}
 
 
 def free_port() -> int:

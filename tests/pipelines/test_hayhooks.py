@@ -23,7 +23,7 @@ from tests.pipelines.serving_helpers import Server, free_port, server_env
 
 RD_ID = "BOE-A-1999-346"
 EXCERPT_ID = "TEST-EXTRACTO-RD-2720"
-PIPELINES = {"ask", "lexhay", "retrieve", "index"}
+PIPELINES = {"ask", "lexhay", "retrieve", "index", "sources"}
 CHAT_MODELS = {"ask", "lexhay"}
 QUESTION = "¿Cuándo se puede hacer un contrato de interinidad?"
 

@@ -109,6 +109,7 @@ def article_38(blocks) -> list[dict]:
 
 ROUTES = [("GET", "/status"), ("GET", "/docs"), ("GET", "/openapi.json"), ("GET", "/v1/models"),
           ("GET", "/traces"), ("POST", "/retrieve/run"), ("POST", "/ask/run"), ("POST", "/index/run"),
+          ("POST", "/sources/run"),
           ("POST", "/v1/chat/completions"), ("GET", "/no-such-route")]
 
 
@@ -224,6 +225,46 @@ def test_tenant_documents_stay_in_their_tenant(secure):
         assert response.status_code == 200, response.text
         seen[name] = len(response.json()["result"]["results"])
     assert seen["reader_acme"] == seen["writer_ana"] > 0 and seen["reader_beta"] == seen["admin"] == 0
+
+
+def test_a_writer_lists_and_removes_only_its_own_uploads(secure):
+    server, keys, _, public = secure
+    law = ("---\ntitle: \"Protocolo interno de Ana\"\nidentifier: \"PROT-ANA\"\ncountry: \"es\"\n---\n# Protocolo\n\n"
+           "##### Artículo 1. Teletrabajo.\n\nAna puede teletrabajar dos días por semana.\n").encode()
+    ana = as_key(server, keys["writer_ana"])
+    assert ana.post("/index/run", files=[("files", ("prot.md", law, "text/markdown"))]).status_code == 200
+    listed = ana.post("/sources/run", json={})
+    assert listed.status_code == 200, listed.text
+    rows = {row["law_id"]: row for row in listed.json()["result"]["sources"]}
+    assert rows["PROT-ANA"]["articles"] == 1 and rows["PROT-ANA"]["source"] == "prot.md"
+    assert set(rows) - {ET_ID} == {"PROT-ANA"}  # her user scope: not the tenant's convenio, not the public ET
+    assert rows.get(ET_ID, {"articles": 1})["articles"] == 1  # only her own forged copy could be listed
+    admin_rows = as_key(server, keys["admin"]).post("/sources/run", json={"scope": "global"}).json()["result"]
+    assert [row["law_id"] for row in admin_rows["sources"]] == [ET_ID]
+    assert [row["parents"] for row in admin_rows["sources"]] == [public["parents"]]
+    # a reader may not, a writer may not touch the public statute, a gateway may not act outside its tenant
+    reader = as_key(server, keys["reader_acme"]).post("/sources/run", json={})
+    assert reader.status_code == 403, reader.text
+    for body in ({"action": "remove", "law_ids": [ET_ID], "scope": "global"},):
+        refused = ana.post("/sources/run", json=body)
+        assert refused.status_code == 403 and "global" in refused.json()["detail"]
+    outside = as_key(server, keys["gateway_acme"]).post(
+        "/sources/run", json={"action": "remove", "law_ids": ["PROT-ANA"], "access": {"tenant_id": "beta"}})
+    assert outside.status_code == 403, outside.text
+    for body in ({"action": "list", "law_ids": ["PROT-ANA"]}, {"action": "remove"}, {"action": "drop"},
+                 {"action": "remove", "law_ids": ["PROT-ANA"], "force": True}):
+        assert ana.post("/sources/run", json=body).status_code == 422, body
+    assert len(et_blocks(server, keys["reader_beta"])) == public["parents"]
+    # her removal deletes her law, and only that
+    removed = ana.post("/sources/run", json={"action": "remove", "law_ids": ["PROT-ANA", "NO-SUCH-LAW"]})
+    assert removed.status_code == 200, removed.text
+    result = removed.json()["result"]
+    assert result["removed"]["PROT-ANA"] >= 2 and result["missing"] == ["NO-SUCH-LAW"]
+    assert "PROT-ANA" not in {row["law_id"] for row in ana.post("/sources/run", json={}).json()["result"]["sources"]}
+    only = {"field": "meta.law_id", "operator": "==", "value": "PROT-ANA"}
+    left = ana.post("/retrieve/run", json={"question": "teletrabajo", "filters": only})
+    assert left.status_code == 200 and left.json()["result"]["results"] == []
+    assert len(et_blocks(server, keys["reader_beta"])) == public["parents"]
 
 
 # --- the forged upload ----------------------------------------------------------------------------------------

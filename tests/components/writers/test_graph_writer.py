@@ -42,6 +42,25 @@ def test_run_writes_beside_the_store_and_replaces_edges(tmp_path):
     assert NetworkXGraph(tmp_path / "store" / "graph.json").counts() == counts
 
 
+def test_remove_deletes_one_owners_edges_of_a_law(tmp_path):
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    result = extracted(RD_2720)
+    writer = GraphWriter(document_store=store)
+    acme = {"scope": "tenant", "tenant_id": "acme"}
+    writer.run(nodes=result["nodes"], edges=result["edges"])
+    writer.run(nodes=result["nodes"], edges=result["edges"], owner=acme)  # acme's copy of the same law
+    graph = tmp_path / "store" / "graph.json"
+    both = NetworkXGraph(graph).counts()["edges"]
+    assert both == 2 * len(result["edges"])
+    assert writer.remove([RD], owner=acme) == len(result["edges"])
+    assert NetworkXGraph(graph).counts()["edges"] == len(result["edges"])
+    assert [r["path"][0]["owner"] for r in NetworkXGraph(graph).related([f"{ET}#15"], hops=1)
+            if r["node"]["id"] == RD] == [""]  # the public edges stay
+    assert writer.remove(["NO-SUCH-LAW"]) == 0
+    assert writer.remove([RD]) == len(result["edges"]) and NetworkXGraph(graph).counts()["edges"] == 0
+    assert GraphWriter(path=str(tmp_path / "g.json"), enabled=False).remove([RD]) == 0
+
+
 def test_run_disabled_writes_nothing(tmp_path):
     writer = GraphWriter(path=str(tmp_path / "g.json"), enabled=False)
     assert writer.run(nodes=[{"id": "x"}], edges=[])["backend"] == "disabled"

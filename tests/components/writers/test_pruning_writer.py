@@ -111,6 +111,21 @@ def test_a_forged_chunk_of_the_law_prunes_nothing_of_other_owners(store, public)
     assert _ids(store) == {d.id for d in public} | {"acme-forged"}
 
 
+def test_remove_deletes_one_owners_chunks_of_a_law_and_nothing_else(store, public, acme):
+    writer = PruningDocumentWriter(document_store=store)
+    writer.run(documents=public)
+    writer.run(documents=acme)
+    other_law = Document(id="acme-other", content="Convenio.", meta={**ACME, "law_id": "ACME-1", "level": "parent"})
+    writer.run(documents=[other_law])
+    assert writer.remove([RD_ID], ACME) == len(acme)
+    assert _ids(store) == {d.id for d in public} | {"acme-other"}
+    assert writer.remove([RD_ID, "NO-SUCH-LAW"], ACME) == 0  # nothing of acme's left, nothing of anyone else's
+    assert writer.remove([RD_ID, RD_ID], PUBLIC) == len(public)
+    assert _ids(store) == {"acme-other"}
+    with pytest.raises(ValueError, match="non-empty strings"):
+        writer.remove([""], ACME)
+
+
 def test_without_pruning_and_the_empty_and_bad_batches(store, public):
     writer = PruningDocumentWriter(document_store=store, prune_stale=False)
     writer.run(documents=public)
