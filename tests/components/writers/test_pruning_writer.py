@@ -191,3 +191,13 @@ def test_opensearch_creates_the_spanish_index_writes_children_without_vectors_an
     assert writer.run(documents=children)["pruned"] == 0  # another law is never pruned
     assert writer.run(documents=children[:-3])["pruned"] == 3  # the law re-indexed with three chunks fewer
     assert {d.id for d in _opensearch().filter_documents()} == {d.id for d in children[:-3]} | {"other-law-chunk"}
+
+
+def test_opensearch_remove_deletes_one_owners_copy(server, public, acme):
+    writer = PruningDocumentWriter(document_store=_opensearch(), strip_embeddings=True)
+    children = {name: [d for d in docs if d.meta["level"] == "child"] for name, docs in (("public", public),
+                                                                                          ("acme", acme))}
+    writer.run(documents=children["public"])
+    writer.run(documents=children["acme"])
+    assert writer.remove([RD_ID], ACME) == len(children["acme"])
+    assert {d.id for d in _opensearch().filter_documents()} == {d.id for d in children["public"]}
