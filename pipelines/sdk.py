@@ -34,6 +34,8 @@ from components.legal.ids import SOURCE_DIGEST
 from components.retrievers.retrieval_chain import CITATION_STAGES
 from components.utils.stage_runner import pipeline_stages, run_stages
 from components.utils.ttl_cache import TTLCache, partitioned
+from components.writers.graph_writer import GraphWriter
+from components.writers.pruning_writer import PruningDocumentWriter
 from pipelines.flags import flag_inputs, request_flags
 from pipelines.history import to_history
 from pipelines.loader import load_pipeline
@@ -502,9 +504,6 @@ class LexHay:
         :raises AccessDenied: The principal may not write there (nothing is deleted).
         :raises ValueError: No law ids, a law id that is not a non-empty string, an invalid access context or scope.
         """
-        from components.writers.graph_writer import GraphWriter  # noqa: PLC0415
-        from components.writers.pruning_writer import PruningDocumentWriter  # noqa: PLC0415
-
         law_ids = [law_ids] if isinstance(law_ids, str) else list(law_ids)
         if not law_ids or any(not isinstance(law_id, str) or not law_id.strip() for law_id in law_ids):
             raise ValueError("give the law_id of at least one law to remove (non-empty strings)")
