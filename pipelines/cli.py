@@ -105,6 +105,10 @@ def cmd_sources(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
+    if (not args.tenant or args.scope == "global") and not args.yes:  # the public statutes: everyone's
+        err.print(f"[red]Not removed[/red]: {', '.join(args.law_ids)} would be removed from the public statutes, for "
+                  "every user; add --yes to do so (or --tenant for a tenant's own copy)")
+        return 2
     with _engine(args) as lex:
         result = lex.remove(args.law_ids, access=_access(args), scope=args.scope)
     for law_id, chunks in result["removed"].items():
@@ -423,6 +427,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("remove", parents=[engine, caller, owner_scope],
                        help="delete laws this owner indexed (chunks and graph edges); other owners' copies stay")
     p.add_argument("law_ids", nargs="+", metavar="LAW_ID", help="law ids, as `lexhay sources` lists them")
+    p.add_argument("--yes", action="store_true", help="required to remove public (global) statutes")
     p.set_defaults(func=cmd_remove)
 
     p = sub.add_parser("retrieve", parents=[engine, caller, flags], help="the articles that answer a question")

@@ -49,6 +49,12 @@ def test_sources_and_remove_act_on_the_callers_own_laws(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == []
     assert cli_main(["sources", *store]) == 0  # the public law stays
     assert "BOE-A-1999-346" in capsys.readouterr().out
+    assert cli_main(["remove", *store, "BOE-A-1999-346"]) == 2  # the public copy: only with --yes
+    assert "--yes" in capsys.readouterr().err
+    assert cli_main(["sources", *store, "--json"]) == 0 and json.loads(capsys.readouterr().out)
+    assert cli_main(["remove", *store, "--yes", "BOE-A-1999-346"]) == 0
+    capsys.readouterr()
+    assert cli_main(["sources", *store, "--json"]) == 0 and json.loads(capsys.readouterr().out) == []
 
 
 def test_index_without_files_is_a_usage_error(tmp_path, capsys):
