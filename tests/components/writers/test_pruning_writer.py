@@ -201,3 +201,15 @@ def test_opensearch_remove_deletes_one_owners_copy(server, public, acme):
     writer.run(documents=children["acme"])
     assert writer.remove([RD_ID], ACME) == len(children["acme"])
     assert {d.id for d in _opensearch().filter_documents()} == {d.id for d in children["public"]}
+
+
+def test_qdrant_server_store_remove_deletes_one_owners_copy(public, acme):
+    """The scale-out store (qdrant-haystack, in qdrant-client's local mode, which speaks the server's API)."""
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    store = QdrantDocumentStore(location=":memory:", embedding_dim=2, similarity="cosine", progress_bar=False)
+    writer = PruningDocumentWriter(document_store=store)
+    writer.run(documents=[replace(d, embedding=[1.0, 0.5], sparse_embedding=None) for d in public + acme])
+    assert writer.remove([RD_ID], ACME) == len(acme)
+    assert {d.id for d in store.filter_documents()} == {d.id for d in public}
+    assert writer.remove([RD_ID], PUBLIC) == len(public) and store.count_documents() == 0
