@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from haystack import Document, Pipeline
+from haystack import Document, Pipeline, logging
 from haystack.core.pipeline.base import PipelineBase
 from haystack.dataclasses import ChatMessage, StreamingChunk
 
@@ -42,6 +42,8 @@ from pipelines.loader import load_pipeline
 from pipelines.results import Citation, QueryResult
 from pipelines.settings import Settings, setup_environment
 from pipelines.tracing import TraceSink, install_tracer, request_trace
+
+logger = logging.getLogger(__name__)
 
 MODES = ("sparse", "dense", "hybrid", "full")
 INDEXED_SUFFIXES = (".md", ".markdown", ".txt", ".pdf")
@@ -518,8 +520,13 @@ class LexHay:
                 writer.remove(law_ids, owner)
         edges = sum(graph.remove(law_ids, owner) for graph in components if isinstance(graph, GraphWriter))
         self._generation += 1  # the index changed: no cached request result is served any more
-        return {"removed": {k: v for k, v in removed.items() if v}, "missing": [k for k, v in removed.items() if not v],
-                "edges": edges}
+        result = {"removed": {k: v for k, v in removed.items() if v},
+                  "missing": [k for k, v in removed.items() if not v], "edges": edges}
+        # the operator's record of a deletion: whose documents, and what went
+        logger.info("remove: owner {owner!r} removed {removed}, graph edges {edges}, not held {missing}",
+                    owner=owner_key(owner) or "global", removed=result["removed"], edges=edges,
+                    missing=result["missing"])
+        return result
 
     def _account(self, result: dict[str, Any], report: IndexReport) -> None:
         report.errors.extend(result["converter"].get("errors", []))

@@ -1,6 +1,7 @@
 """An owner lists and removes the laws it indexed (`LexHay.sources` / `LexHay.remove`), never another owner's."""
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -87,7 +88,7 @@ def test_each_owner_lists_only_what_it_indexed(lex):
         lex.sources(access=ACME, scope="global")
 
 
-def test_an_owner_removes_its_copy_and_nothing_of_anyone_else(lex):
+def test_an_owner_removes_its_copy_and_nothing_of_anyone_else(lex, caplog):
     public = _chunks(lex, RD_ID, scope="global")
     beta = _chunks(lex, RD_ID, tenant_id="beta")
     acme = _chunks(lex, RD_ID, tenant_id="acme")
@@ -96,8 +97,11 @@ def test_an_owner_removes_its_copy_and_nothing_of_anyone_else(lex):
     seen = lex.retrieve(question, top_k=10, mode="hybrid", access=ACME)
     assert any("Nota del despacho Acme" in d.content for d in seen)  # cached now: the removal must not serve it
 
-    result = lex.remove([RD_ID, "NO-SUCH-LAW"], access=ACME)
+    with caplog.at_level(logging.INFO, logger="pipelines.sdk"):
+        result = lex.remove([RD_ID, "NO-SUCH-LAW"], access=ACME)
     assert result["removed"] == {RD_ID: len(acme)} and result["missing"] == ["NO-SUCH-LAW"]
+    record = [r.getMessage() for r in caplog.records if r.name == "pipelines.sdk" and "remove:" in r.getMessage()]
+    assert len(record) == 1 and "acme" in record[0] and RD_ID in record[0]  # whose documents went, and which
     assert _chunks(lex, RD_ID, tenant_id="acme") == set()
     assert _chunks(lex, RD_ID, scope="global") == public and _chunks(lex, RD_ID, tenant_id="beta") == beta
     assert _chunks(lex, "ACME-CONVENIO", tenant_id="acme")  # acme's other law stays
