@@ -512,7 +512,7 @@ class LexHay:
         law_ids = list(dict.fromkeys(law_id.strip() for law_id in law_ids))
         owner = tenant_meta(access, scope)
         pipe = self.pipeline("indexing", warm_up=False)
-        components = [pipe.get_component(name) for name in pipe.graph.nodes]
+        components = [instance for _, instance in pipe.walk()]
         chunks = pipe.get_component("writer")  # the chunk store (`document_store`)
         removed = {law_id: chunks.remove([law_id], owner) for law_id in law_ids}
         for writer in components:  # the lexical copy of the child chunks (OpenSearch), the legal graph

@@ -35,7 +35,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -384,35 +383,32 @@ def ensure_openvino_model(
     model_path: str | Path, *, verify: bool = False, progress: Callable[[str], None] | None = None
 ) -> Path:
     """The converted model folder of `model_path`, converting it first when missing, stale or corrupt."""
-    target = openvino_dir(model_path)
-    with _CONVERT_LOCK:
-        if not is_converted(model_path, verify=verify):
-            with _writer_lock(target):
-                if not is_converted(model_path, verify=verify):  # another process may have just made it
-                    convert(model_path, progress)
-    return target
+    return _made(openvino_dir(model_path), lambda: is_converted(model_path, verify=verify),
+                 lambda: convert(model_path, progress))
 
 
 def ensure_int8_model(
     model_path: str | Path, *, verify: bool = False, progress: Callable[[str], None] | None = None
 ) -> Path:
     """The int8 model folder of `model_path`, quantizing it first when missing, stale or corrupt (see `quantize`)."""
-    target = int8_dir(model_path)
+    # its lock is taken before the float model's (quantize converts first), never after
+    return _made(int8_dir(model_path), lambda: is_quantized(model_path, verify=verify),
+                 lambda: quantize(model_path, progress))
+
+
+def _made(target: Path, ready: Callable[[], bool], make: Callable[[], Any]) -> Path:
+    """
+    `target`, made first by `make` unless `ready()`. Threads of this process take turns; processes take the lock
+    of the processes that would write `target`, so a server and `lexhay index` started together on a model not yet
+    made make it once, and neither removes the folder while the other moves its copy into place. The file lock is
+    taken only when `target` must be made, so a read-only models cache that holds the made model needs no lock file.
+    """
     with _CONVERT_LOCK:
-        if not is_quantized(model_path, verify=verify):
-            with _writer_lock(target):  # taken before the float model's lock (quantize converts first), never after
-                if not is_quantized(model_path, verify=verify):
-                    quantize(model_path, progress)
+        if not ready():
+            with install_lock(target.parent / f".{target.name}.lock"):
+                if not ready():  # another process may have just made it
+                    make()
     return target
-
-
-def _writer_lock(target: Path) -> AbstractContextManager[None]:
-    """
-    The lock of the processes that would write `target`: a server and `lexhay index` started together on a model
-    not yet converted make it once, and neither removes the folder while the other moves its copy into place. Taken
-    only when `target` must be made, so a read-only models cache that holds the made model needs no lock file.
-    """
-    return install_lock(target.parent / f".{target.name}.lock")
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -22,7 +22,7 @@ def _read_cpuinfo() -> str:
 @cache
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU computes bfloat16 natively (AMX-BF16 or AVX512-BF16; Linux `/proc/cpuinfo`)."""
-    return _native_bf16(set(_read_cpuinfo().split())) is not None
+    return _fastest(BF16_FLAGS, set(_read_cpuinfo().split())) is not None
 
 
 @cache
@@ -31,13 +31,8 @@ def cpu_has_native_int8() -> bool:
     return _fastest(INT8_FLAGS, set(_read_cpuinfo().split())) is not None
 
 
-def _native_bf16(flags: set[str]) -> str | None:
-    """The label of the fastest native bfloat16 instructions among a CPU's `flags`, `None` without any."""
-    return _fastest(BF16_FLAGS, flags)
-
-
 def _fastest(table: tuple[tuple[str, str], ...], flags: set[str]) -> str | None:
-    """The label of the first `(flag, label)` of `table` whose flag is among `flags`."""
+    """The label of the first `(flag, label)` of `table` (fastest first) whose flag is among a CPU's `flags`."""
     return next((label for flag, label in table if flag in flags), None)
 
 
@@ -58,7 +53,7 @@ def describe_cpu(cpuinfo: str, cores: int | None) -> str:
             model = value.strip() or model
         elif name == "flags" and not flags:
             flags = set(value.split())
-    native = _native_bf16(flags) or "none"
+    native = _fastest(BF16_FLAGS, flags) or "none"
     int8 = _fastest(INT8_FLAGS, flags) or "none"
     count = f"{cores} cores" if cores else "cores unknown"
     return f"{model}, {count}, native bfloat16: {native}, int8: {int8}"
