@@ -125,6 +125,7 @@ class LegalGraph:
       along edges of `owners` only (None = every owner); one row per (start, reached node) on a shortest path:
       `{"source", "node" (properties with "id"), "distance", "path" ([{"type", "direction": "out" | "in",
       "owner", "origin", "owner_meta"}, ...] from the start node), "via" (intermediate node ids)}`.
+    - `remove_origins(origins, owner)`: delete only those edges of `owner`, and return how many went.
     - `counts()`: `{"nodes": n, "edges": m}`.
     """
 
@@ -138,6 +139,10 @@ class LegalGraph:
         owner: dict[str, Any] | None = None,
     ) -> int:
         """Merge nodes and edges of `owner` (access meta; None = global); returns the number of edges written."""
+        raise NotImplementedError
+
+    def remove_origins(self, origins: list[str], owner: dict[str, Any] | None = None) -> int:
+        """Delete `owner`'s edges whose `origin` is in `origins` (nodes stay); returns the number deleted."""
         raise NotImplementedError
 
     def related(
@@ -206,11 +211,7 @@ class NetworkXGraph(LegalGraph):
         with self._lock:
             self._refresh()
             graph = self._graph
-            origins = set(replace_origins or [])
-            if origins:
-                stale = [(s, t, k) for s, t, k, d in graph.edges(keys=True, data=True)
-                         if d.get("origin") in origins and d.get("owner", "") == stamp["owner"]]
-                graph.remove_edges_from(stale)
+            self._remove_origins(replace_origins or [], stamp["owner"])
             for node in nodes:
                 if not stamp["owner"]:
                     graph.add_node(node["id"], **_properties(node, ("id",)))
@@ -227,6 +228,25 @@ class NetworkXGraph(LegalGraph):
                 )
             self._save()
         return len(edges)
+
+    def remove_origins(self, origins: list[str], owner: dict[str, Any] | None = None) -> int:
+        """Delete `owner`'s edges of `origins` and save the file (only when one went)."""
+        with self._lock:
+            self._refresh()
+            deleted = self._remove_origins(origins, owner_properties(owner)["owner"])
+            if deleted:
+                self._save()
+        return deleted
+
+    def _remove_origins(self, origins: list[str], owner: str) -> int:
+        """Drop `owner`'s edges of `origins` from the graph in memory (the caller holds the lock)."""
+        wanted = set(origins)
+        if not wanted:
+            return 0
+        stale = [(s, t, k) for s, t, k, d in self._graph.edges(keys=True, data=True)
+                 if d.get("origin") in wanted and d.get("owner", "") == owner]
+        self._graph.remove_edges_from(stale)
+        return len(stale)
 
     def related(
         self, node_ids: list[str], hops: int = 2, limit: int = 50, owners: list[str] | None = None
@@ -283,7 +303,8 @@ CYPHER_CONSTRAINT: Final[str] = (
     "CREATE CONSTRAINT legal_node_id IF NOT EXISTS FOR (n:LegalNode) REQUIRE n.id IS UNIQUE"
 )
 CYPHER_DELETE_ORIGINS: Final[str] = (
-    "MATCH (:LegalNode)-[r]->(:LegalNode) WHERE r.origin IN $origins AND coalesce(r.owner, '') = $owner DELETE r"
+    "MATCH (:LegalNode)-[r]->(:LegalNode) WHERE r.origin IN $origins AND coalesce(r.owner, '') = $owner "
+    "DELETE r RETURN count(r) AS deleted"
 )
 CYPHER_MERGE_NODES: Final[str] = "UNWIND $nodes AS row MERGE (n:LegalNode {id: row.id}) SET n += row.properties"
 # a private write never renames a node: it creates a missing one with its core properties only
@@ -376,7 +397,7 @@ class Neo4jGraph(LegalGraph):
         stamp = owner_properties(owner)
         self._ensure_constraint()
         if replace_origins:
-            self._run(CYPHER_DELETE_ORIGINS, {"origins": list(replace_origins), "owner": stamp["owner"]})
+            self._delete_origins(replace_origins, stamp["owner"])
         if nodes:
             if stamp["owner"]:
                 rows = [{"id": n["id"], "properties": {k: v for k, v in _properties(n, ("id",)).items()
@@ -395,6 +416,17 @@ class Neo4jGraph(LegalGraph):
             if rows:
                 self._run(CYPHER_MERGE_EDGES[edge_type], {"edges": rows})
         return len(edges)
+
+    def remove_origins(self, origins: list[str], owner: dict[str, Any] | None = None) -> int:
+        """One `CYPHER_DELETE_ORIGINS` query, which returns how many edges it deleted."""
+        if not origins:
+            return 0
+        self._ensure_constraint()
+        return self._delete_origins(origins, owner_properties(owner)["owner"])
+
+    def _delete_origins(self, origins: list[str], owner: str) -> int:
+        records = self._run(CYPHER_DELETE_ORIGINS, {"origins": list(origins), "owner": owner})
+        return int(records[0]["deleted"]) if records else 0
 
     def related(
         self, node_ids: list[str], hops: int = 2, limit: int = 50, owners: list[str] | None = None

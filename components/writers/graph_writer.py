@@ -127,6 +127,4 @@ class GraphWriter:
         self.warm_up()
         graph = self._graph
         assert graph is not None
-        before = graph.counts()["edges"]
-        graph.upsert([], [], replace_origins=list(law_ids), owner=owner)
-        return before - graph.counts()["edges"]
+        return graph.remove_origins(list(law_ids), owner=owner)

@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from components.legal.access import owner_key
 from components.document_stores.legal_graph import (
     CYPHER_DELETE_ORIGINS,
     CYPHER_MERGE_EDGES,
@@ -72,6 +73,33 @@ def test_networkx_replace_origins_and_validation(tmp_path):
     (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(ValueError, match="not a valid"):
         NetworkXGraph(tmp_path / "bad.json").counts()
+
+
+def test_networkx_remove_origins_counts_only_that_owners_edges_and_persists(tmp_path):
+    path = tmp_path / "graph.json"
+    graph = NetworkXGraph(path)
+    acme = {"scope": "tenant", "tenant_id": "acme"}
+    graph.upsert(NODES, EDGES)
+    graph.upsert([], EDGES[:2], owner=acme)  # acme's copy of two edges, one of ET and one of LGSS
+    assert graph.counts()["edges"] == 5
+    assert graph.remove_origins(["ET"], owner=acme) == 1
+    assert graph.remove_origins(["ET"], owner=acme) == 0 and graph.remove_origins([], owner=acme) == 0
+    reloaded = NetworkXGraph(path)  # the deletion was saved
+    assert reloaded.counts() == {"nodes": 5, "edges": 4}
+    def reached(owner):
+        return {r["node"]["id"] for r in reloaded.related(["ET#49"], hops=1, owners=[owner])}
+
+    assert reached(owner_key(acme)) == {"LGSS#267"} and reached("") == {"ET#15", "LGSS#267"}
+    assert reloaded.remove_origins(["ET", "RD2720"]) == 2  # the public edges of both laws; nodes stay
+    assert reloaded.counts() == {"nodes": 5, "edges": 2}
+
+
+def test_neo4j_remove_origins_returns_the_deleted_count():
+    driver = FakeDriver(replies=[[], [{"deleted": 4}]])
+    assert Neo4jGraph(driver=driver).remove_origins(["ET"]) == 4
+    assert [q for q, _ in driver.calls][1] == CYPHER_DELETE_ORIGINS and driver.calls[1][1] == {
+        "origins": ["ET"], "owner": ""}
+    assert Neo4jGraph(driver=FakeDriver()).remove_origins([]) == 0
 
 
 def test_backend_resolution_and_paths(tmp_path, monkeypatch):
