@@ -11,6 +11,7 @@ from components.legal.citations import (
     article_alone,
     asks_about_whole_norm,
     citation_filters,
+    law_key,
     listed_spans,
     not_in_corpus,
     pinpoint,
@@ -169,7 +170,7 @@ class CitationDetector:
             "Lei 8.078/1990"), then its case law as written ("Súmula 331 do TST"), in order: nothing is fetched for
             them, and the answer says they are not in the corpus.
         """
-        found = self._in_conversation(query, history)
+        found = _of_the_one_unknown_norm(self._in_conversation(query, history))
         cited_laws = {c["law_id"] or c["law"] for c in found if c["article"]}
         citations: list[dict[str, Any]] = []
         seen: set[tuple[Any, ...]] = set()
@@ -193,6 +194,20 @@ class CitationDetector:
             "named_laws": list(dict.fromkeys(c["law_id"] for c in citations if c["law_id"])),
             "unknown_norms": not_in_corpus(citations, case_law),
         }
+
+
+def _of_the_one_unknown_norm(citations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """
+    The citations, an article cited with no law read as the norm's when the question names one norm only and the
+    laws table lacks it ("En la Ley 36/2011, ¿qué dice el artículo 2?"): nothing is fetched for it, where reading
+    it as an article of any law would quote another norm's article 2. (An article cited beside a known law is read
+    as that law's by `cited_articles`.)
+    """
+    named = {law_key(c["law"]) for c in citations if c["law"]} | {c["law_id"] for c in citations if c["law_id"]}
+    norm = next((c["law"] for c in citations if c["law"] and not c["law_id"]), None)
+    if len(named) != 1 or norm is None:
+        return citations
+    return [{**c, "law": norm} if c["article"] and not c["law_id"] and not c["law"] else c for c in citations]
 
 
 def _read_lawless(query: str, citations: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -792,14 +792,16 @@ class CitationGrammar:
         folded: str, found: list[tuple[int, int, str | None, _LawRef, str]]
     ) -> list[tuple[int, int, str | None, _LawRef, str]]:
         """
-        Citations that name the law before the article: "CLT, art. 477" (an article group with no law right after
-        a known law) and "CLT 59-A" (a known law's name followed by a number that is not a year).
+        Citations that name the law before the article: "CLT, art. 477" or "Ley 36/2011 artículo 2" (an article
+        group with no law right after a named law, known or not: an unknown law's article is that law's, never
+        another law's article of the same number) and "CLT 59-A" (a known law's name followed by a number that is
+        not a year).
         """
         out: list[tuple[int, int, str | None, _LawRef, str]] = []
         index = 0
         while index < len(found):
             start, end, article, law, scope = found[index]
-            if article is not None or scope != "law" or not law.law_id:
+            if article is not None or scope != "law" or not (law.law_id or law.law):
                 out.append(found[index])
                 index += 1
                 continue
@@ -811,7 +813,7 @@ class CitationGrammar:
                 out.extend((start, item[1], item[2], law, "law") for item in group)
                 index += 1 + len(group)
                 continue
-            head = _LAW_FIRST_HEAD_RE.match(folded, end)
+            head = _LAW_FIRST_HEAD_RE.match(folded, end) if law.law_id else None
             parsed = _parse_items(folded, head.end(), "articulo", words=False) if head else None
             fits = parsed and parsed[1] <= (following[0] if following else len(folded))
             if fits and not (len(parsed[0]) == 1 and _is_year(parsed[0][0])):  # type: ignore[index]

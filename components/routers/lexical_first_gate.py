@@ -33,8 +33,9 @@ class LexicalFirstGate:
     another citation ("o art. 3º da CLT e o art. 2º"), or in one law only of the question's jurisdiction, or of
     those in one law only has the subdivision the citation names ("o que diz o artigo 7º, inciso XVII?": the CLT's
     and the Constitution's article 7 are Brazilian, the Constitution's alone has an inciso XVII); it then gets score
-    1.0. A document that matches a law-less citation found in several such laws is an article match (score 0.5).
-    Both carry `meta["score_type"] = "unit"` (calibrated scores, read by `CRAGRouter`) and `meta["lexical_match"]`
+    1.0. A document that matches a law-less citation found in several such laws is an article match (score 0.5),
+    unless its law is outside the question's jurisdiction and a law inside it has that article (then dropped: a
+    Spanish "¿qué dice el artículo 2?" is not about the Brazilian Constitution). Both carry `meta["score_type"] = "unit"` (calibrated scores, read by `CRAGRouter`) and `meta["lexical_match"]`
     (`exact` / `article`); documents that match no citation are dropped.
 
     Expansion is skipped when there is an exact hit, or when at least `min_results` distinct cited articles
@@ -111,12 +112,13 @@ class LexicalFirstGate:
 
         read_as = _lawless_laws(citations, documents, lawless)
         cited = cited_articles(citations)  # a law-less article under a law the question names is cited too
+        foreign = _foreign(citations, documents, lawless)
         exact, partial = [], []
         for doc in documents:
             key = (doc.meta.get("law_id"), doc.meta.get("article"))
             if key in cited or (key[1] in read_as and read_as[key[1]] == key[0]):
                 exact.append(_scored(doc, EXACT_HIT_SCORE, EXACT_MATCH))
-            elif key[1] in lawless:
+            elif key[1] in lawless and key not in foreign:
                 partial.append(_scored(doc, ARTICLE_MATCH_SCORE, "article"))
             else:
                 logger.debug("Fetched document {doc_id} matches no citation; dropped", doc_id=doc.id)
@@ -166,6 +168,27 @@ def _lawless_laws(citations: list[dict[str, Any]], documents: list[Document], la
         if len(laws) == 1:
             read_as[article] = next(iter(laws))
     return read_as
+
+
+def _foreign(citations: list[dict[str, Any]], documents: list[Document], lawless: set[str]) -> set[tuple[Any, str]]:
+    """
+    The (law, article) pairs fetched for an article cited with no law that lie outside the citation's
+    `jurisdiction` while a law inside it has that article: "¿qué dice el artículo 2?", asked in Spanish, is not
+    about the Brazilian Constitution's article 2. A law whose meta does not say its jurisdiction is kept.
+    """
+    laws: dict[str, dict[Any, dict[str, Any]]] = {}
+    for doc in documents:
+        if doc.meta.get("article") in lawless:
+            laws.setdefault(doc.meta["article"], {}).setdefault(doc.meta.get("law_id"), doc.meta)
+    foreign: set[tuple[Any, str]] = set()
+    for citation in citations:
+        article, jurisdiction = citation.get("article"), citation.get("jurisdiction")
+        if citation.get("law_id") or citation.get("law") or not jurisdiction or article not in laws:
+            continue
+        inside = {law: in_jurisdiction(meta, jurisdiction) for law, meta in laws[article].items()}
+        if any(inside.values()):
+            foreign |= {(law, article) for law, within in inside.items() if within is False}
+    return foreign
 
 
 def _missing(citations: list[dict[str, Any]], documents: list[Document]) -> list[str]:

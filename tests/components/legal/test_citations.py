@@ -322,3 +322,20 @@ def test_a_provision_numbered_as_an_earlier_one_is_cited_by_that_number():
     citation = {"law_id": "BOE-A-2015-11724", "law": "LGSS", "article": "dt35"}
     assert cites_block(citation, {"law_id": "BOE-A-2015-11724", "article": "dt35-2"})
     assert not cites_block(citation, {"law_id": "BOE-A-2015-11724", "article": "dt36"})
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ley 36/2011 artículo 2", [(None, "ley 36/2011", "2")]),
+        ("Ley 36/2011, arts. 2 y 3", [(None, "Ley 36/2011", "2"), (None, "Ley 36/2011", "3")]),
+        ("Lei 13.467/2017, art. 2º", [(None, "Lei 13.467/2017", "2")]),
+        # a sentence or a line between the law and the article: the article is the text's own (drafting convention)
+        ("la Ley 36/2011. Artículo 2.", [(None, "Ley 36/2011", None), (None, None, "2")]),
+        ("Ley 36/2011\nArtículo 2", [(None, "Ley 36/2011", None), (None, None, "2")]),
+        # an unknown law followed by a bare number is not read as its article (only a known law's name is)
+        ("Ley 36/2011 2", [(None, "Ley 36/2011", None)]),
+    ],
+)
+def test_extract_an_unknown_law_named_before_its_article(grammar, text, expected):
+    assert [(c["law_id"], c["law"], c["article"]) for c in grammar.extract(text)] == expected

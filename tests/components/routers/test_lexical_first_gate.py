@@ -190,13 +190,30 @@ def test_run_a_law_less_article_is_exact_in_the_only_law_of_the_question_s_juris
     assert citations[0]["jurisdiction"] == {"language": "es", "source": "language"}
     result = gate.run(citations=citations, documents=ARTICLES_7)
     assert result["reason"] == "exact article hit: CE art. 7"
-    assert [(d.id, d.meta["lexical_match"]) for d in result["documents"]] == [
-        ("CE7", "exact"), ("CF887", "article"), ("CLT7", "article")
-    ]
-    # two Brazilian laws have an article 7: the Portuguese question alone does not tell which
+    # the Brazilian articles 7 are not what a Spanish question without a law asks about: dropped, not article matches
+    assert [(d.id, d.meta["lexical_match"]) for d in result["documents"]] == [("CE7", "exact")]
+    # two Brazilian laws have an article 7: the Portuguese question alone does not tell which; the CE's is dropped
     citations = CitationDetector().run(query="o que diz o artigo 7º?")["citations"]
     result = gate.run(citations=citations, documents=ARTICLES_7)
-    assert {d.meta["lexical_match"] for d in result["documents"]} == {"article"}
+    assert [(d.id, d.meta["lexical_match"]) for d in result["documents"]] == [("CF887", "article"), ("CLT7", "article")]
+    # no jurisdiction, or none of the fetched laws in it: every article 7 stays an article match
+    english = gate.run(citations=[{**citations[0], "jurisdiction": None}], documents=ARTICLES_7)
+    assert [d.meta["lexical_match"] for d in english["documents"]] == ["article"] * 3
+    french = gate.run(citations=[{**citations[0], "jurisdiction": {"country": "fr", "source": "country"}}],
+                      documents=ARTICLES_7)
+    assert len(french["documents"]) == 3
+
+
+def test_run_an_article_of_an_unknown_norm_named_alone_fetches_nothing_of_other_laws():
+    for query in ("ley 36/2011 artículo 2", "En la Ley 36/2011, ¿qué dice el artículo 2?"):
+        detected = CitationDetector().run(query=query)
+        assert [(c["law_id"], c["law"].lower(), c["article"]) for c in detected["citations"]] == [
+            (None, "ley 36/2011", "2")]
+        assert detected["filters"] is None and [n.lower() for n in detected["unknown_norms"]] == ["ley 36/2011"]
+    # beside a known law, an article with no law is still fetched (the gate reads it as the known law's)
+    detected = CitationDetector().run(query="Según la Ley 36/2011 y el ET, ¿qué dice el artículo 2?")
+    assert detected["filters"] == {"operator": "OR", "conditions": [
+        {"field": "meta.article", "operator": "==", "value": "2"}]}
 
 
 def test_run_a_law_less_article_is_exact_in_the_only_law_whose_article_has_the_cited_subdivision():
