@@ -187,9 +187,18 @@ _NUMBERED_RE: Final[re.Pattern[str]] = re.compile(_NUMBERED_PATTERN, re.IGNORECA
 _HEAD_RE: Final[re.Pattern[str]] = re.compile(
     r"(?<!\w)(?:(?P<art>articulos?|artigos?|arts?(?![a-z]))\.?"
     r"|disposicion(?:es)?\s+(?P<disp>adicional|transitoria|derogatoria|final)(?:es|s)?(?!\w)"
+    # "DA 1.ª", "D.T. 4ª", "DD única", "disp. adic. 1ª": a number (or "única") must follow the letters, whose
+    # case is checked on the text as written
+    r"|(?P<dabbr>d\.?[^\S\n]?(?P<dletter>[atfd])\.?)(?=[^\S\n]*(?:\d|unica(?!\w)))"
+    r"|disp\.?[^\S\n]+(?P<dword>adic|trans|derog|final)[a-z]*\.?"
     r"|(?P<bare>(?:el|al|del|los|o|os|ao|do|no|nos|y|e)(?!\w)|,))[^\S\n]*",
     re.IGNORECASE,
 )
+# What an abbreviated disposition label's letter ("DA", "DT", "DF", "DD") or word ("disp. adic.") names.
+_DISPOSITION_KINDS: Final[dict[str, str]] = {
+    "a": "adicional", "adic": "adicional", "t": "transitoria", "trans": "transitoria", "f": "final", "final": "final",
+    "d": "derogatoria", "derog": "derogatoria",
+}
 _ITEM_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
     r"(?P<n>\d+)(?![\d/])(?:\s?[\u00ba\u00aa\u00b0]|\.[\u00ba\u00aa\u00b0]|o(?![a-z\d]))?"
     r"(?:\s?-\s?(?P<letter>[a-z])(?![a-z\d]))?"
@@ -601,7 +610,8 @@ class CitationGrammar:
 
     Recognised forms: "art. 38 ET", "arts. 40 y 41 ET", "artículos 14 a 16 de la Constitución" (ranges up to
     20 articles are expanded), "el 48.4 del Estatuto de los Trabajadores" (a bare number counts only when a known
-    law follows), "artículo 37.3.b) ET", "disposición adicional primera de la LGSS", "Art. 5º, caput, da CF",
+    law follows), "artículo 37.3.b) ET", "disposición adicional primera de la LGSS" (also abbreviated: "DA 1ª",
+    "D.T. 4.ª", "DD única", "disp. adic. 1ª"; the letters in capitals), "Art. 5º, caput, da CF",
     "artigo 7º, XXIX, da Constituição", and law-only mentions such as "Lei 8.213" or "la Ley 31/1995".
 
     Laws resolve through the known-laws table (`law_id` and `law_short` of `laws.yaml`), the built-in
@@ -917,7 +927,10 @@ class CitationGrammar:
         law is named (`REFERENCE_SCOPES`).
         """
         bare = head.group("bare") is not None
-        kind = (head.group("disp") or "articulo").lower()
+        if head.group("dabbr") and not original[head.start("dabbr"):head.end("dabbr")].replace(".", "").isupper():
+            return None  # "da 1" is Portuguese ("of the"); the abbreviation is written in capitals: "DA 1ª"
+        abbreviation = (head.group("dletter") or head.group("dword") or "").lower()
+        kind = (head.group("disp") or _DISPOSITION_KINDS.get(abbreviation) or "articulo").lower()
         parsed = _parse_items(folded, head.end(), kind, words=not bare)
         if not parsed:
             return None

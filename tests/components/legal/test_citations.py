@@ -339,3 +339,23 @@ def test_a_provision_numbered_as_an_earlier_one_is_cited_by_that_number():
 )
 def test_extract_an_unknown_law_named_before_its_article(grammar, text, expected):
     assert [(c["law_id"], c["law"], c["article"]) for c in grammar.extract(text)] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("DA 1ª ET", [("ET", "da1")]),
+        ("D.A. 1.ª del ET", [("ET", "da1")]),
+        ("DT 4ª LGSS", [("LGSS", "dt4")]),
+        ("la DF 2ª del ET", [("ET", "df2")]),
+        ("DD única ET", [("ET", "dd")]),
+        ("DA 1ª y 2ª ET", [("ET", "da1"), ("ET", "da2")]),
+        ("Disp. Adic. 1ª ET", [("ET", "da1")]),
+        ("disp. trans. cuarta de la LGSS", [("LGSS", "dt4")]),
+        # Portuguese "da" (of the) before a number is no disposition: the abbreviation is written in capitals
+        ("os Tribunais Regionais do Trabalho da 1ª e 2ª Regiões", []),
+        ("o art. 3 da CLT", [("CLT", "3")]),
+    ],
+)
+def test_extract_abbreviated_disposition_labels(grammar, text, expected):
+    assert [(c["law"], c["article"]) for c in grammar.extract(text)] == expected
