@@ -224,7 +224,9 @@ _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
     re.IGNORECASE,
 )
 _SEPARATOR_RE: Final[re.Pattern[str]] = re.compile(
-    r"\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e|o|ou)\s+|\s+(?P<range>a|al|hasta|ate)\s+", re.IGNORECASE
+    r"\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e|o|ou)\s+|\s+(?P<range>a|al|hasta|ate)\s+"
+    r"|(?P<dash>[^\S\n]?[-\u2013][^\S\n]?)(?=\d)",  # "arts. 38-40": a range only up to a higher number
+    re.IGNORECASE,
 )
 _CONNECTOR: Final[str] = (
     r"\s*(?:,\s*)?(?:(?:del\s+texto\s+refundido\s+de\s+la|del?|de\s+la|de\s+los|da|do|das|dos|en\s+(?:el|la)"
@@ -1022,9 +1024,13 @@ def _parse_items(folded: str, position: int, kind: str, *, words: bool) -> tuple
         dotted = item_dotted or (dotted and key.isdigit())
         position = end
         separator = _SEPARATOR_RE.match(folded, position)
-        if separator is None or _parse_item(folded, separator.end(), kind, words=words) is None:
+        if separator is None:
             break
-        pending_range = separator.group("range") is not None
+        following = _parse_item(folded, separator.end(), kind, words=words)
+        dash = separator.group("dash") is not None
+        if following is None or (dash and not _ascends(keys[-1], following[0])):
+            break
+        pending_range = dash or separator.group("range") is not None
         position = separator.end()
     return (list(dict.fromkeys(keys)), position) if keys else None
 
@@ -1091,6 +1097,11 @@ def _law_ref_pattern(names: list[str], originals: dict[str, list[str]], *, free_
 
 def _is_year(key: str) -> bool:
     return key.isdigit() and 1900 <= int(key) <= 2100
+
+
+def _ascends(low: str, high: str) -> bool:
+    """Whether two article keys are numbers, the second the higher: "38-40" is a range, "38-2" is not."""
+    return low.isdigit() and high.isdigit() and int(high) > int(low)
 
 
 def _expand_range(low: str, high: str) -> list[str]:

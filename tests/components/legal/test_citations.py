@@ -359,3 +359,16 @@ def test_extract_an_unknown_law_named_before_its_article(grammar, text, expected
 )
 def test_extract_abbreviated_disposition_labels(grammar, text, expected):
     assert [(c["law"], c["article"]) for c in grammar.extract(text)] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ET, arts. 38-40", [("ET", "38"), ("ET", "39"), ("ET", "40")]),
+        ("arts. 14 – 16 CE", [("CE", "14"), ("CE", "15"), ("CE", "16")]),
+        ("art. 59-A e 59-B da CLT", [("CLT", "59-a"), ("CLT", "59-b")]),  # a letter after the dash: one article
+        ("art. 38-2 ET", [(None, "38"), ("ET", None)]),  # not ascending: no range is read
+    ],
+)
+def test_extract_a_dash_between_two_article_numbers_is_a_range(grammar, text, expected):
+    assert [(c["law"], c["article"]) for c in grammar.extract(text)] == expected
