@@ -28,9 +28,10 @@ from components.legal.access import (
     owner_key,
     tenant_meta,
 )
-from components.legal.answer_format import article_citation
+from components.legal.answer_format import article_citation, unknown_norms_notice
 from components.legal.citations import cites_block
 from components.legal.ids import SOURCE_DIGEST
+from components.legal.legal_text import detect_query_language
 from components.retrievers.retrieval_chain import CITATION_STAGES
 from components.utils.stage_runner import pipeline_stages, run_stages
 from components.utils.ttl_cache import TTLCache, partitioned
@@ -832,7 +833,11 @@ class LexHay:
             "topic": out.get("topic_resolver", {}).get("fallback") if flags["topic_filter"] else None,
         }
         if crag.get("route") == "REJECT":
-            return {"answer": crag["rejected"], "citations": [], "context_chunk_ids": [], "need": [],
+            rejected = crag["rejected"]
+            if unknown := out["citation_detector"].get("unknown_norms"):  # "Código Penal artículo 138": say what
+                notice = unknown_norms_notice(unknown, detect_query_language(question, default="es"))
+                rejected = f"{notice}\n\n{rejected}"
+            return {"answer": rejected, "citations": [], "context_chunk_ids": [], "need": [],
                     "route": "REJECT", "fallbacks": fallbacks, "unverified_citations": [], "flags": flags,
                     "trace": trace}
         parsed = out["meta_parser"]

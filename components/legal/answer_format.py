@@ -255,6 +255,20 @@ UNKNOWN_NORMS_NOTES: Final[dict[str, str]] = {
     "es": "No están en el corpus indexado, y lo que sigue no procede de ellas: {norms}.",
     "pt": "Não estão no corpus indexado, e o que segue não vem delas: {norms}.",
 }
+# The answer when the question cites only norms or case law the corpus lacks and nothing else was found (a REJECT):
+# what it asked for is named, before the refusal.
+UNKNOWN_NORMS_ONLY_NOTES: Final[dict[str, str]] = {
+    "es": "No están en el corpus indexado: {norms}.",
+    "pt": "Não estão no corpus indexado: {norms}.",
+}
+
+
+def unknown_norms_notice(norms: list[str], language: str) -> str:
+    """The refusal's first line naming the norms and case law the corpus lacks (neutralized: they are as typed)."""
+    notes = UNKNOWN_NORMS_ONLY_NOTES.get(language, UNKNOWN_NORMS_ONLY_NOTES["es"])
+    return neutralize(notes.format(norms="; ".join(norms)))
+
+
 # The extractive answer's first line when an article the question cites was not found (`LexicalFirstGate.missing`:
 # a mistyped number, or an article the caller's filters leave out): what follows is another article.
 MISSING_ARTICLES_NOTES: Final[dict[str, str]] = {

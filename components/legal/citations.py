@@ -466,6 +466,22 @@ def asks_about_whole_norm(question: str, citations: list[dict[str, Any]]) -> boo
     return all(fold_accents(word) in _WHOLE_NORM_WORDS for word in extract_keywords(rest, language=None))
 
 
+def asks_only_outside_corpus(
+    question: str, citations: list[dict[str, Any]], case_law: list[dict[str, Any]]
+) -> bool:
+    """
+    Whether `question` asks only about what the corpus lacks ("ley 36/2011 artículo 2", "Código Penal artículo
+    138", "Súmula 331 do TST"): it cites a norm the laws table lacks or case law, no known law, and, the
+    citations' text left out, holds no content word but `_WHOLE_NORM_WORDS`. Its other words ("ley", "artículo")
+    would find any article: there is nothing to search, and the answer says what is not in the corpus.
+    """
+    outside = [c for c in citations if c.get("law") and not c.get("law_id")] + list(case_law)
+    if not outside or any(c.get("law_id") for c in citations):
+        return False
+    rest = blank_spans(question or "", [c["span"] for c in [*citations, *case_law] if c.get("span")])
+    return all(fold_accents(word) in _WHOLE_NORM_WORDS for word in extract_keywords(rest, language=None))
+
+
 def not_in_corpus(citations: list[dict[str, Any]], case_law: list[dict[str, Any]]) -> list[str]:
     """
     What a question cites that no statute of the corpus holds, in order, once each: the unknown norms
@@ -891,6 +907,17 @@ class CitationGrammar:
         for cited in self.extract(original):
             if cited.get("law") and not cited.get("law_id"):
                 spans += [found.span() for found in _CITED_NUMBER_RE.finditer(folded, *cited["span"])]
+        return " ".join(blank_spans(original, spans).split()) if spans else text
+
+    def without_outside(self, text: str) -> str:
+        """
+        `text` without what it cites outside the corpus, whole: the norms the laws table lacks with their articles
+        ("Código Penal artículo 138", "art. 1º da Lei 605/49") and case law ("Súmula 331 do TST"). What a broader
+        search should read: their words ("código", "súmula") would only find other norms' articles.
+        """
+        original = unicodedata.normalize("NFC", text or "")
+        spans = [c["span"] for c in self.extract_case_law(original)]
+        spans += [c["span"] for c in self.extract(original, colloquial=True) if c.get("law") and not c.get("law_id")]
         return " ".join(blank_spans(original, spans).split()) if spans else text
 
     def resolve_law(self, name: str) -> tuple[str | None, str | None]:

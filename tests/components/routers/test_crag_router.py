@@ -104,6 +104,17 @@ def test_broaden_query_trims_more_on_later_attempts_and_works_without_equivalenc
     assert bare.broaden_query("Me han despedido estando de baja médica", 1) == "despedido estando baja médica"
 
 
+def test_broaden_query_leaves_out_what_the_question_cites_outside_the_corpus():
+    router = CRAGRouter()
+    # "código" alone found the social-security codes of occupations: nothing is left to search, so no retry
+    assert router.broaden_query("Código Penal artículo 138") == ""
+    assert router.broaden_query("Súmula 331 do TST") == ""
+    assert router.broaden_query("o que diz a Lei 605/49 sobre repouso semanal remunerado?") == (
+        "repouso semanal remunerado")
+    result = router.run(query="Código Penal artículo 138", documents=[])
+    assert result["route"] == "REJECT" and result["retries"] == 0 and "retry_query" not in result
+
+
 def test_broaden_query_leaves_out_the_specific_terms_in_linear_time():
     router = CRAGRouter()
     assert router.broaden_query("¿cuántos días de vacaciones da el art. 38 del ET en 2024?", 1).startswith("días")
