@@ -297,7 +297,8 @@ _QUERY_LANG_MARKERS: Final[dict[str, frozenset[str]]] = {
         "despedido jefe baja nómina nomina sueldo embarazada paro cosa más ahora aquí después todavía dinero hoy "
         "año años día días constitución estatuto derecho han he ayer servicio servicios trabajador trabajadora "
         "trabajadores empleo empleado empleada hijo hija hijos llevo si dice alguno alguna algún ninguno ninguna "
-        "ningún quién quien quiénes mejor gracias explícame explicame explícamelo nosotros ustedes ganó".split()
+        "ningún quién quien quiénes mejor gracias explícame explicame explícamelo nosotros ustedes ganó "
+        "hola buenos buenas ayuda ayúdame ayudame adiós adios".split()
     ),
     "pt": frozenset(
         "os do dos das e um uma com não nao ao pelo pela artigo artigos lei em na eu meu minha meus "
@@ -308,7 +309,8 @@ _QUERY_LANG_MARKERS: Final[dict[str, frozenset[str]]] = {
         "fiz vou mandado mandada embora constituição constituicao salário direito direitos consigo preciso "
         "ganho recebo receber recebi ontem amanhã amanha mandaram demitiram trabalhei serviço servico trabalhador "
         "trabalhadora empregado empregada emprego filho filha filhos levo diz algum alguma nenhum nenhuma quem "
-        "melhor obrigado obrigada entendi também tambem explique nós vocês ganhou".split()
+        "melhor obrigado obrigada entendi também tambem explique nós vocês ganhou "
+        "olá oi tudo bem bom boa ajuda ajude tchau".split()
     ),
 }
 _QUERY_LANG_WEAK_MARKERS: Final[dict[str, frozenset[str]]] = {

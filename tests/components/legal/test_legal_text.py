@@ -300,6 +300,11 @@ def test_detect_language():
         ("explícamelo mejor", "es"),
         ("quem ganhou a copa?", "pt"),
         ("gracias", "es"),
+        # a greeting gets its refusal in its language
+        ("olá, tudo bem?", "pt"),
+        ("oi", "pt"),
+        ("buenas tardes", "es"),
+        ("ajuda", "pt"),
     ],
 )
 def test_detect_query_language(question, language):
