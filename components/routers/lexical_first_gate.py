@@ -35,8 +35,9 @@ class LexicalFirstGate:
     and the Constitution's article 7 are Brazilian, the Constitution's alone has an inciso XVII); it then gets score
     1.0. A document that matches a law-less citation found in several such laws is an article match (score 0.5),
     unless its law is outside the question's jurisdiction and a law inside it has that article (then dropped: a
-    Spanish "¿qué dice el artículo 2?" is not about the Brazilian Constitution). Both carry `meta["score_type"] = "unit"` (calibrated scores, read by `CRAGRouter`) and `meta["lexical_match"]`
-    (`exact` / `article`); documents that match no citation are dropped.
+    Spanish "¿qué dice el artículo 2?" is not about the Brazilian Constitution). Both carry `meta["score_type"] =
+    "unit"` (calibrated scores, read by `CRAGRouter`) and `meta["lexical_match"]` (`exact` / `article`); documents
+    that match no citation are dropped.
 
     Expansion is skipped when there is an exact hit, or when at least `min_results` distinct cited articles
     (law, article) were fetched.
