@@ -136,6 +136,22 @@ def test_run_brazilian_labour_forms(detector, query, expected):
     assert _pairs(detector.run(query=query)) == expected
 
 
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # each country's norms named in the other language: not the asker's own constitution
+        ("o que a Constituição espanhola diz sobre greve?", [(CE, None)]),
+        ("art. 28 da Constituição da Espanha", [(CE, "28")]),
+        ("o que diz o Estatuto dos Trabalhadores sobre férias?", [(ET, None)]),
+        ("art. 9 de la Constitución Federal de Brasil", [("CF88", "9")]),
+        ("a Constituição brasileira, art. 7º", [("CF88", "7")]),
+        ("Consolidación de las Leyes del Trabajo, art. 130", [(CLT, "130")]),
+    ],
+)
+def test_run_a_norm_named_in_the_other_language(detector, query, expected):
+    assert _pairs(detector.run(query=query)) == expected
+
+
 def test_run_portuguese_citation_set_cites_the_expected_article_first(detector):
     cases = [json.loads(line) for line in PT_FIXTURES.read_text(encoding="utf-8").splitlines() if line.strip()]
     assert len(cases) >= 20
