@@ -318,6 +318,13 @@ _QUERY_LANG_WEAK_MARKERS: Final[dict[str, frozenset[str]]] = {
     "pt": frozenset({"o", "da", "mas", "dia", "dias"}),
 }
 _QUERY_LANG_LETTERS: Final[dict[str, str]] = {"es": "ñ¿¡", "pt": "ãõçê"}
+# Word endings only one language writes, one marker each: Spanish "-ción(es)", "-sión(es)" against Portuguese
+# "-ção/-ções", "-são/-sões" (typed without accents: "-cao", "-sao"). They tell a question of words neither list
+# holds ("kuantos dias d bacaciones tngo", "rescisao indireta").
+_QUERY_LANG_ENDINGS: Final[dict[str, re.Pattern[str]]] = {
+    "es": re.compile(r"[cs]i[oó]n(?:es)?$"),
+    "pt": re.compile(r"[çcs](?:ão|ao|ões|oes)$"),
+}
 # A question in English ("How many days of paid holiday do I get in Spain?") holds a Portuguese marker or two ("do")
 # by chance: English function words neither language writes tell it, so that it is not taken for either.
 _ENGLISH_MARKERS: Final[frozenset[str]] = frozenset(
@@ -343,6 +350,7 @@ def detect_query_language(text: str, default: str | None = None) -> str | None:
         lang: sum(1 for word in words if word in markers)
         + 0.5 * sum(1 for word in words if word in _QUERY_LANG_WEAK_MARKERS[lang])
         + 2 * sum(lowered.count(letter) for letter in _QUERY_LANG_LETTERS[lang])
+        + sum(1 for word in words if word not in markers and _QUERY_LANG_ENDINGS[lang].search(word))
         for lang, markers in _QUERY_LANG_MARKERS.items()
     }
     english = sum(1 for word in re.findall(r"[a-z']+", lowered) if word in _ENGLISH_MARKERS)

@@ -305,6 +305,10 @@ def test_detect_language():
         ("oi", "pt"),
         ("buenas tardes", "es"),
         ("ajuda", "pt"),
+        # words neither list holds tell by their endings: "-ción(es)" / "-sión" against "-ção" / "-são", unaccented
+        ("kuantos dias d bacaciones tngo", "es"),
+        ("rescisao indireta", "pt"),
+        ("pensao por morte", "pt"),
     ],
 )
 def test_detect_query_language(question, language):
