@@ -834,8 +834,10 @@ class LexHay:
         }
         if crag.get("route") == "REJECT":
             rejected = crag["rejected"]
-            if unknown := out["citation_detector"].get("unknown_norms"):  # "Código Penal artículo 138": say what
-                notice = unknown_norms_notice(unknown, detect_query_language(question, default="es"))
+            # the case law it cites ("Súmula 331 do TST") is named: no index of statutes holds any (a norm the laws
+            # table lacks is not: the caller may have indexed it, and the search just found nothing close enough)
+            if cited := [str(c["text"]) for c in out["citation_detector"].get("case_law") or [] if c.get("text")]:
+                notice = unknown_norms_notice(cited, detect_query_language(question, default="es"))
                 rejected = f"{notice}\n\n{rejected}"
             return {"answer": rejected, "citations": [], "context_chunk_ids": [], "need": [],
                     "route": "REJECT", "fallbacks": fallbacks, "unverified_citations": [], "flags": flags,

@@ -21,6 +21,7 @@ from components.legal.answer_format import (
     context_tag,
     neutralize,
 )
+from components.legal.citations import still_unknown
 from components.utils.templates import compile_templates_once
 
 logger = logging.getLogger(__name__)
@@ -285,7 +286,8 @@ class AnswerPromptBuilder:
             blocks=[context_block(doc) for doc in context],
             question=question.strip(),
             graph_context=neutralize((graph_context or "").strip()),
-            unknown_norms=[neutralize(norm) for norm in unknown_norms or [] if norm.strip()],
+            # a norm the laws table lacks that the caller indexed is in the blocks, not missing
+            unknown_norms=[neutralize(norm) for norm in still_unknown(unknown_norms or [], context) if norm.strip()],
             out_of_scope=[neutralize(matter) for matter in out_of_scope or [] if matter.strip()],
             missing_articles=[neutralize(article) for article in missing_articles or [] if article.strip()],
             tag=context_tag(),

@@ -36,6 +36,7 @@ from components.legal.citations import (
     listed_spans,
     not_in_corpus,
     pinpoint,
+    still_unknown,
     with_units_before,
 )
 from components.legal.conversation import previous_questions, read_with_previous
@@ -445,7 +446,7 @@ class ExtractiveAnswer:
         # norms and case law the question cites that the corpus lacks: said first, so no quote passes for theirs
         if unknown_norms is None:
             unknown_norms = not_in_corpus(found_citations, self._citations.extract_case_law(question))
-        missing = _nonblank(unknown_norms)
+        missing = still_unknown(_nonblank(unknown_norms), documents)  # an indexed norm the laws table lacks is here
         notice = [neutralize(UNKNOWN_NORMS_NOTES[language].format(norms="; ".join(missing))), ""] if missing else []
         if absent := _nonblank(missing_articles):
             notice += [missing_articles_notice(absent, language), ""]

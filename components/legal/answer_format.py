@@ -255,8 +255,8 @@ UNKNOWN_NORMS_NOTES: Final[dict[str, str]] = {
     "es": "No están en el corpus indexado, y lo que sigue no procede de ellas: {norms}.",
     "pt": "Não estão no corpus indexado, e o que segue não vem delas: {norms}.",
 }
-# The answer when the question cites only norms or case law the corpus lacks and nothing else was found (a REJECT):
-# what it asked for is named, before the refusal.
+# The refusal's first line when the question cites case law (no index of statutes holds any): what it asked for is
+# named, before the refusal.
 UNKNOWN_NORMS_ONLY_NOTES: Final[dict[str, str]] = {
     "es": "No están en el corpus indexado: {norms}.",
     "pt": "Não estão no corpus indexado: {norms}.",
@@ -264,7 +264,7 @@ UNKNOWN_NORMS_ONLY_NOTES: Final[dict[str, str]] = {
 
 
 def unknown_norms_notice(norms: list[str], language: str) -> str:
-    """The refusal's first line naming the norms and case law the corpus lacks (neutralized: they are as typed)."""
+    """The refusal's first line naming what the question cites that the corpus lacks (neutralized: it is as typed)."""
     notes = UNKNOWN_NORMS_ONLY_NOTES.get(language, UNKNOWN_NORMS_ONLY_NOTES["es"])
     return neutralize(notes.format(norms="; ".join(norms)))
 

@@ -475,20 +475,27 @@ def asks_about_whole_norm(question: str, citations: list[dict[str, Any]]) -> boo
     return all(fold_accents(word) in _WHOLE_NORM_WORDS for word in extract_keywords(rest, language=None))
 
 
-def asks_only_outside_corpus(
-    question: str, citations: list[dict[str, Any]], case_law: list[dict[str, Any]]
-) -> bool:
+def asks_only_case_law(question: str, citations: list[dict[str, Any]], case_law: list[dict[str, Any]]) -> bool:
     """
-    Whether `question` asks only about what the corpus lacks ("ley 36/2011 artículo 2", "Código Penal artículo
-    138", "Súmula 331 do TST"): it cites a norm the laws table lacks or case law, no known law, and, the
-    citations' text left out, holds no content word but `_WHOLE_NORM_WORDS`. Its other words ("ley", "artículo")
-    would find any article: there is nothing to search, and the answer says what is not in the corpus.
+    Whether `question` asks about case law and nothing else ("Súmula 331 do TST", "¿Qué dice la STS 1234/2020?"):
+    it cites case law, no norm, and, the citations' text left out, holds no content word but `_WHOLE_NORM_WORDS`.
+    An index of statutes holds no case law, and its other words ("súmula", "sentencia") would find any article. (A
+    norm the laws table lacks is still searched: the caller may have indexed it.)
     """
-    outside = [c for c in citations if c.get("law") and not c.get("law_id")] + list(case_law)
-    if not outside or any(c.get("law_id") for c in citations):
+    if not case_law or citations:
         return False
-    rest = blank_spans(question or "", [c["span"] for c in [*citations, *case_law] if c.get("span")])
+    rest = blank_spans(question or "", [c["span"] for c in case_law if c.get("span")])
     return all(fold_accents(word) in _WHOLE_NORM_WORDS for word in extract_keywords(rest, language=None))
+
+
+def still_unknown(unknown: list[str], documents: list[Any]) -> list[str]:
+    """
+    `unknown` (`not_in_corpus`) without the norms the documents hold: a norm the laws table lacks that the caller
+    indexed ("Lei 605/49" for a store holding "Lei 605/1949", same `law_key`) is not missing from the corpus.
+    """
+    held = {law_key(str(d.meta.get("law_short"))) for d in documents if getattr(d, "meta", None) and
+            d.meta.get("law_short")}
+    return [norm for norm in unknown if law_key(norm) not in held]
 
 
 def not_in_corpus(citations: list[dict[str, Any]], case_law: list[dict[str, Any]]) -> list[str]:

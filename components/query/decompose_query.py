@@ -16,7 +16,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
-from components.legal.citations import CitationGrammar, asks_only_outside_corpus
+from components.legal.citations import CitationGrammar, asks_only_case_law
 from components.legal.conversation import previous_questions, read_with_previous
 from components.legal.jurisdiction import countries_named, country_readings, without_countries
 from components.legal.legal_text import detect_query_language
@@ -202,10 +202,11 @@ class DecomposeQuery:
 
     The numbers of what a question cites outside the corpus, case law ("Súmula 331 do TST", a CNJ process number)
     and norms the laws table lacks ("Lei 605/49"), are left out of every deterministic query: searched, a number
-    finds the article that bears it (`CitationGrammar.search_text`). A first question that asks about nothing else
-    ("Ley 36/2011 artículo 2", "Código Penal artículo 138": `citations.asks_only_outside_corpus`) gets no query at
-    all (`path` `outside_corpus`, nor is the LLM asked): its leftover words ("ley artículo") would find any article,
-    and the answer is that those norms are not in the corpus.
+    finds the article that bears it (`CitationGrammar.search_text`). A first question about case law and nothing
+    else ("Súmula 331 do TST": `citations.asks_only_case_law`) gets no query at all (`path` `outside_corpus`, nor is
+    the LLM asked): an index of statutes holds none, its leftover words would find any article, and the answer is
+    that it is not in the corpus. A norm the laws table lacks ("Lei 605/49") is still searched: the caller may have
+    indexed it.
 
     No LLM is asked about a turn unless `llm_on_follow_up` is set; then the LLM gets the system prompt, the last
     4 messages of the conversation (200 characters each) and the question, plus the equivalences found in it,
@@ -357,8 +358,8 @@ class DecomposeQuery:
         queries: list[str] | None = None
         asks_llm = self.llm_on_follow_up if follow_up else self.llm_on_first_question
         path = "no_llm"
-        # "ley 36/2011 artículo 2": searched, "ley artículo" finds any article; the answer says it is not here
-        outside = not follow_up and asks_only_outside_corpus(
+        # "Súmula 331 do TST": searched, "súmula do" finds any article; the answer says it is not in the corpus
+        outside = not follow_up and asks_only_case_law(
             query, self._grammar.extract(query, colloquial=True), self._grammar.extract_case_law(query)
         )
         if self.chat_generator is not None and asks_llm and not outside:

@@ -285,6 +285,12 @@ def test_norms_the_corpus_lacks_are_listed_after_the_blocks_with_the_instruction
     for none in (None, []):
         plain = AnswerPromptBuilder().run(question=question, documents=docs, unknown_norms=none)["prompt"]
         assert "corpus indexado" not in "\n".join(m.text or "" for m in plain)
+    # a norm the laws table lacks that the caller indexed is in the blocks: not listed as missing
+    indexed = [Doc(id="d2", content="Art. 1º Todo empregado tem direito ao repouso semanal remunerado.",
+                   meta={"law_short": "Lei 605/1949", "article": "1"}, score=1.0)]
+    held = AnswerPromptBuilder().run(question="o que diz o art. 1º da Lei 605/49?", documents=indexed,
+                                     unknown_norms=["Lei 605/49"])["prompt"]
+    assert "corpus indexado" not in "\n".join(m.text or "" for m in held)
 
 
 def test_cited_articles_not_found_are_listed_after_the_blocks_with_the_instruction_to_say_so():

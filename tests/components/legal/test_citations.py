@@ -1,7 +1,8 @@
 import pytest
 
 from components.legal.citations import (
-    asks_only_outside_corpus,
+    asks_only_case_law,
+    still_unknown,
     CitationGrammar,
     cited_articles,
     citation_condition,
@@ -375,17 +376,24 @@ def test_extract_a_dash_between_two_article_numbers_is_a_range(grammar, text, ex
     assert [(c["law"], c["article"]) for c in grammar.extract(text)] == expected
 
 
-def test_asks_only_outside_corpus_and_without_outside(grammar):
-    def outside(question):
-        return asks_only_outside_corpus(question, grammar.extract(question, colloquial=True),
-                                        grammar.extract_case_law(question))
+def test_asks_only_case_law_still_unknown_and_without_outside(grammar):
+    def case_law_only(question):
+        return asks_only_case_law(question, grammar.extract(question, colloquial=True),
+                                  grammar.extract_case_law(question))
 
-    assert outside("ley 36/2011 artículo 2") and outside("¿Qué dice el Código Penal?")
-    assert outside("Súmula 331 do TST") and outside("O artigo 2 da Lei 13.467/2017 fala de quê?")
-    assert not outside("¿Qué dice la Ley 36/2011 sobre el despido?")  # something else to search
-    assert not outside("art. 38 ET") and not outside("¿Qué dice el ET?")  # the corpus holds them
-    assert not outside("Ley 36/2011 y art. 38 ET")  # a known law cited beside it
-    assert not outside("¿cuántos días de vacaciones tengo?")  # nothing cited
+    assert case_law_only("Súmula 331 do TST") and case_law_only("¿Qué dice la STS 1234/2020?")
+    assert not case_law_only("o que diz a Súmula 331 do TST sobre terceirização?")  # something else to search
+    assert not case_law_only("Súmula 331 do TST e o art. 2º da CLT")  # a norm cited beside it
+    assert not case_law_only("Ley 36/2011 artículo 2")  # a norm the table lacks: the caller may have indexed it
+    assert not case_law_only("¿cuántos días de vacaciones tengo?")
+
+    class Doc:
+        def __init__(self, law_short):
+            self.meta = {"law_short": law_short}
+
+    unknown = ["Lei 605/49", "Código Penal", "Súmula 331 do TST"]
+    assert still_unknown(unknown, [Doc("Lei 605/1949"), Doc("CLT")]) == ["Código Penal", "Súmula 331 do TST"]
+    assert still_unknown(unknown, []) == unknown
     assert grammar.without_outside("Código Penal artículo 138 y despido") == "y despido"
     assert grammar.without_outside("Súmula 331 do TST: terceirização") == ": terceirização"
     assert grammar.without_outside("art. 38 ET") == "art. 38 ET"
