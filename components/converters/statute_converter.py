@@ -11,6 +11,7 @@ from haystack.components.converters.utils import normalize_metadata
 from pypdf import PdfReader
 from pypdf.errors import PyPdfError
 
+from components.legal.citations import law_key
 from components.legal.ids import IN_FORCE, PARTIALLY_REPEALED, REPEALED
 from components.legal.jurisdiction import COUNTRY_LANGUAGE, LANGUAGE_COUNTRY
 from components.legal.laws import load_laws_table
@@ -232,7 +233,8 @@ class StatuteConverter:
     and `.pdf` (text layer read with pypdf). Directories are expanded to their supported files, sorted.
 
     Each Document's content is the law text without the front matter; its meta carries `law_id`, `law_title`,
-    `law_short`, `rank` (1-5) and `rank_name`, `status` (`in_force` / `repealed` / `partially_repealed`) and
+    `law_short` and its `law_key` (how citations name it: "Lei 605/49" finds a "Lei 605/1949" the laws table lacks),
+    `rank` (1-5) and `rank_name`, `status` (`in_force` / `repealed` / `partially_repealed`) and
     `derogated_by` when known, `publication_date` / `last_updated` (ISO), `lang`, `country` (front matter, law
     table, else the language's: `es` -> `es`, `pt` -> `br`), `collection`, `source_path` and `format`
     (`statute_md`, `br_md`, `text`, `pdf`). The front matter's `short_name` is the law's short name; short names
@@ -375,6 +377,8 @@ class StatuteConverter:
         known = self._laws.get(str(meta["law_id"]), {})
         law_short = known.get("law_short") or short_name(str(meta["law_title"])) or str(meta["law_id"])
         meta.setdefault("law_short", law_short)
+        # how a citation names it ("Lei 605/49" and "Lei 605/1949": "lei 605"), for a norm the laws table lacks
+        meta.setdefault("law_key", law_key(str(meta["law_short"])))
         meta.setdefault("rank", rank_for(str(meta["rank_name"]), str(meta["law_title"])))
         return Document(content=body, meta=meta)
 

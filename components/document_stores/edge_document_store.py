@@ -85,6 +85,7 @@ DEFAULT_PAYLOAD_INDEXES = {
         for field in (
             "law_id",
             "law_short",
+            "law_key",
             "article",
             "collection",
             "level",

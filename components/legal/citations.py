@@ -379,13 +379,19 @@ def citation_condition(citation: dict[str, Any]) -> dict[str, Any] | None:
     """
     Haystack filter matching the documents of one citation.
 
-    law + article -> AND(meta.law_id, meta.article); article only -> meta.article; law only -> meta.law_id;
-    None when the citation has neither a resolved law nor an article, or names a norm the table does not hold
-    (`law` without `law_id`: "art. 5 de la Ley 30/1992", "art. 18 do CDC"), whose article number would only match
-    the same-numbered articles of other norms.
+    law + article -> AND(meta.law_id, meta.article); article only -> meta.article; law only -> meta.law_id; an
+    article of a norm the table does not hold (`law` without `law_id`: "art. 6 da Lei 605/49", "art. 18 do CDC") ->
+    AND(meta.law_key, meta.article): the blocks of that norm if a caller indexed it (the converter stores each
+    norm's `law_key`), never the same-numbered articles of other norms. None when the citation has neither a
+    resolved law nor an article, or names such a norm without an article.
     """
     if citation.get("law") and not citation.get("law_id"):
-        return None
+        if not citation.get("article"):
+            return None
+        return {"operator": "AND", "conditions": [
+            {"field": "meta.law_key", "operator": "==", "value": law_key(str(citation["law"]))},
+            {"field": "meta.article", "operator": "==", "value": citation["article"]},
+        ]}
     conditions = [
         {"field": f"meta.{field}", "operator": "==", "value": citation[field]}
         for field in ("law_id", "article")

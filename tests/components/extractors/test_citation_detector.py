@@ -5,7 +5,7 @@ import pytest
 from haystack.dataclasses import ChatMessage
 
 from components.extractors.citation_detector import CitationDetector
-from components.legal.citations import citation_filters
+from components.legal.citations import citation_filters, law_key
 
 ET = "BOE-A-2015-11430"
 CE = "BOE-A-1978-31229"
@@ -230,11 +230,15 @@ def test_run_no_false_positives(detector, query):
         ("el Estatuto de Autonomía de Cataluña", ["Estatuto de Autonomía"]),
     ],
 )
-def test_run_an_article_of_a_norm_the_corpus_lacks_is_fetched_from_nowhere(detector, query, unknown):
+def test_run_an_article_of_a_norm_the_corpus_lacks_is_fetched_by_that_norm_only(detector, query, unknown):
     result = detector.run(query=query)
-    assert result["unknown_norms"] == unknown
-    assert result["filters"] is None and result["named_laws"] == []
+    assert result["unknown_norms"] == unknown and result["named_laws"] == []
     assert all(c["law_id"] is None and c["law"] == unknown[0] for c in result["citations"])
+    # never the same-numbered articles of other norms: only that norm's, if a caller indexed it (its `law_key`)
+    conditions = (result["filters"] or {}).get("conditions", [])
+    assert all(c["conditions"][0] == {"field": "meta.law_key", "operator": "==", "value": law_key(unknown[0])}
+               for c in conditions)
+    assert bool(conditions) == any(c["article"] for c in result["citations"])
 
 
 def test_run_keeps_fetching_the_held_norms_cited_beside_a_norm_the_corpus_lacks(detector):
@@ -243,7 +247,9 @@ def test_run_keeps_fetching_the_held_norms_cited_beside_a_norm_the_corpus_lacks(
     assert result["named_laws"] == ["DEL-5452-1943"]
     assert result["filters"] == {"operator": "OR", "conditions": [{"operator": "AND", "conditions": [
         {"field": "meta.law_id", "operator": "==", "value": "DEL-5452-1943"},
-        {"field": "meta.article", "operator": "==", "value": "477"}]}]}
+        {"field": "meta.article", "operator": "==", "value": "477"}]}, {"operator": "AND", "conditions": [
+        {"field": "meta.law_key", "operator": "==", "value": "codigo de defesa do consumidor"},
+        {"field": "meta.article", "operator": "==", "value": "18"}]}]}
     # a bare article still reads every norm held; a table that holds the norm resolves it
     assert detector.run(query="¿qué dice el art. 38?")["filters"] == {
         "operator": "OR", "conditions": [{"field": "meta.article", "operator": "==", "value": "38"}]}

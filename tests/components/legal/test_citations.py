@@ -150,8 +150,13 @@ def test_a_norm_the_corpus_lacks_keeps_its_name_and_fetches_nothing(grammar):
     assert read("Ley de Prevención de Riesgos Laborales art. 14") == [("BOE-A-1995-24292", "LPRL", "14")]
     # the longer absent name keeps the held norm's shorter alias from matching inside it
     assert read("el Estatuto del Trabajo Autónomo") == [(None, "Estatuto del Trabajo Autónomo", None)]
-    assert citation_condition({"law_id": None, "law": "Código Penal", "article": "234"}) is None
-    assert citation_condition({"law_id": None, "law": "Ley 30/1992", "article": "5"}) is None
+    # its article is fetched by the norm's own `law_key` (a caller may have indexed it), never by its number alone
+    assert citation_condition({"law_id": None, "law": "Código Penal", "article": "234"}) == {"operator": "AND",
+        "conditions": [{"field": "meta.law_key", "operator": "==", "value": "codigo penal"},
+                       {"field": "meta.article", "operator": "==", "value": "234"}]}
+    assert citation_condition({"law_id": None, "law": "Ley 30/92", "article": "5"})["conditions"][0]["value"] == (
+        "ley 30/1992")
+    assert citation_condition({"law_id": None, "law": "Ley 30/1992", "article": None}) is None
     assert citation_condition({"law_id": None, "law": None, "article": "38"}) == {
         "field": "meta.article", "operator": "==", "value": "38"}
     # an alias of the deployment (or its laws table) holding the norm wins

@@ -209,7 +209,10 @@ def test_run_an_article_of_an_unknown_norm_named_alone_fetches_nothing_of_other_
         detected = CitationDetector().run(query=query)
         assert [(c["law_id"], c["law"].lower(), c["article"]) for c in detected["citations"]] == [
             (None, "ley 36/2011", "2")]
-        assert detected["filters"] is None and [n.lower() for n in detected["unknown_norms"]] == ["ley 36/2011"]
+        assert [n.lower() for n in detected["unknown_norms"]] == ["ley 36/2011"]
+        assert detected["filters"] == {"operator": "OR", "conditions": [{"operator": "AND", "conditions": [
+            {"field": "meta.law_key", "operator": "==", "value": "ley 36/2011"},
+            {"field": "meta.article", "operator": "==", "value": "2"}]}]}  # that norm's article 2 only
     # beside a known law, an article with no law is still fetched (the gate reads it as the known law's)
     detected = CitationDetector().run(query="Según la Ley 36/2011 y el ET, ¿qué dice el artículo 2?")
     assert detected["filters"] == {"operator": "OR", "conditions": [
