@@ -499,8 +499,7 @@ def still_unknown(unknown: list[str], documents: list[Any]) -> list[str]:
     `unknown` (`not_in_corpus`) without the norms the documents hold: a norm the laws table lacks that the caller
     indexed ("Lei 605/49" for a store holding "Lei 605/1949", same `law_key`) is not missing from the corpus.
     """
-    held = {law_key(str(d.meta.get("law_short"))) for d in documents if getattr(d, "meta", None) and
-            d.meta.get("law_short")}
+    held = {law_key(str(d.meta["law_short"])) for d in documents if d.meta.get("law_short")}
     return [norm for norm in unknown if law_key(norm) not in held]
 
 

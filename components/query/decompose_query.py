@@ -359,9 +359,9 @@ class DecomposeQuery:
         asks_llm = self.llm_on_follow_up if follow_up else self.llm_on_first_question
         path = "no_llm"
         # "Súmula 331 do TST": searched, "súmula do" finds any article; the answer says it is not in the corpus
-        outside = not follow_up and asks_only_case_law(
-            query, self._grammar.extract(query, colloquial=True), self._grammar.extract_case_law(query)
-        )
+        # (the case-law pattern first: most questions cite none, and then the citations need not be read)
+        case_law = [] if follow_up else self._grammar.extract_case_law(query)
+        outside = bool(case_law) and asks_only_case_law(query, self._grammar.extract(query, colloquial=True), case_law)
         if self.chat_generator is not None and asks_llm and not outside:
             messages = self._messages(query, history, follow_up=follow_up, matches=matches, limit=limit)
             parsed, raw = chat_json(

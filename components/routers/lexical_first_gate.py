@@ -114,9 +114,10 @@ class LexicalFirstGate:
         if not with_law and not lawless and not unlisted:
             return {"skip_expansion": False, "documents": [], "reason": REASON_NO_ARTICLES, "missing": []}
 
-        read_as = _lawless_laws(citations, documents, lawless)
+        fetched = _by_article(documents, lawless)
+        read_as = _lawless_laws(citations, fetched)
         cited = cited_articles(citations)  # a law-less article under a law the question names is cited too
-        foreign = _foreign(citations, documents, lawless)
+        foreign = _foreign(citations, fetched)
         exact, partial = [], []
         for doc in documents:
             key = (doc.meta.get("law_id"), doc.meta.get("article"))
@@ -147,17 +148,22 @@ class LexicalFirstGate:
         return {"skip_expansion": skip, "documents": matched, "reason": reason, "missing": missing}
 
 
-def _lawless_laws(citations: list[dict[str, Any]], documents: list[Document], lawless: set[str]) -> dict[str, str]:
+def _by_article(documents: list[Document], lawless: set[str]) -> dict[str, dict[Any, list[Document]]]:
+    """The fetched blocks of the articles cited with no law, by article and then by law."""
+    found: dict[str, dict[Any, list[Document]]] = {}
+    for doc in documents:
+        if doc.meta.get("article") in lawless:
+            found.setdefault(doc.meta["article"], {}).setdefault(doc.meta.get("law_id"), []).append(doc)
+    return found
+
+
+def _lawless_laws(citations: list[dict[str, Any]], found: dict[str, dict[Any, list[Document]]]) -> dict[str, str]:
     """
     Per article cited with no law, the one law it is read as, when the fetch tells: the only law it was found in;
     else the only one of those in force (the corpus keeps repealed texts for questions that name them); else the only
     one of those in the citation's `jurisdiction`; else, of those, the only one whose article has the subdivision the
-    citation names (`units`). An article the fetch leaves in several laws is not in the result.
+    citation names (`units`). An article the fetch leaves in several laws is not in the result. `found`: `_by_article`.
     """
-    found: dict[str, dict[str, list[Document]]] = {}
-    for doc in documents:
-        if doc.meta.get("article") in lawless:
-            found.setdefault(doc.meta["article"], {}).setdefault(doc.meta.get("law_id"), []).append(doc)
     read_as: dict[str, str] = {}
     for article, laws in found.items():
         for citation in (c for c in citations if c.get("article") == article and not c.get("law_id")):
@@ -175,22 +181,19 @@ def _lawless_laws(citations: list[dict[str, Any]], documents: list[Document], la
     return read_as
 
 
-def _foreign(citations: list[dict[str, Any]], documents: list[Document], lawless: set[str]) -> set[tuple[Any, str]]:
+def _foreign(citations: list[dict[str, Any]], found: dict[str, dict[Any, list[Document]]]) -> set[tuple[Any, str]]:
     """
     The (law, article) pairs fetched for an article cited with no law that lie outside the citation's
     `jurisdiction` while a law inside it has that article: "¿qué dice el artículo 2?", asked in Spanish, is not
-    about the Brazilian Constitution's article 2. A law whose meta does not say its jurisdiction is kept.
+    about the Brazilian Constitution's article 2. A law whose meta does not say its jurisdiction is kept. `found`:
+    `_by_article`.
     """
-    laws: dict[str, dict[Any, dict[str, Any]]] = {}
-    for doc in documents:
-        if doc.meta.get("article") in lawless:
-            laws.setdefault(doc.meta["article"], {}).setdefault(doc.meta.get("law_id"), doc.meta)
     foreign: set[tuple[Any, str]] = set()
     for citation in citations:
         article, jurisdiction = citation.get("article"), citation.get("jurisdiction")
-        if citation.get("law_id") or citation.get("law") or not jurisdiction or article not in laws:
+        if citation.get("law_id") or citation.get("law") or not jurisdiction or article not in found:
             continue
-        inside = {law: in_jurisdiction(meta, jurisdiction) for law, meta in laws[article].items()}
+        inside = {law: in_jurisdiction(blocks[0].meta, jurisdiction) for law, blocks in found[article].items()}
         if any(inside.values()):
             foreign |= {(law, article) for law, within in inside.items() if within is False}
     return foreign
