@@ -59,7 +59,7 @@ MAX_QUESTION_CHARS = 4000  # default of `LexHay.max_question_chars` (the server 
 MAX_CARRYOVER_IDS = 100
 # the answer-level keys of `ask`'s trace (kept next to the PipelineTrace's own: stages, cache, request_id, ...)
 ASK_TRACE_KEYS = ("citations", "gate", "queries", "decompose", "hyde", "topic", "retrieval", "crag", "scope",
-                  "expanded", "graph_context", "need_retry", "seconds", "meta_warnings", "answer_fallback")
+                  "expanded", "graph_context", "need_retry", "seconds", "meta_warnings", "answer_fallback", "catalogue")
 
 
 @dataclass
@@ -783,7 +783,7 @@ class LexHay:
         """One run of the query pipeline; the result's `trace` holds the answer-level keys (`ASK_TRACE_KEYS`)."""
         stages = {"citation_detector", "gate", "decompose", "hyde", "topic_resolver", "retriever", "merger", "crag",
                   "scope_checker", "ref_expander", "graph_enricher", "answer_prompt", "answer", "meta_parser",
-                  "need_fetcher", "verifier"}
+                  "need_fetcher", "verifier", "norm_catalogue"}
         started = time.perf_counter()
         inputs: dict[str, dict[str, Any]] = {
             "access": {**{k: access.get(k) for k in ACCESS_KEYS}, "filters": filters},
@@ -796,6 +796,7 @@ class LexHay:
             "retriever": {"question": question},
             "crag": {"query": question},
             "scope_checker": {"query": question},
+            "norm_catalogue": {"query": question},
             "compressor": {"query": question},
             "answer_prompt": {"question": question, "history": history},
             "answer": {"question": question, "streaming_callback": streaming_callback, "history": history},
@@ -832,6 +833,11 @@ class LexHay:
             "hyde": out.get("hyde", {}).get("fallback") if flags["hyde"] else None,
             "topic": out.get("topic_resolver", {}).get("fallback") if flags["topic_filter"] else None,
         }
+        # "¿qué leyes tienes?": the norms the caller can read are the answer (DecomposeQuery searched nothing)
+        if catalogue := out.get("norm_catalogue", {}).get("answer"):
+            return {"answer": catalogue, "citations": [], "context_chunk_ids": [], "need": [], "route": "ACCEPT",
+                    "fallbacks": fallbacks, "unverified_citations": [], "flags": flags,
+                    "trace": {**trace, "catalogue": [norm["law_id"] for norm in out["norm_catalogue"]["norms"]]}}
         if crag.get("route") == "REJECT":
             rejected = crag["rejected"]
             # the case law it cites ("Súmula 331 do TST") is named: no index of statutes holds any (a norm the laws

@@ -30,6 +30,7 @@ from qdrant_edge import (
     EdgeShard,
     EdgeSparseVectorParams,
     EdgeVectorParams,
+    FacetRequest,
     FieldCondition,
     Filter,
     Fusion,
@@ -88,6 +89,7 @@ DEFAULT_PAYLOAD_INDEXES = {
             "law_key",
             "article",
             "collection",
+            "country",
             "level",
             "parent_id",
             "status",
@@ -107,6 +109,8 @@ DEFAULT_PAYLOAD_INDEXES = {
     "meta.last_updated": "datetime",
 }
 
+# the most distinct values one facet call counts (a keyword field of laws, collections or tenants has far fewer)
+_FACET_LIMIT = 100_000
 _SCROLL_PAGE_SIZE = 1024
 _LOGICAL_OPERATORS = ("AND", "OR", "NOT")
 _RANGE_OPERATORS = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
@@ -476,6 +480,60 @@ class EdgeDocumentStore:
         :returns: The number of matching documents.
         """
         return self._open().shard.count(CountRequest(exact=True, filter=_convert_filters(filters)))
+
+    def get_metadata_field_unique_values(
+        self,
+        metadata_field: str,
+        search_term: str | None = None,
+        from_: int = 0,
+        size: int = 10,
+        filters: dict[str, Any] | None = None,
+    ) -> tuple[list[Any], int]:
+        """
+        The distinct values of a meta field among the documents that match `filters`, as qdrant-haystack's
+        `QdrantDocumentStore.get_metadata_field_unique_values` returns them (same arguments, same order).
+
+        A field with a keyword payload index (`payload_indexes`: `law_id`, `law_short`, `status` ...) is counted by
+        the index (Qdrant's facet), reading no payload; any other field, or a `search_term`, scrolls the matching
+        points reading that field only. A list value counts each of its items.
+
+        :param metadata_field: The meta field (`law_id` or `meta.law_id`).
+        :param search_term: Keep only the values that hold this text (case-insensitive).
+        :param from_: The offset of the first value returned (0-based).
+        :param size: The most values returned.
+        :param filters: Haystack filters restricting the documents considered (see `filter_documents`).
+        :returns: The values, sorted by their text then their type name, from `from_`, at most `size`; and how many
+            distinct values there are in all.
+        :raises ValueError: An empty field name, a negative `from_` or a non-positive `size`.
+        """
+        name = metadata_field[len("meta."):] if metadata_field.startswith("meta.") else metadata_field
+        if not name or from_ < 0 or size <= 0:
+            raise ValueError("needs a field name, from_ >= 0 and size > 0")
+        key = f"meta.{name}"
+        qdrant_filter = _convert_filters(filters)
+        entry = self._open()
+        indexed = DEFAULT_PAYLOAD_INDEXES if self.payload_indexes is None else self.payload_indexes
+        values: set[Any] = set()
+        if search_term is None and indexed.get(key) == "keyword":
+            hits = entry.shard.facet(FacetRequest(key=key, limit=_FACET_LIMIT, exact=True, filter=qdrant_filter))
+            values.update(hit.value for hit in hits.hits)
+        else:
+            needle = None if search_term is None else search_term.lower()
+            offset = None
+            while True:
+                records, offset = entry.shard.scroll(ScrollRequest(
+                    offset=offset, limit=_SCROLL_PAGE_SIZE, filter=qdrant_filter,
+                    with_payload=PayloadSelector.Include([key]), with_vector=False,
+                ))
+                for record in records:
+                    found = (record.payload.get("meta") or {}).get(name)
+                    for value in found if isinstance(found, list) else [found]:
+                        if value is not None and (needle is None or needle in str(value).lower()):
+                            values.add(value)
+                if offset is None:
+                    break
+        ordered = sorted(values, key=lambda value: (str(value), type(value).__name__))
+        return ordered[from_:from_ + size], len(ordered)
 
     def filter_documents(self, filters: dict[str, Any] | None = None) -> list[Document]:
         """

@@ -16,6 +16,7 @@ from typing import Any
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
 
+from components.legal.catalogue import asks_for_catalogue
 from components.legal.citations import CitationGrammar, asks_only_case_law
 from components.legal.conversation import previous_questions, read_with_previous
 from components.legal.jurisdiction import countries_named, country_readings, without_countries
@@ -206,7 +207,8 @@ class DecomposeQuery:
     else ("Súmula 331 do TST": `citations.asks_only_case_law`) gets no query at all (`path` `outside_corpus`, nor is
     the LLM asked): an index of statutes holds none, its leftover words would find any article, and the answer is
     that it is not in the corpus. A norm the laws table lacks ("Lei 605/49") is still searched: the caller may have
-    indexed it.
+    indexed it. A question about the corpus itself and nothing else ("¿qué leyes tienes?":
+    `catalogue.asks_for_catalogue`) gets no query either (`path` `catalogue`): `NormCatalogue` lists the norms.
 
     No LLM is asked about a turn unless `llm_on_follow_up` is set; then the LLM gets the system prompt, the last
     4 messages of the conversation (200 characters each) and the question, plus the equivalences found in it,
@@ -362,7 +364,9 @@ class DecomposeQuery:
         # (the case-law pattern first: most questions cite none, and then the citations need not be read)
         case_law = [] if follow_up else self._grammar.extract_case_law(query)
         outside = bool(case_law) and asks_only_case_law(query, self._grammar.extract(query, colloquial=True), case_law)
-        if self.chat_generator is not None and asks_llm and not outside:
+        # "¿qué leyes tienes?" asks for the list of norms (`NormCatalogue`), which no article holds
+        catalogue = not outside and asks_for_catalogue(query)
+        if self.chat_generator is not None and asks_llm and not (outside or catalogue):
             messages = self._messages(query, history, follow_up=follow_up, matches=matches, limit=limit)
             parsed, raw = chat_json(
                 self.chat_generator, messages, schema=_schema(limit, follow_up=follow_up), timeout=self.timeout
@@ -375,9 +379,9 @@ class DecomposeQuery:
             self._grammar.search_text(query), follow_up=follow_up, limit=limit, previous=previous,
             carryover=bool(carryover),
         )
-        if outside:
+        if outside or catalogue:
             queries = []
-            trace.update(path="outside_corpus", fallback_reason=None)
+            trace.update(path="outside_corpus" if outside else "catalogue", fallback_reason=None)
         elif queries is None:
             queries = deterministic
             if asks_llm:

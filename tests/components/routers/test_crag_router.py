@@ -109,6 +109,7 @@ def test_broaden_query_leaves_out_what_the_question_cites_outside_the_corpus():
     # "código" alone found the social-security codes of occupations: nothing is left to search, so no retry
     assert router.broaden_query("Código Penal artículo 138") == ""
     assert router.broaden_query("Súmula 331 do TST") == ""
+    assert router.broaden_query("¿Qué leyes tienes?") == ""  # about the corpus itself: NormCatalogue answers
     assert router.broaden_query("o que diz a Lei 605/49 sobre repouso semanal remunerado?") == (
         "repouso semanal remunerado")
     result = router.run(query="Código Penal artículo 138", documents=[])
