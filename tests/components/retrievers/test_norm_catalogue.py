@@ -85,3 +85,17 @@ def test_an_empty_store_says_it_holds_nothing(tmp_path):
     result = NormCatalogue(document_store=store).run(query="¿qué normas hay disponibles?")
     assert result == {"norms": [], "answer": "No hay ninguna norma indexada que puedas consultar."}
     store.close()
+
+
+def test_a_qdrant_server_store_lists_the_same_norms(store):
+    # qdrant-haystack's QdrantDocumentStore (local mode here) has the same method: the same rows, tenant by tenant
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    qdrant = QdrantDocumentStore(location=":memory:", embedding_dim=4, similarity="cosine", progress_bar=False)
+    qdrant.write_documents(store.filter_documents())
+    edge, server = NormCatalogue(document_store=store), NormCatalogue(document_store=qdrant)
+    for access in (None, {"tenant_id": "acme"}, {"tenant_id": "beta"}):
+        filters = access_filter(access)
+        expected = edge.run(query="¿Qué leyes tienes?", filters=filters)
+        assert server.run(query="¿Qué leyes tienes?", filters=filters) == expected
+        assert len(expected["norms"]) == 3 + (access is not None)
