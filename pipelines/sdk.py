@@ -606,7 +606,7 @@ class LexHay:
         reranked = mode == "full" and flags["rerank"]
         skipped = set() if reranked else {*CITATION_STAGES, "reranker", "basis_expander"}
         if mode != "full":
-            skipped.add("term_expander")
+            skipped |= {"term_expander", "spelling_corrector"}
         # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
         # every value along an edge (the query vector, element by element); traced stage by stage all the same
         stages, connections = pipeline_stages(pipe)
@@ -614,6 +614,7 @@ class LexHay:
         result = run_stages(
             {name: stage for name, stage in stages.items() if name not in skipped},
             {
+                "spelling_corrector": {"query": question},  # when it runs, the stages below read its `query`
                 "citation_detector": {"query": question},
                 "citation_fetcher": {"filters": filters},
                 "term_expander": {"query": question},  # when it runs, its output replaces the two BM25 inputs below

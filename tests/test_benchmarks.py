@@ -183,3 +183,19 @@ def test_llm_relevance_bench_resorts_the_judged_head_only():
     assert hit1 == [0.0] and 0 < ndcg[0] < 1
     mean, chosen = bench.cross_validated([row, dict(row), dict(row), dict(row)])
     assert set(chosen) == {0.0} and mean == 1.0
+
+
+def test_spelling_bench_misspells_by_sound_alike_errors_only():
+    import random
+
+    bench = _bench("spelling_bench")
+    question = "¿Cuántas vacaciones tiene el trabajador según el art. 38 ET?"
+    first, again = (bench.misspell(question, random.Random(3), rate=1.0) for _ in range(2))
+    assert first == again != question  # seeded
+    assert "art. 38 ET?" in first and first.startswith("¿Cuántas")  # capitals, short words and digits kept
+    words, misspelled = question.split(), first.split()
+    assert len(words) == len(misspelled)
+    for word, changed in zip(words, misspelled):
+        if word != changed:  # one error each: at most two letters apart, in length at most one
+            assert abs(len(word) - len(changed)) <= 1 and word.islower(), (word, changed)
+    assert bench.misspell(question, random.Random(3), rate=0.0) == question

