@@ -761,7 +761,8 @@ class LexHay:
         """
         The question's dense embedding when blocks are carried over (None otherwise): the carryover fetcher scores
         each carried-over block's own similarity to the new question with it, which is what CRAG grades them on.
-        Computed by the query pipeline's own dense embedder (the query-embedding cache serves a repeat).
+        Computed by the query pipeline's own dense embedder, of the question as the chain's spelling corrector reads
+        it (the query-embedding cache then serves the retrieval's embedding of the same text).
         """
         if not previous_chunk_ids:
             return None
@@ -769,7 +770,8 @@ class LexHay:
         embedder = getattr(chain, "text_embedder", None)
         if embedder is None:
             return None
-        return embedder.run(text=question)["embedding"]
+        corrector = getattr(chain, "spelling_corrector", None)
+        return embedder.run(text=corrector.run(query=question)["query"] if corrector else question)["embedding"]
 
     def _run_ask(
         self,
