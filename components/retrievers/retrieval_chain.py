@@ -76,7 +76,8 @@ class RetrievalChain(SuperComponent):
     `Pipeline` (its sockets, warm-up, `draw` / `show`), and the chain serializes as its stages, so the loader's
     settings reach each of them.
 
-    Inputs: `text` (embedded on both sides, the query of the retriever and the re-ranker; with a `term_expander`,
+    Inputs: `text` (read by every stage as the `spelling_corrector` corrects it, when the chain has one; embedded on
+    both sides, the query of the retriever and the re-ranker; with a `term_expander`,
     the BM25 side gets it followed by the statutory terms of its colloquial expressions), `dense_text` (optional:
     embedded on the dense side instead of `text`, e.g. a HyDE passage), `filters`, `top_k` (parent blocks kept),
     `mode` (`hybrid`, `dense`, `sparse`), `collections`, `named_laws` (the norms the question names, searched within
