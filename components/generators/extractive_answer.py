@@ -43,6 +43,7 @@ from components.legal.conversation import previous_questions, read_with_previous
 from components.legal.ids import REPEALED, SPECIAL_REGIME, cited_exactly
 from components.legal.jurisdiction import country_readings, without_countries
 from components.legal.legal_text import blank_spans, split_sentences, unit_range
+from components.legal.spelling import correct_spelling
 from components.legal.terms import split_concepts, stems
 
 logger = logging.getLogger(__name__)
@@ -495,6 +496,9 @@ class ExtractiveAnswer:
         previous = previous_questions(history)
         pinned = self._pinned(question, found_citations, documents, sentences, language, previous=previous)
         question = blank_spans(question, [with_units_before(question, c["span"]) for c in found_citations])
+        # its words misspelled as they sound read as the words they sound like, as the retrieval read them: a
+        # sentence on "vacaciones" matches "bacaciones"
+        question = correct_spelling(question)[0]
         # a conversation's turn is matched as it was searched: read with the questions before it
         reading = read_with_previous(question, previous)
         scores = self._scores(reading, pool, language)

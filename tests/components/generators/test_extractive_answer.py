@@ -27,6 +27,13 @@ def docs():
     return [_et("38", "Vacaciones anuales"), _et("14", "Periodo de prueba")]
 
 
+def test_a_question_misspelled_as_it_sounds_quotes_what_the_spelled_one_does(docs):
+    # "bacaciones" shares no word with the article; read as "vacaciones" it matches its sentences
+    spelled = ExtractiveAnswer().run(question="kuantos dias de vacaciones tengo", documents=docs)["answer"]
+    misspelled = ExtractiveAnswer().run(question="kuantos dias de bacaciones tengo", documents=docs)["answer"]
+    assert misspelled == spelled and "El periodo de vacaciones anuales retribuidas" in misspelled
+
+
 def test_init_defaults_and_validation():
     answerer = ExtractiveAnswer()
     assert (answerer.max_articles, answerer.max_sentences) == (3, 2)
