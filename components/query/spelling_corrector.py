@@ -17,8 +17,9 @@ class SpellingCorrector:
     The dense model reads a misspelled word as other tokens: "bacaciones" put the Estatuto's holiday article fourth
     and the question was refused, since no block was close enough. People who ask about their job write as they
     speak, and the errors of Spanish and Portuguese spelling are errors of sound: b/v, c/s/z, k/qu, a silent h,
-    ll/y, g/j, lh/i, a final u for o. So a word is corrected only to a word that sounds the same (`components.legal.spelling.sound_key`), and
-    only when the word itself is rare and that word common: a word at `known_zipf` or more on the Zipf scale
+    ll/y, g/j, lh/i, a final u for o. So a word is corrected only to a word that sounds the same
+    (`components.legal.spelling.sound_key`; the rules live there, shared with the extractive answer), and only when
+    the word itself is rare and that word common: a word at `known_zipf` or more on the Zipf scale
     (wordfreq's frequencies of Spanish and Portuguese, from subtitles, web and books; 2.5 = about three in a
     million words), or whose accent-folded form is such a word's ("cesion": "cesión"), is never touched, and the
     correction must be `min_gain` Zipf points more frequent. A word with a capital after its first letter ("FGTS",
