@@ -12,6 +12,7 @@ import json
 import sys
 import threading
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
@@ -164,6 +165,19 @@ def _close_open_shards() -> None:
             entry.shard.flush()
             entry.shard.close()
         _OPEN_SHARDS.clear()
+
+
+def _scrolled(shard: EdgeShard, qdrant_filter: Filter | None, with_payload: Any, with_vector: Any) -> Iterator[Any]:
+    """Every point of `shard` that matches `qdrant_filter`, in point-id order, read page by page."""
+    offset = None
+    while True:
+        records, offset = shard.scroll(ScrollRequest(
+            offset=offset, limit=_SCROLL_PAGE_SIZE, filter=qdrant_filter, with_payload=with_payload,
+            with_vector=with_vector,
+        ))
+        yield from records
+        if offset is None:
+            return
 
 
 def _light_selector(fields: tuple[str, ...]) -> PayloadSelector:
@@ -519,19 +533,11 @@ class EdgeDocumentStore:
             values.update(hit.value for hit in hits.hits)
         else:
             needle = None if search_term is None else search_term.lower()
-            offset = None
-            while True:
-                records, offset = entry.shard.scroll(ScrollRequest(
-                    offset=offset, limit=_SCROLL_PAGE_SIZE, filter=qdrant_filter,
-                    with_payload=PayloadSelector.Include([key]), with_vector=False,
-                ))
-                for record in records:
-                    found = (record.payload.get("meta") or {}).get(name)
-                    for value in found if isinstance(found, list) else [found]:
-                        if value is not None and (needle is None or needle in str(value).lower()):
-                            values.add(value)
-                if offset is None:
-                    break
+            for record in _scrolled(entry.shard, qdrant_filter, PayloadSelector.Include([key]), False):
+                found = (record.payload.get("meta") or {}).get(name)
+                for value in found if isinstance(found, list) else [found]:
+                    if value is not None and (needle is None or needle in str(value).lower()):
+                        values.add(value)
         ordered = sorted(values, key=lambda value: (str(value), type(value).__name__))
         return ordered[from_:from_ + size], len(ordered)
 
@@ -547,23 +553,8 @@ class EdgeDocumentStore:
         :returns: The matching documents, ordered by point id.
         :raises FilterError: If the filters are invalid.
         """
-        qdrant_filter = _convert_filters(filters)
-        shard = self._open().shard
-        documents: list[Document] = []
-        offset = None
-        while True:
-            records, offset = shard.scroll(
-                ScrollRequest(
-                    offset=offset,
-                    limit=_SCROLL_PAGE_SIZE,
-                    filter=qdrant_filter,
-                    with_payload=True,
-                    with_vector=self._with_vector(),
-                )
-            )
-            documents.extend(self._to_document(record.payload, record.vector) for record in records)
-            if offset is None:
-                return documents
+        records = _scrolled(self._open().shard, _convert_filters(filters), True, self._with_vector())
+        return [self._to_document(record.payload, record.vector) for record in records]
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
         """

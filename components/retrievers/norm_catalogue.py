@@ -6,12 +6,11 @@ from haystack import component, default_from_dict, default_to_dict, logging
 
 from components.legal.access import and_filters
 from components.legal.catalogue import asks_for_catalogue, catalogue_answer
-from components.legal.ids import PARENT_FILTER
+from components.legal.ids import PARENT_FILTER, REPEALED
 from components.legal.legal_text import detect_query_language
 
 logger = logging.getLogger(__name__)
 
-REPEALED = "repealed"
 # countries first in this order, then any other (a tenant's upload of another country's law), by law name
 COUNTRY_ORDER = ("es", "br")
 
@@ -95,7 +94,7 @@ class NormCatalogue:
             logger.warning("NormCatalogue: {total} norms, listing {shown}", total=total, shown=len(law_ids))
         norms = [self._norm(law_id, readable) for law_id in law_ids]
         norms.sort(key=_order)
-        language = detect_query_language(query, default="es") or "es"
+        language = detect_query_language(query, default="es")
         return {"norms": norms, "answer": catalogue_answer(norms, language)}
 
     def _norm(self, law_id: str, readable: dict[str, Any] | None) -> dict[str, Any]:

@@ -181,14 +181,13 @@ class RetrievalChain(SuperComponent):
                 pipeline.add_component(name, stage)
         present = set(pipeline.graph.nodes)
         self._connections = []
+        fed: set[str] = set()  # a connected input is not also a chain input
         for sender, receiver in CONNECTIONS:  # each input fed once, by the first sender listed
-            if {sender.split(".", 1)[0], receiver.split(".", 1)[0]} <= present and all(
-                receiver != fed for _, fed in self._connections
-            ):
+            if {sender.split(".", 1)[0], receiver.split(".", 1)[0]} <= present and receiver not in fed:
                 self._connections.append((sender, receiver))
+                fed.add(receiver)
         for sender, receiver in self._connections:
             pipeline.connect(sender, receiver)  # what `run` follows, and what `draw` / `show` picture
-        fed = {receiver for _, receiver in self._connections}  # a connected input is not also a chain input
         input_mapping = {
             name: [path for path in paths if path.split(".", 1)[0] in present and path not in fed]
             for name, paths in INPUT_MAPPING.items()
