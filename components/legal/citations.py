@@ -22,6 +22,7 @@ from components.legal.legal_text import (
     LATIN_SUFFIXES,
     blank_spans,
     fold_accents,
+    leading_cardinal,
     normalize_article_key,
     ordinal_to_int,
 )
@@ -214,7 +215,18 @@ _ITEM_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
     rf"(?:\s+(?P<suffix>{LATIN_SUFFIXES})(?![a-z]))?",
     re.IGNORECASE,
 )
-_ITEM_WORDS_RE: Final[re.Pattern[str]] = re.compile(r"(?P<w1>[a-z]+)(?:[\s-]+(?P<w2>[a-z]+))?", re.IGNORECASE)
+# up to five words: "vigésima primera", "cuarenta y ocho", "cento e trinta e cinco"
+_ITEM_WORDS_RE: Final[re.Pattern[str]] = re.compile(
+    r"[a-z]+(?:(?:[^\S\n]+|[^\S\n]*-[^\S\n]*)[a-z]+){0,4}", re.IGNORECASE
+)
+_ITEM_WORD_RE: Final[re.Pattern[str]] = re.compile(r"[a-z]+", re.IGNORECASE)
+# an indefinite article is not an article number on its own: "el artículo un poco...", "o artigo uma vez..."
+_INDEFINITE_WORDS: Final[frozenset[str]] = frozenset({"un", "una", "um", "uma"})
+# Spanish "dos" (two) is also Portuguese "dos" (of the): "o artigo dos direitos sociais". Alone, it is read as a
+# number only at the end of the citation or before a word that can follow one ("dos de la", "dos y tres").
+_AFTER_LONE_DOS_RE: Final[re.Pattern[str]] = re.compile(
+    r"[^\S\n]*(?:$|[^\w\s]|(?:de|del|y|e|o|ou|a|al|hasta|ate)(?!\w))", re.IGNORECASE
+)
 # An inciso's Roman number (I to XCIX: CF88 art. 5 goes to LXXIX). After the word "inciso" any case; after the article
 # number or a comma in capitals ("art. 7, XVII", "art 7 XVII CF") or of two letters or more in lower case ("art 7
 # xvii cf"): a lone "i", "v" or "x" there is not taken for one, nor the initial of an abbreviation.
@@ -651,7 +663,9 @@ class CitationGrammar:
     20 articles are expanded), "el 48.4 del Estatuto de los Trabajadores" (a bare number counts only when a known
     law follows), "artículo 37.3.b) ET", "disposición adicional primera de la LGSS" (also abbreviated: "DA 1ª",
     "D.T. 4.ª", "DD única", "disp. adic. 1ª"; the letters in capitals), "Art. 5º, caput, da CF",
-    "artigo 7º, XXIX, da Constituição", and law-only mentions such as "Lei 8.213" or "la Ley 31/1995".
+    "artigo 7º, XXIX, da Constituição", numbers in words after an article label ("artículo cuarenta y ocho del
+    Estatuto", "artigo quatrocentos e setenta e sete da CLT", "artículo primero"), and law-only mentions such as
+    "Lei 8.213" or "la Ley 31/1995".
 
     Laws resolve through the known-laws table (`law_id` and `law_short` of `laws.yaml`), the built-in
     `DEFAULT_ALIASES` (Estatuto de los Trabajadores, Constitución, Constituição / CF, ...) and the `aliases` given
@@ -1060,6 +1074,7 @@ def _parse_items(folded: str, position: int, kind: str, *, words: bool) -> tuple
     dotted = False
     while True:
         item = _parse_item(folded, position, kind, words=words)
+        words = words and not folded[position : position + 1].isdigit()  # "art. 40 ou dos arts. 42": no "dos" (2)
         if item is None:
             break
         key, end, item_dotted = item
@@ -1112,16 +1127,27 @@ def _is_ordinal(word: str) -> bool:
 
 
 def _ordinal_words(match: re.Match[str]) -> tuple[str | None, int]:
-    """An ordinal in one or two words ("primera", "vigésima primera", "novena bis", "única") and where it ends."""
-    first, second = match.group("w1"), match.group("w2")
+    """
+    An article number in words and where it ends: an ordinal in one or two words ("primera", "vigésima primera",
+    "novena bis", "única") or a cardinal in up to five ("cuarenta y ocho", "cento e trinta e cinco").
+    """
+    words = list(_ITEM_WORD_RE.finditer(match.group(0)))
+    first, second = words[0].group(0), words[1].group(0) if len(words) > 1 else None
     if second and (
         ordinal_to_int(f"{first} {second}") is not None
         or (_is_ordinal(first) and re.fullmatch(LATIN_SUFFIXES, second, re.IGNORECASE))
     ):
-        return f"{first} {second}", match.end()
+        return f"{first} {second}", match.start() + words[1].end()
     if _is_ordinal(first):
-        return first, match.end("w1")
-    return None, match.end()
+        return first, match.start() + words[0].end()
+    cardinal = leading_cardinal([word.group(0).lower() for word in words])
+    if cardinal is None:
+        return None, match.end()
+    end = match.start() + words[cardinal[1] - 1].end()
+    lone = first.lower() if cardinal[1] == 1 else ""
+    if lone in _INDEFINITE_WORDS or (lone == "dos" and not _AFTER_LONE_DOS_RE.match(match.string, end)):
+        return None, match.end()
+    return str(cardinal[0]), end
 
 
 def _law_ref_pattern(names: list[str], originals: dict[str, list[str]], *, free_text: bool) -> str:

@@ -6,7 +6,8 @@ Pure-Python text utilities for Spanish and Portuguese statutes, shared by the in
   article labels ("Artículo 38. Vacaciones anuales."), for texts where NLTK punkt is not available.
 - `normalize_article_key`: canonical article keys (`38`, `2 bis`, `1` for "primero", `da1` for
   "disposición adicional primera", `5-a` for the Brazilian "5º-A").
-- `fold_accents`, `ordinal_to_int`, `cardinal_to_int`, `roman_to_int`, `detect_language`: the helpers behind them.
+- `fold_accents`, `ordinal_to_int`, `cardinal_to_int` (and `leading_cardinal`, the number words that start a text),
+  `roman_to_int`, `detect_language`: the helpers behind them.
 """
 
 import logging
@@ -105,14 +106,69 @@ _SPECIAL_ORDINALS: Final[dict[str, int]] = {
     "undecimo": 11, "undecima": 11, "duodecimo": 12, "duodecima": 12, "centesimo": 100, "centesima": 100,
 }
 
-_CARDINALS: Final[dict[str, int]] = {
-    "un": 1, "uno": 1, "una": 1, "dos": 2, "tres": 3, "cuatro": 4, "cinco": 5, "seis": 6, "siete": 7,
-    "ocho": 8, "nueve": 9, "diez": 10, "once": 11, "doce": 12, "trece": 13, "catorce": 14, "quince": 15,
-    "dieciseis": 16, "diecisiete": 17, "dieciocho": 18, "diecinueve": 19, "veinte": 20,
+# Cardinal number words, Spanish and Portuguese, 1-999: how an article number is said ("artículo cuarenta y ocho",
+# "artigo quatrocentos e setenta e sete"). A ten joins its unit with "y" (es) or "e" (pt); a hundred joins what
+# follows with "e" in Portuguese only. "veinti-" compounds are one word ("veintidós").
+_CARDINAL_UNITS: Final[dict[str, int]] = {
+    "un": 1, "uno": 1, "una": 1, "um": 1, "dos": 2, "dois": 2, "duas": 2, "tres": 3, "cuatro": 4, "quatro": 4,
+    "cinco": 5, "seis": 6, "siete": 7, "sete": 7, "ocho": 8, "oito": 8, "nueve": 9, "nove": 9,
+}
+_CARDINAL_TEENS: Final[dict[str, int]] = {
+    "diez": 10, "dez": 10, "once": 11, "onze": 11, "doce": 12, "doze": 12, "trece": 13, "treze": 13,
+    "catorce": 14, "catorze": 14, "quatorze": 14, "quince": 15, "quinze": 15, "dieciseis": 16, "dezesseis": 16,
+    "dezasseis": 16, "diecisiete": 17, "dezessete": 17, "dezassete": 17, "dieciocho": 18, "dezoito": 18,
+    "diecinueve": 19, "dezenove": 19, "dezanove": 19,
 }
 _CARDINAL_TENS: Final[dict[str, int]] = {
-    "treinta": 30, "cuarenta": 40, "cincuenta": 50, "sesenta": 60, "setenta": 70, "ochenta": 80, "noventa": 90,
+    "veinte": 20, "vinte": 20, "treinta": 30, "trinta": 30, "cuarenta": 40, "quarenta": 40, "cincuenta": 50,
+    "cinquenta": 50, "sesenta": 60, "sessenta": 60, "setenta": 70, "ochenta": 80, "oitenta": 80, "noventa": 90,
 }
+_CARDINAL_HUNDREDS: Final[dict[str, int]] = {
+    "ciento": 100, "cento": 100, "doscientos": 200, "doscientas": 200, "duzentos": 200, "duzentas": 200,
+    "trescientos": 300, "trescientas": 300, "trezentos": 300, "trezentas": 300, "cuatrocientos": 400,
+    "cuatrocientas": 400, "quatrocentos": 400, "quatrocentas": 400, "quinientos": 500, "quinientas": 500,
+    "quinhentos": 500, "quinhentas": 500, "seiscientos": 600, "seiscientas": 600, "seiscentos": 600,
+    "seiscentas": 600, "setecientos": 700, "setecientas": 700, "setecentos": 700, "setecentas": 700,
+    "ochocientos": 800, "ochocientas": 800, "oitocentos": 800, "oitocentas": 800, "novecientos": 900,
+    "novecientas": 900, "novecentos": 900, "novecentas": 900,
+}
+_CARDINAL_HUNDRED_ALONE: Final[frozenset[str]] = frozenset({"cien", "cem"})  # 100 with nothing after it
+
+
+def _below_hundred(words: Sequence[str], at: int) -> tuple[int, int] | None:
+    """The cardinal 1-99 that starts at `words[at]` ("ocho", "veintidos", "cuarenta y ocho", "vinte e um") and
+    how many words it takes; None when none starts there."""
+    word = words[at] if at < len(words) else ""
+    if word in _CARDINAL_UNITS or word in _CARDINAL_TEENS:
+        return _CARDINAL_UNITS.get(word) or _CARDINAL_TEENS[word], 1
+    if word.startswith("veinti") and word[6:] in _CARDINAL_UNITS:
+        return 20 + _CARDINAL_UNITS[word[6:]], 1
+    if word not in _CARDINAL_TENS:
+        return None
+    if at + 2 < len(words) and words[at + 1] in ("y", "e") and words[at + 2] in _CARDINAL_UNITS:
+        return _CARDINAL_TENS[word] + _CARDINAL_UNITS[words[at + 2]], 3
+    return _CARDINAL_TENS[word], 1
+
+
+def leading_cardinal(words: Sequence[str]) -> tuple[int, int] | None:
+    """
+    The cardinal number word(s) at the start of `words` (folded, lowercase), Spanish or Portuguese, 1-999: its
+    value and how many words it takes, the longest reading. `["cuarenta", "y", "ocho", "del"]` -> (48, 3);
+    `["cento", "e", "trinta", "e", "cinco"]` -> (135, 5); `["dos", "y", "tres"]` -> (2, 1) (a list, not a
+    number); None when `words` does not start with one.
+    """
+    if not words:
+        return None
+    first = words[0]
+    if first in _CARDINAL_HUNDRED_ALONE:
+        return 100, 1
+    if first not in _CARDINAL_HUNDREDS:
+        return _below_hundred(words, 0)
+    after = 2 if len(words) > 1 and words[1] == "e" else 1  # Portuguese "cento e dez"; Spanish "ciento diez"
+    rest = _below_hundred(words, after)
+    if rest is not None:
+        return _CARDINAL_HUNDREDS[first] + rest[0], after + rest[1]
+    return (_CARDINAL_HUNDREDS[first], 1) if _CARDINAL_HUNDREDS[first] > 100 else None  # "ciento" is not a number
 
 
 def _compact(word: str) -> str:
@@ -139,18 +195,13 @@ def ordinal_to_int(word: str) -> int | None:
 
 
 def cardinal_to_int(word: str) -> int | None:
-    """Spanish cardinal words to int, 1-99 ("diez", "veintiuno", "treinta y dos"); None otherwise."""
-    compact = _compact(word)
-    if compact in _CARDINALS:
-        return _CARDINALS[compact]
-    if compact.startswith("veinti") and compact[6:] in _CARDINALS and _CARDINALS[compact[6:]] < 10:
-        return 20 + _CARDINALS[compact[6:]]
-    for stem, value in _CARDINAL_TENS.items():
-        if compact == stem:
-            return value
-        if compact.startswith(stem + "y") and _CARDINALS.get(compact[len(stem) + 1 :], 10) < 10:
-            return value + _CARDINALS[compact[len(stem) + 1 :]]
-    return None
+    """
+    Spanish or Portuguese cardinal words to int, 1-999 ("diez", "veintiuno", "treinta y dos", "ciento treinta y
+    cinco", "quatrocentos e setenta e sete"); None when `word` is not wholly one.
+    """
+    words = re.split(r"[\s\-]+", fold_accents(word).lower().strip())
+    found = leading_cardinal(words)
+    return found[0] if found and found[1] == len(words) else None
 
 
 _ROMAN_RE: Final[re.Pattern[str]] = re.compile(r"M{0,3}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})")

@@ -313,6 +313,18 @@ def test_a_follow_up_cites_the_law_and_article_the_conversation_is_about(detecto
     assert detector.run(query="¿y el artículo 15 de la misma ley?")["citations"][0]["law_id"] is None
 
 
+def test_an_article_number_said_in_words_is_cited_and_fetched_as_in_digits(detector):
+    spoken = detector.run(query="¿qué dice el artículo cuarenta y ocho del Estatuto de los Trabajadores?")
+    assert _pairs(spoken) == [(ET, "48")]
+    assert spoken["filters"] == detector.run(query="¿qué dice el artículo 48 del Estatuto de los Trabajadores?")[
+        "filters"]
+    assert _pairs(detector.run(query="o que diz o artigo quatrocentos e setenta e sete da CLT?")) == [
+        ("DEL-5452-1943", "477")]
+    history = _conversation("¿qué dice el artículo catorce de la Constitución?")
+    (cited,) = detector.run(query="¿y el artículo quince?", history=history)["citations"]
+    assert (cited["law_id"], cited["article"]) == (CE, "15")
+
+
 def test_a_follow_up_naming_a_subdivision_means_the_article_the_conversation_is_about(detector):
     history = _conversation("o que diz o art. 477 da CLT?", "e as verbas rescisórias?")
     result = detector.run(query="e o parágrafo 8º?", history=history)

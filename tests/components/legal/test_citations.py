@@ -223,6 +223,8 @@ def test_long_runs_of_spaces_commas_and_section_signs_are_read_in_linear_time(gr
             found = grammar.extract(text, colloquial=True)
             assert [c["article"] for c in found] == ["7" if text.startswith("art. 7") else "59"]
             assert pinpoint(text, found[0]["span"]) == []
+        for text in ("artículo uno" + " " * 100_000 + "-" + " " * 100_000, "artículo " + "dos y " * 20_000):
+            assert [c["article"] for c in grammar.extract(text, colloquial=True)][:1] == ["1" if "uno" in text else "2"]
         assert subdivisions("\u00a7" * 100_000) is None
         assert subdivisions("e o " + "\u00a7" * 1000 + " 2º?") == ([("paragrafo", "2")], [4, 1007])
 
@@ -402,3 +404,40 @@ def test_asks_only_case_law_still_unknown_and_without_outside(grammar):
     assert grammar.without_outside("Código Penal artículo 138 y despido") == "y despido"
     assert grammar.without_outside("Súmula 331 do TST: terceirização") == ": terceirização"
     assert grammar.without_outside("art. 38 ET") == "art. 38 ET"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("¿qué dice el artículo cuarenta y ocho del Estatuto de los Trabajadores?", [("ET", "48")]),
+        ("artículo ciento treinta y cinco de la Constitución", [("CE", "135")]),
+        ("o que diz o artigo quatrocentos e setenta e sete da CLT?", [("CLT", "477")]),
+        ("artigo cento e vinte da CLT", [("CLT", "120")]),
+        ("artigo dez da CLT", [("CLT", "10")]),
+        ("artículos dos y tres de la Constitución", [("CE", "2"), ("CE", "3")]),
+        ("artículos cuarenta y ocho y cincuenta ET", [("ET", "48"), ("ET", "50")]),
+        ("artículos cuarenta a cuarenta y dos del ET", [("ET", "40"), ("ET", "41"), ("ET", "42")]),
+        ("artículo dos de la Constitución", [("CE", "2")]),
+        ("artículo vigésimo primero de la Constitución", [("CE", "21")]),
+    ],
+)
+def test_an_article_number_said_in_words_is_read_as_its_number(grammar, text, expected):
+    assert [(c["law"], c["article"]) for c in grammar.extract(text)] == expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # Portuguese "dos" is "of the", not Spanish "two"
+        ("qual é o artigo dos direitos sociais da CF?", [("CF88", None)]),
+        ("art. 40 ou dos arts. 42 da CF", [(None, "40"), ("CF88", "42")]),
+        # after a number in digits, a list goes on in digits: "y única" is not "and article único"
+        ("artículo 7.1 y única para toda su vida", [(None, "7")]),
+        ("art. 577 ou segundo as subdivisões", [(None, "577")]),
+        # an indefinite article is not an article number
+        ("el artículo un poco raro de la Constitución", [("CE", None)]),
+        ("el artículo dice que tengo dos días", []),
+    ],
+)
+def test_words_that_only_look_like_a_number_are_not_one(grammar, text, expected):
+    assert [(c["law"], c["article"]) for c in grammar.extract(text)] == expected

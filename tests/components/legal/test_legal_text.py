@@ -7,6 +7,7 @@ import pytest
 from components.legal.legal_text import (
     blank_spans,
     cardinal_to_int,
+    leading_cardinal,
     detect_language,
     detect_query_language,
     fold_accents,
@@ -57,11 +58,34 @@ def test_ordinal_to_int_rejects_non_ordinals(word):
 
 
 @pytest.mark.parametrize(
-    "word, value", [("uno", 1), ("diez", 10), ("quince", 15), ("dieciséis", 16), ("veintitrés", 23), ("treinta y dos", 32)]
+    "word, value",
+    [
+        ("uno", 1), ("diez", 10), ("quince", 15), ("dieciséis", 16), ("veintitrés", 23), ("treinta y dos", 32),
+        ("cien", 100), ("ciento treinta y cinco", 135), ("doscientos", 200), ("novecientos noventa y nueve", 999),
+        ("dois", 2), ("dezesseis", 16), ("quatorze", 14), ("vinte e um", 21), ("cem", 100),
+        ("cento e trinta e cinco", 135), ("quatrocentos e setenta e sete", 477), ("Quarenta-e-Quatro", 44),
+    ],
 )
 def test_cardinal_to_int(word, value):
     assert cardinal_to_int(word) == value
-    assert cardinal_to_int("treinta y diez") is None
+
+
+@pytest.mark.parametrize(
+    "word", ["", "treinta y diez", "ciento", "cento", "dos y tres", "uno dos", "vinte e dez", "mil"]
+)
+def test_cardinal_to_int_rejects_what_is_not_one_number(word):
+    assert cardinal_to_int(word) is None
+
+
+def test_leading_cardinal_takes_the_longest_number_and_counts_its_words():
+    assert leading_cardinal(["cuarenta", "y", "ocho", "del", "estatuto"]) == (48, 3)
+    assert leading_cardinal(["cento", "e", "trinta", "e", "cinco", "da", "clt"]) == (135, 5)
+    assert leading_cardinal(["ciento", "diez"]) == (110, 2)
+    assert leading_cardinal(["dos", "y", "tres"]) == (2, 1)  # a list of two articles, not one number
+    assert leading_cardinal(["doscientos", "de", "la", "ley"]) == (200, 1)
+    assert leading_cardinal(["ciento", "de"]) is None
+    assert leading_cardinal(["estatuto"]) is None
+    assert leading_cardinal([]) is None
 
 
 def test_roman_to_int():
