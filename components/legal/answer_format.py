@@ -368,12 +368,15 @@ CONTEXT_BLOCK_TEMPLATES: Final[dict[str, str]] = {
 def answer_language(question: str, documents: list[Document]) -> str:
     """
     The language of the answer (`ANSWER_LANGUAGES`): the question's (`detect_query_language`), else the language
-    most of the blocks are written in, else Spanish.
+    of the best-ranked block (`documents` best first), else Spanish.
+
+    A question with no word of either language is a citation ("art. 14 CE") or an acronym ("FGTS"): the block
+    ranked first is the article it cites or names, and the answer quotes it first. The language most blocks are
+    written in said Portuguese for "art. 14 CE" when the candidates after CE art. 14 were Brazilian.
     """
     language = detect_query_language(question)
     if language not in ANSWER_LANGUAGES:
-        languages = [doc.meta.get("lang") for doc in documents if doc.meta.get("lang") in ANSWER_LANGUAGES]
-        language = max(ANSWER_LANGUAGES, key=languages.count) if languages else "es"
+        language = next((doc.meta["lang"] for doc in documents if doc.meta.get("lang") in ANSWER_LANGUAGES), "es")
     return language
 
 

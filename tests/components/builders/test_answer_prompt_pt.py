@@ -43,6 +43,9 @@ def test_language_from_the_blocks_when_the_question_says_nothing_and_custom_prom
     assert answer_language("CLT 59-A", [CLT_477]) == "pt"
     assert answer_language("art. 38 ET", [ET_38]) == "es"
     assert answer_language("art. 38", []) == "es"
+    # the best-ranked block, not the language most blocks are in: the cited article, the acronym's law
+    assert answer_language("art. 38 ET", [ET_38, CLT_477, CLT_477]) == "es"
+    assert answer_language("FGTS", [CLT_477, ET_38, ET_38]) == "pt"
     custom = AnswerPromptBuilder(system_prompt="Sistema propio").run(question="CLT 477", documents=[CLT_477])
     assert custom["prompt"][0].text == "Sistema propio"
     assert custom["prompt"][1].text.startswith(ANSWER_FORMAT_INSTRUCTIONS_PT)
