@@ -17,6 +17,7 @@ import json
 import math
 import re
 import urllib.request
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -169,7 +170,8 @@ class ContextCompressor:
     language: intro line, and for every block its `[n] Law > Artículo N. Title` header, derogation note, chapter,
     summary and text). When the blocks do not fit:
 
-    1. The lowest-scored blocks are dropped first (ties: the later one), never the best one.
+    1. The lowest-scored blocks are dropped first, never the best one. Ties (the blocks of the articles a question
+       cites) drop an article's later blocks before another article's first: every cited article keeps a block.
     2. The block at the edge of the budget (and the best block when it alone exceeds it) is trimmed instead of
        dropped when at least `min_trimmed_tokens` of its text fit: its sentences (`legal_text.split_sentences`)
        are ranked by the question's terms they contain, then by the citations, numbers, dates and names they
@@ -384,9 +386,17 @@ class ContextCompressor:
         """Drops the lowest-scored blocks, trims the one at the budget's edge; input order kept."""
         if sum(costs) <= budget:
             return blocks
+        # among blocks of equal score (the cited articles' blocks, all fetched at 1.0), each article's first block
+        # before any article's second: "arts. 34, 37 y 38 ET" keeps art. 38 when arts. 34 and 37 fill the budget
+        seen: Counter[tuple[Any, Any]] = Counter()
+        nth = []
+        for doc in blocks:
+            article = (doc.meta.get("law_id"), doc.meta.get("article"))
+            nth.append(seen[article])
+            seen[article] += 1
         order = sorted(
             range(len(blocks)),
-            key=lambda i: (-(blocks[i].score if blocks[i].score is not None else float("-inf")), i),
+            key=lambda i: (-(blocks[i].score if blocks[i].score is not None else float("-inf")), nth[i], i),
         )
         kept: dict[int, Document] = {}
         used = 0

@@ -107,6 +107,19 @@ def test_run_drops_lowest_scored_blocks_first(et_blocks):
     assert stats["documents_out"] == len(kept) == len(shuffled) - len(dropped)
 
 
+def test_blocks_of_equal_score_keep_one_block_of_every_article_first(et_blocks):
+    # the blocks of the articles a question cites are fetched at the same score: when they do not all fit, an
+    # article's later blocks go before another article's only block ("arts. 37 y 34 ET")
+    cited = [replace(d, score=1.0) for d in et_blocks if d.meta["article"] in ("37", "34")]
+    assert [d.meta["article"] for d in cited].count("37") > 1
+    compressor = ContextCompressor(token_budget=700)
+    costs = [compressor._block_tokens(d, i) for i, d in enumerate(cited, 1)]
+    assert sum(c for c, d in zip(costs, cited) if d.meta["article"] == "37") > 700  # art. 37 alone overflows
+    kept = compressor.run(documents=cited, query="arts. 37 y 34 ET")["documents"]
+    assert {d.meta["article"] for d in kept} == {"37", "34"}
+    assert [d.id for d in kept] == [d.id for d in cited if d.id in {k.id for k in kept}]  # input order kept
+
+
 def test_run_never_drops_the_best_block(et_blocks):
     best = et_blocks[0]  # ET art. 38, the best scored
     compressor = ContextCompressor(token_budget=120)
