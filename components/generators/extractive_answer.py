@@ -326,16 +326,16 @@ def _quote(sentences: list[str], positions: list[int]) -> str:
 @component
 class ExtractiveAnswer:
     """
-    Answers without an LLM by quoting the sentences of the best 1-3 retrieved articles that share most terms with
-    the question, each quote followed by its citation "(ET, art. 38)".
+    Answers without an LLM by quoting the sentences of the best 1-3 retrieved articles (and of every article the
+    question cites) that share most terms with the question, each quote followed by its citation "(ET, art. 38)".
 
     Sentences (`split_sentences`) are scored by the accent-folded stems they share with the question, each stem
     weighted by its rarity among all the candidate sentences (a term found in one sentence counts more than one
-    found in all of them). An article the question cites is quoted first, then the retrieval's best in-force block
-    (its rank is the engine's relevance judgement; word overlap alone misreads colloquial questions), then, for a
-    question comparing concepts ("diferencia entre despido objetivo y disciplinario", `split_concepts`) or countries
-    ("vacaciones en España y en Brasil", `country_readings`), the best block of each concept's or country's own
-    search (`meta["query_ranks"]`, `MultiQueryRetriever`), then up to `max_articles` in
+    found in all of them). The articles the question cites are quoted first, all of them, then the retrieval's best
+    in-force block (its rank is the engine's relevance judgement; word overlap alone misreads colloquial questions),
+    then, for a question comparing concepts ("diferencia entre despido objetivo y disciplinario", `split_concepts`)
+    or countries ("vacaciones en España y en Brasil", `country_readings`), the best block of each concept's or
+    country's own search (`meta["query_ranks"]`, `MultiQueryRetriever`), then up to `max_articles` in
     all of the blocks whose best sentence scores at least half as much as the best-scoring one.
     Each article is quoted once, whatever the number of its blocks (a long article is stored in parts): its
     `max_sentences` best sentences across its blocks, in text order (an article sharing no term: its opening
@@ -375,7 +375,8 @@ class ExtractiveAnswer:
         """
         Create an ExtractiveAnswer.
 
-        :param max_articles: Most articles quoted (one quote each, from any of its blocks).
+        :param max_articles: Most articles quoted (one quote each, from any of its blocks), unless the question cites
+            more: every cited article is quoted.
         :param max_sentences: Most sentences quoted from each article.
         :raises ValueError: A parameter is < 1.
         """
@@ -543,7 +544,12 @@ class ExtractiveAnswer:
             intro = texts["intro"]
             plans = []
             # a constitutional basis comes on top of the `max_articles`, right after its article
-            quoted_articles = [key for key, at in articles.items() if at not in bases][: self.max_articles]
+            # every article the question cites is quoted, however many ("arts. 34 a 38 ET"); `max_articles` in all
+            # when it cites fewer
+            cited_count = len({_article(documents, i) for i in first})
+            quoted_articles = [key for key, at in articles.items() if at not in bases][
+                : max(self.max_articles, cited_count)
+            ]
             for key, at in articles.items():
                 basis = at in bases and (at in leading or _after_quoted(at, articles, quoted_articles, bases))
                 if key not in quoted_articles and not basis:

@@ -342,6 +342,19 @@ def test_every_cited_article_is_quoted_once_however_many_parts_it_has():
     assert 4 in used and set(used) <= {1, 2, 3, 4, 5}
 
 
+def test_every_article_a_question_cites_is_quoted_even_beyond_max_articles():
+    titles = {"34": "Jornada", "35": "Horas extraordinarias", "36": "Trabajo nocturno", "37": "Descanso semanal",
+              "38": "Vacaciones anuales", "39": "Movilidad funcional"}
+    documents = [_et(number, title) for number, title in titles.items()]
+    quoted = [line.rsplit("(", 1)[1] for line in ExtractiveAnswer().run(
+        question="arts. 34 a 38 ET", documents=documents)["answer"].splitlines() if line.startswith("- «")]
+    # before, three of the five were quoted; art. 39, which it does not cite, is not one of them
+    assert quoted == [f"ET, art. {number})" for number in ("34", "35", "36", "37", "38")]
+    # citing fewer than `max_articles`, the search's articles still fill the answer to `max_articles`
+    two = ExtractiveAnswer().run(question="arts. 34 y 35 ET: ¿y el trabajo nocturno?", documents=documents)
+    assert sum(line.startswith("- «") for line in two["answer"].splitlines()) == 3
+
+
 def test_an_article_s_best_sentences_are_quoted_from_any_of_its_parts():
     parts = _split(_et("38", "Vacaciones anuales"), "2. ", "3. ")
     answer = ExtractiveAnswer(max_sentences=1).run(question="¿cuándo debo conocer las fechas de mis vacaciones?",
