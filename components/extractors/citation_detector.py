@@ -8,6 +8,7 @@ from haystack.dataclasses import ChatMessage, ChatRole
 from components.legal.citations import (
     FIRST_ARTICLE,
     CitationGrammar,
+    adjacent_article,
     article_alone,
     asks_about_whole_norm,
     citation_filters,
@@ -18,6 +19,7 @@ from components.legal.citations import (
     subdivisions,
 )
 from components.legal.jurisdiction import question_jurisdiction
+from components.legal.legal_text import adjacent_key
 from components.legal.terms import asks_nothing_new
 
 logger = logging.getLogger(__name__)
@@ -46,7 +48,9 @@ class CitationDetector:
     one named (so is an article named by its number alone, the whole question being "¿y el 41?", "e o 483?"), and a
     subdivision with no article ("e o parágrafo 8º?", "¿y el apartado 2?") is of the article the last question
     citing one named (the citation then carries `units`, for the answer to quote that subdivision). Such a citation
-    has `from_history: True`.
+    has `from_history: True`. So has the article after or before the one the conversation is about, named as such
+    ("¿y el siguiente?", "¿y el artículo anterior?", "e o próximo artigo?"; `adjacent_article`, `adjacent_key`): the
+    next or previous number of the last article the conversation cited, in its law.
 
     A turn that only asks to go on ("resúmelo", "explica melhor", `terms.asks_nothing_new`) cites the articles of the
     last user question citing any, read as that question was (`from_history: True`, an empty span).
@@ -126,7 +130,14 @@ class CitationDetector:
             units, span = alone
             found.append({"law_id": article["law_id"], "law": article["law"], "article": article["article"],
                           "text": query[span[0]:span[1]], "span": span, "units": units, "from_history": True})
-        if not (references or bare or alone) and asks_nothing_new(query):
+        adjacent = None if references or bare or alone else adjacent_article(query)
+        if adjacent and (last := self._last_cited(history)):  # "¿y el siguiente?": after the conversation's article
+            step, span = adjacent
+            key = adjacent_key(last[-1]["article"], step)
+            if key:
+                found.append({"law_id": last[-1]["law_id"], "law": last[-1]["law"], "article": key,
+                              "text": query[span[0]:span[1]], "span": span, "from_history": True})
+        elif not (references or bare or alone) and asks_nothing_new(query):
             found += self._last_cited(history)  # "explícamelo mejor": the articles the conversation is about
         return found
 

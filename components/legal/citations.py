@@ -655,6 +655,32 @@ def article_alone(text: str) -> tuple[str, list[int]] | None:
     return normalize_article_key(number.group(0)), [number.start(), number.end() + len(tail.group("unit"))]
 
 
+# "¿y el siguiente?", "¿qué dice el artículo anterior?", "e o próximo artigo?", "o artigo seguinte": the whole
+# question names the article after or before the one the conversation is about
+_ADJACENT_RE: Final[re.Pattern[str]] = re.compile(
+    r"[\s\u00bf\u00a1]*(?:(?:y|e)\s+)?(?:(?:que|o\s+que)\s+(?:dice|diz|establece|estabelece)\s+)?(?:el|o)\s+"
+    r"(?P<reference>(?:(?:articulo|artigo|art\.?)\s+)?(?P<word>siguiente|seguinte|proximo|posterior|anterior|previo)"
+    r"(?:\s+(?:articulo|artigo))?)[\s?!.]*",
+    re.IGNORECASE,
+)
+_ADJACENT_STEPS: Final[dict[str, int]] = {
+    "siguiente": 1, "seguinte": 1, "proximo": 1, "posterior": 1, "anterior": -1, "previo": -1,
+}
+
+
+def adjacent_article(text: str) -> tuple[int, list[int]] | None:
+    """
+    The step, +1 or -1, of a follow-up question that names the article after or before the one the conversation is
+    about, the whole question being "¿y el siguiente?", "¿qué dice el artículo anterior?", "e o próximo artigo?" or
+    "o artigo seguinte?", and the span of its reference ("siguiente", "próximo artigo"); None for any other text.
+    """
+    folded = _fold(unicodedata.normalize("NFC", text or ""))
+    match = _ADJACENT_RE.fullmatch(folded)
+    if match is None:
+        return None
+    return _ADJACENT_STEPS[match.group("word").lower()], list(match.span("reference"))
+
+
 class CitationGrammar:
     """
     The citation grammar: reads article and law citations in Spanish or Portuguese text and resolves them to keys.

@@ -268,6 +268,28 @@ def _number_core(text: str, kind: str) -> str | None:
     return None if value_int is None else str(value_int) + suffix
 
 
+_KEY_NUMBER_RE: Final[re.Pattern[str]] = re.compile(r"(?P<prefix>[a-z]*-?)(?P<n>\d+)(?P<rest>.*)")
+
+
+def adjacent_key(key: str, step: int) -> str | None:
+    """
+    The key of the article `step` (+1 or -1) numbers after or before `key` in its series: "38" -> "39" / "37",
+    "da1" -> "da2", "adct-10" -> "adct-11"; before a lettered or Latin-suffixed article, its base article
+    ("38 bis", "59-a" -> "38", "59"), after one, the next number ("59-a" -> "60"). None before the first article,
+    and for a key with no number ("unico", "da").
+
+    Lettered and suffixed articles between two numbers ("38 bis" after "38") are not known from the key alone: the
+    step is by number.
+    """
+    match = _KEY_NUMBER_RE.fullmatch(key)
+    if match is None or step not in (1, -1):
+        return None
+    number = int(match.group("n"))
+    if step < 0 and match.group("rest"):
+        return f"{match.group('prefix')}{number}"
+    return f"{match.group('prefix')}{number + step}" if number + step >= 1 else None
+
+
 def normalize_article_key(raw: str, kind: str = "articulo", *, strict: bool = False) -> str:
     """
     Canonical key of an article, disposition or annex, as stored in the `article` meta field.

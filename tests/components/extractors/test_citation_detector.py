@@ -325,6 +325,22 @@ def test_an_article_number_said_in_words_is_cited_and_fetched_as_in_digits(detec
     assert (cited["law_id"], cited["article"]) == (CE, "15")
 
 
+def test_the_next_or_previous_article_is_of_the_article_the_conversation_is_about(detector):
+    history = _conversation("¿qué dice el artículo 38 del ET?")
+    (cited,) = detector.run(query="¿y el siguiente?", history=history)["citations"]
+    assert (cited["law_id"], cited["article"], cited["text"], cited["from_history"]) == (ET, "39", "siguiente", True)
+    # step after step: each turn reads the one before it
+    history = _conversation("¿qué dice el artículo 38 del ET?", "¿y el siguiente?", "¿y el siguiente?")
+    assert _pairs(detector.run(query="¿y el artículo anterior?", history=history)) == [(ET, "39")]
+    assert _pairs(detector.run(query="e o próximo artigo?", history=_conversation("o que diz o art. 7º da CF?"))) == [
+        ("CF88", "8")]
+    # no article in the conversation, or none before the first: nothing to cite
+    assert detector.run(query="¿y el siguiente?", history=_conversation("¿cuántas vacaciones tengo?"))[
+        "citations"] == []
+    assert detector.run(query="¿y el anterior?", history=_conversation("art. 1 de la Constitución"))["citations"] == []
+    assert detector.run(query="¿y el siguiente?")["citations"] == []
+
+
 def test_a_follow_up_naming_a_subdivision_means_the_article_the_conversation_is_about(detector):
     history = _conversation("o que diz o art. 477 da CLT?", "e as verbas rescisórias?")
     result = detector.run(query="e o parágrafo 8º?", history=history)

@@ -1,6 +1,7 @@
 import pytest
 
 from components.legal.citations import (
+    adjacent_article,
     asks_only_case_law,
     still_unknown,
     CitationGrammar,
@@ -441,3 +442,26 @@ def test_an_article_number_said_in_words_is_read_as_its_number(grammar, text, ex
 )
 def test_words_that_only_look_like_a_number_are_not_one(grammar, text, expected):
     assert [(c["law"], c["article"]) for c in grammar.extract(text)] == expected
+
+
+@pytest.mark.parametrize(
+    "text, step, reference",
+    [
+        ("¿y el siguiente?", 1, "siguiente"),
+        ("¿Y qué dice el artículo anterior?", -1, "artículo anterior"),
+        ("e o próximo artigo?", 1, "próximo artigo"),
+        ("o artigo seguinte", 1, "artigo seguinte"),
+        ("¿y el art. siguiente?", 1, "art. siguiente"),
+        ("e o anterior?", -1, "anterior"),
+    ],
+)
+def test_a_follow_up_naming_the_next_or_previous_article(text, step, reference):
+    found_step, span = adjacent_article(text)
+    assert (found_step, text[span[0]:span[1]]) == (step, reference)
+
+
+@pytest.mark.parametrize(
+    "text", ["el siguiente mes tengo vacaciones?", "¿y el anterior jefe?", "siguiente", "¿qué dice el art. 38?", ""]
+)
+def test_other_questions_name_no_adjacent_article(text):
+    assert adjacent_article(text) is None

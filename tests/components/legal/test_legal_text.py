@@ -6,6 +6,7 @@ import pytest
 
 from components.legal.legal_text import (
     blank_spans,
+    adjacent_key,
     cardinal_to_int,
     leading_cardinal,
     detect_language,
@@ -86,6 +87,18 @@ def test_leading_cardinal_takes_the_longest_number_and_counts_its_words():
     assert leading_cardinal(["ciento", "de"]) is None
     assert leading_cardinal(["estatuto"]) is None
     assert leading_cardinal([]) is None
+
+
+@pytest.mark.parametrize(
+    "key, step, expected",
+    [
+        ("38", 1, "39"), ("38", -1, "37"), ("1", -1, None), ("da1", 1, "da2"), ("dt13", -1, "dt12"),
+        ("adct-10", 1, "adct-11"), ("38 bis", 1, "39"), ("38 bis", -1, "38"), ("59-a", 1, "60"), ("59-a", -1, "59"),
+        ("unico", 1, None), ("da", 1, None), ("38", 2, None),
+    ],
+)
+def test_adjacent_key_steps_by_number(key, step, expected):
+    assert adjacent_key(key, step) == expected
 
 
 def test_roman_to_int():
