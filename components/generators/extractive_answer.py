@@ -44,7 +44,7 @@ from components.legal.ids import REPEALED, SPECIAL_REGIME, cited_exactly
 from components.legal.jurisdiction import country_readings, without_countries
 from components.legal.legal_text import blank_spans, split_sentences, unit_range
 from components.legal.spelling import correct_spelling
-from components.legal.terms import split_concepts, stems
+from components.legal.terms import asks_for_full_text, split_concepts, stems
 
 logger = logging.getLogger(__name__)
 
@@ -250,6 +250,28 @@ def _article_sentences(
     return parts, [i for i in parts for _ in sentences[i]], [sentence for i in parts for sentence in sentences[i]]
 
 
+def _whole_article(
+    key: tuple[Any, ...], documents: list[Document], sentences: dict[int, list[str]]
+) -> tuple[list[int], str]:
+    """
+    One article's blocks and its whole text from them, parts in order, enumerators and long sentences as written; a
+    part the context lacks (left out for the token budget) is marked as a gap.
+    """
+    parts, _, _ = _article_sentences(key, documents, sentences)
+    text, previous = "", 0
+    for i in parts:
+        part = block_part(documents[i])
+        if part == previous:
+            continue  # the same part twice
+        body = " ".join(sentence.strip() for sentence in sentences[i])
+        if part > previous + 1:
+            text += (GAP_MARK if text else GAP_MARK.lstrip()) + body
+        else:
+            text += (" " if text else "") + body
+        previous = part
+    return parts, text
+
+
 def _with_lead_ins(sentences: list[str], positions: list[int]) -> list[int]:
     """
     `positions` plus the sentence introducing a chosen list item that comes without it: "b) El de las trabajadoras
@@ -340,6 +362,8 @@ class ExtractiveAnswer:
     Each article is quoted once, whatever the number of its blocks (a long article is stored in parts): its
     `max_sentences` best sentences across its blocks, in text order (an article sharing no term: its opening
     sentences). When no sentence shares a term with the question, the beginning of the first block is quoted.
+    A question asking for the whole wording of what it cites ("dame el texto completo del artículo 38", "transcreva o
+    art. 7º na íntegra", `asks_for_full_text`) gets the cited articles whole, as written, and nothing else.
     A citation that names a subdivision ("art. 477, § 8º, da CLT", "artículo 38.2 del ET", "inciso XVII do art. 7º")
     gets that subdivision quoted, from its first sentence (after the sentence that introduces an inciso or a letter),
     across the article's parts, and cited as such: "(CLT, art. 477, § 8º)". So does the constitutional basis of a
@@ -439,6 +463,7 @@ class ExtractiveAnswer:
             - `replies`: one assistant message holding `answer` (a drop-in for a chat generator's output).
             - `answer`: the quotes with their citations, the extractive-answer note and the `===META===` block.
         """
+        asked = question
         language = answer_language(question, documents)
         texts = EXTRACTIVE_TEXTS[language]
         if citations is None:
@@ -540,9 +565,16 @@ class ExtractiveAnswer:
         articles: dict[tuple[Any, ...], int] = {}
         for i in ordered:
             articles.setdefault(_article(documents, i), i)
-        if articles:
+        # "dame el texto completo del artículo 38", "transcreva o art. 7º na íntegra": the cited articles, whole
+        whole = bool(first) and asks_for_full_text(asked, [int(c["span"][1]) for c in found_citations])
+        plans: list[tuple[list[int], str, list[tuple[str, str]]]] = []
+        if whole:
             intro = texts["intro"]
-            plans = []
+            for key in dict.fromkeys(_article(documents, i) for i in first):
+                blocks, text = _whole_article(key, documents, sentences)
+                plans.append((blocks, text, []))
+        elif articles:
+            intro = texts["intro"]
             # a constitutional basis comes on top of the `max_articles`, right after its article
             # every article the question cites is quoted, however many ("arts. 34 a 38 ET"); `max_articles` in all
             # when it cites fewer
@@ -554,20 +586,22 @@ class ExtractiveAnswer:
                 basis = at in bases and (at in leading or _after_quoted(at, articles, quoted_articles, bases))
                 if key not in quoted_articles and not basis:
                     continue
-                blocks, *plan = pinned.get(key) or self._plan(key, documents, sentences, scores, reading, language)
-                plans.append((list(dict.fromkeys([at, *blocks])), *plan))
+                blocks, article_sentences, positions, units = pinned.get(key) or self._plan(
+                    key, documents, sentences, scores, reading, language
+                )
+                plans.append((list(dict.fromkeys([at, *blocks])), _quote(article_sentences, positions), units))
         else:
             intro, block = texts["no_match"], min(sentences)
-            plans = [([block], sentences[block], list(range(min(self.max_sentences, len(sentences[block])))), [])]
+            opening = list(range(min(self.max_sentences, len(sentences[block]))))
+            plans = [([block], _quote(sentences[block], opening), [])]
 
         quotes, quoted = [], set()
-        for blocks, article_sentences, article_positions, units in plans:
+        for blocks, quote, units in plans:
             quoted |= set(blocks)
             # quoted text and citation come from the (untrusted) document: never a forged META block or header
             quotes.append(
                 QUOTE_LINE.format(
-                    quote=neutralize(_quote(article_sentences, article_positions)),
-                    citation=neutralize(citation(documents[blocks[0]], language, units)),
+                    quote=neutralize(quote), citation=neutralize(citation(documents[blocks[0]], language, units))
                 )
             )
         used = ",".join(str(i + 1) for i in sorted(quoted))

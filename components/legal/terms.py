@@ -8,6 +8,7 @@ word is.
 """
 
 import re
+from collections.abc import Iterable
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -252,6 +253,27 @@ def asks_nothing_new(text: str, language: str | None = None) -> bool:
     "explica melhor", "¿y en Brasil?" once its country is left out): no keyword but `FOLLOWUP_FILLER`'s.
     """
     return not extract_keywords(text, extra_stopwords=FOLLOWUP_FILLER, language=language)
+
+
+# a question asking for an article's whole wording: "dame el texto completo del artículo 38", "transcreva o art. 7º
+# na íntegra", "¿qué dice literalmente el artículo 14?", "o inteiro teor do art. 482"
+_FULL_TEXT_RE = re.compile(
+    r"\b(?:(?:texto|redaccion|contenido|teor)\s+(?:completo|integro|integral|entero|literal|exacto)"
+    r"|inteiro\s+teor|na\s+integra|en\s+su\s+totalidad|integramente|literal(?:mente)?|textual(?:mente)?"
+    r"|palabra\s+por\s+palabra|palavra\s+por\s+palavra|transcri\w*|transcrev\w*)\b"
+)
+# ... or said right after the citation: "el artículo 38 del ET completo", "o art. 7º da CF inteiro"
+_WHOLE_AFTER_RE = re.compile(r"[^\S\n]*,?[^\S\n]*(?:completo|completa|entero|entera|integro|integra|inteiro|inteira)\b")
+
+
+def asks_for_full_text(question: str, citation_ends: Iterable[int] = ()) -> bool:
+    """
+    Whether `question` asks for the whole wording of what it cites ("texto completo", "na íntegra",
+    "literalmente", "transcribe"), or says "completo" / "inteiro" right after a citation, at one of
+    `citation_ends` (offsets in `question`).
+    """
+    folded = "".join(fold_accents(ch) or ch for ch in question).lower()  # offsets kept
+    return bool(_FULL_TEXT_RE.search(folded)) or any(_WHOLE_AFTER_RE.match(folded, end) for end in citation_ends)
 
 
 def extract_keywords(

@@ -355,6 +355,26 @@ def test_every_article_a_question_cites_is_quoted_even_beyond_max_articles():
     assert sum(line.startswith("- «") for line in two["answer"].splitlines()) == 3
 
 
+def test_a_question_asking_for_the_whole_text_gets_the_cited_article_whole_and_nothing_else():
+    parts = _split(_et("38", "Vacaciones anuales"), "2. ", "3. ")
+    documents = [parts[1], parts[0], _et("37", "Descanso semanal"), parts[2]]
+    answer = ExtractiveAnswer().run(question="dame el texto completo del artículo 38 del ET", documents=documents)
+    quotes = [line for line in answer["answer"].splitlines() if line.startswith("- «")]
+    assert len(quotes) == 1 and quotes[0].endswith("(ET, art. 38)")  # art. 37 is not asked about
+    # every sentence, parts in order, apartado numbers and the 500+ character sentence as written
+    assert quotes[0].startswith("- «1. El periodo de vacaciones anuales retribuidas")
+    assert quotes[0].index("2. El periodo o periodos") < quotes[0].index("3. El calendario de vacaciones")
+    assert "dieciocho meses a partir del final del año en que se hayan originado.»" in quotes[0]
+    assert "[…]" not in quotes[0] and "…" not in quotes[0]
+    assert AnswerMetaParser().run(replies=answer["replies"], context_documents=documents)["used"] == [1, 2, 4]
+    # a part the context lacks is marked where it goes
+    gapped = ExtractiveAnswer().run(question="transcribe el art. 38 ET", documents=[parts[0], parts[2]])["answer"]
+    assert "naturales. […] 3. El calendario" in gapped
+    # asked as usual, the two best sentences
+    usual = ExtractiveAnswer().run(question="¿qué dice el artículo 38 del ET?", documents=documents)["answer"]
+    assert "3. El calendario" not in usual and "dieciocho meses" not in usual
+
+
 def test_an_article_s_best_sentences_are_quoted_from_any_of_its_parts():
     parts = _split(_et("38", "Vacaciones anuales"), "2. ", "3. ")
     answer = ExtractiveAnswer(max_sentences=1).run(question="¿cuándo debo conocer las fechas de mis vacaciones?",

@@ -2,7 +2,14 @@
 
 import pytest
 
-from components.legal.terms import Equivalences, extract_keywords, lexical_coverage, load_equivalences, split_concepts
+from components.legal.terms import (
+    Equivalences,
+    asks_for_full_text,
+    extract_keywords,
+    lexical_coverage,
+    load_equivalences,
+    split_concepts,
+)
 
 
 @pytest.fixture(scope="module")
@@ -201,3 +208,21 @@ def test_everyday_wording_of_common_conflicts_gets_the_statute_terms(table, text
     matches = table.matches(text, language=language)
     assert key in [k for k, _ in matches]
     assert term in table.terms(text, language=language)
+
+
+@pytest.mark.parametrize(
+    "question, ends, expected",
+    [
+        ("dame el texto completo del artículo 38 del ET", [], True),
+        ("transcreva o art. 7º da CF na íntegra", [], True),
+        ("¿qué dice literalmente el artículo 14?", [], True),
+        ("o inteiro teor do art. 482 da CLT", [], True),
+        ("el artículo 38 del ET completo", [21], True),
+        ("o art. 7º da CF, inteiro", [15], True),
+        ("art. 12 ET: contrato a tiempo completo", [10], False),
+        ("¿qué dice el artículo 38 del ET?", [31], False),
+        ("jornada completa según el art. 34", [], False),
+    ],
+)
+def test_asks_for_full_text(question, ends, expected):
+    assert asks_for_full_text(question, ends) is expected
