@@ -10,6 +10,7 @@ from components.generators.extractive_answer import ExtractiveAnswer
 from components.generators.llm_backends import chat_text, generator_to_dict, warm_up_generator, with_deserialized_generator
 from components.legal.answer_format import cited_indices, split_meta
 from components.legal.citations import CitationGrammar, cites_block
+from components.legal.terms import asks_for_full_text
 
 logger = logging.getLogger(__name__)
 
@@ -17,6 +18,7 @@ logger = logging.getLogger(__name__)
 FALLBACK_NO_LLM = "no LLM configured"
 FALLBACK_NO_REPLY = "the LLM gave no answer"
 FALLBACK_UNCITED = "the LLM's answer cites none of its context"
+FALLBACK_FULL_TEXT = "the question asks for the text of the articles it cites: quoted as written"
 
 
 @component
@@ -31,8 +33,10 @@ class AnswerGenerator:
     small local model's paraphrase of a block, with its errors, came out as the answer, with no citation to
     check); the extractive answer quotes the retrieved articles instead. A reply that follows the format is kept
     even when it uses no fragment (`USED|` empty, every fragment dropped: the model's judgement that the context
-    does not answer). `fallback` says which path produced the reply and `fallback_reason` why, so the pipeline
-    always answers and the trace tells.
+    does not answer). A question that cites articles and asks for their text ("transcribe el artículo 38 del ET",
+    "o art. 7º da CF na íntegra") is answered by the extractive answer without calling the model: the statute's own
+    words, whole, and at once. `fallback` says which path produced the reply and `fallback_reason` why, so the
+    pipeline always answers and the trace tells.
 
     ### Usage example
 
@@ -126,7 +130,9 @@ class AnswerGenerator:
             `fallback_reason` (why the extractive answer was used; `None` for the LLM's).
         """
         reason = FALLBACK_NO_LLM
-        if self.chat_generator is not None:
+        if self.chat_generator is not None and _asks_for_cited_text(question, citations):
+            reason = FALLBACK_FULL_TEXT  # "transcribe el artículo 38": the statute's words, not a model's rendering
+        elif self.chat_generator is not None:
             text = chat_text(self.chat_generator, prompt, timeout=self.timeout, streaming_callback=streaming_callback)
             answer, meta_lines, has_delimiter = split_meta(text or "")
             reason = FALLBACK_UNCITED if answer else FALLBACK_NO_REPLY  # "===META===\nUSED|1" alone answers nothing
@@ -159,3 +165,9 @@ class AnswerGenerator:
             if citation.get("article")
             for doc in documents
         )
+
+
+def _asks_for_cited_text(question: str, citations: list[dict[str, Any]] | None) -> bool:
+    """Whether the question cites articles and asks for their whole wording (`asks_for_full_text`)."""
+    cited = [c for c in citations or [] if c.get("article")]
+    return bool(cited) and asks_for_full_text(question, [int(c["span"][1]) for c in citations or [] if c.get("span")])

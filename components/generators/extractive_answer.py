@@ -258,11 +258,12 @@ def _whole_article(
     part the context lacks (left out for the token budget) is marked as a gap.
     """
     parts, _, _ = _article_sentences(key, documents, sentences)
-    text, previous = "", 0
+    text, previous, seen = "", 0, set()
     for i in parts:
-        part = block_part(documents[i])
-        if part == previous:
+        part = block_part(documents[i])  # 0: the article whole, in one block
+        if part in seen:
             continue  # the same part twice
+        seen.add(part)
         body = " ".join(sentence.strip() for sentence in sentences[i])
         if part > previous + 1:
             text += (GAP_MARK if text else GAP_MARK.lstrip()) + body

@@ -3,6 +3,7 @@ from haystack import Document
 from haystack.dataclasses import ChatMessage
 
 from components.generators.answer_generator import (
+    FALLBACK_FULL_TEXT,
     FALLBACK_NO_LLM,
     FALLBACK_NO_REPLY,
     FALLBACK_UNCITED,
@@ -53,6 +54,21 @@ def test_run_falls_back_to_the_extractive_answer(llm):
     assert out["fallback_reason"] == (FALLBACK_NO_LLM if llm is None else FALLBACK_NO_REPLY)
     text = out["replies"][0].text
     assert "(ET, art. 38)" in text and "treinta días naturales" in text and "===META===" in text
+
+
+def test_a_question_asking_for_the_cited_article_s_text_is_answered_with_it_without_the_llm():
+    llm = ScriptedChatGenerator(replies=[REPLY, REPLY])
+    question = "transcribe el artículo 38 del ET"
+    cited = [{"law": "ET", "law_id": "BOE-A-2015-11430", "article": "38", "span": (12, 32)}]
+    out = AnswerGenerator(chat_generator=llm).run(prompt=PROMPT, question=question, documents=CONTEXT, citations=cited)
+    assert llm.calls == [] and (out["fallback"], out["fallback_reason"]) == (True, FALLBACK_FULL_TEXT)
+    text = out["replies"][0].text
+    assert "1. El periodo de vacaciones anuales" in text and "final del año en que se hayan originado.»" in text
+    # the model answers the same question without citations, or a question that does not ask for the text
+    without = AnswerGenerator(chat_generator=llm).run(prompt=PROMPT, question=question, documents=CONTEXT)
+    assert without["fallback"] is False
+    assert AnswerGenerator(chat_generator=llm).run(prompt=PROMPT, question="¿qué dice el artículo 38 del ET?",
+                                                   documents=CONTEXT, citations=cited)["fallback"] is False
 
 
 def test_run_gives_the_extractive_fallback_the_citations_it_is_given():
