@@ -35,8 +35,9 @@ from components.legal.answer_format import (
     article_body,
     context_block,
 )
+from components.legal.ids import cited_exactly
 from components.legal.legal_text import split_sentences
-from components.legal.terms import stems
+from components.legal.terms import asks_for_full_text, stems
 from components.utils.chunking import CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN
 
 logger = logging.getLogger(__name__)
@@ -176,6 +177,10 @@ class ContextCompressor:
        dropped when at least `min_trimmed_tokens` of its text fit: its sentences (`legal_text.split_sentences`)
        are ranked by the question's terms they contain, then by the citations, numbers, dates and names they
        carry, then the first sentence; as many as fit are kept, in their original order, gaps marked "[…]".
+
+    A question that asks for the text of the articles it cites ("transcribe el artículo 38", `asks_for_full_text`)
+    keeps their blocks (`cited_exactly`) whole, the budget stretched to hold them: the answer quotes them as written
+    without calling the model (`AnswerGenerator`).
 
     Kept blocks stay in their input order with their ids and meta; a trimmed block gets `meta["compressed"] =
     True` and `meta["original_length"]` (characters). The header line of a block ("Artículo 38. Vacaciones
@@ -339,7 +344,13 @@ class ContextCompressor:
             self._block_tokens(doc, number, fields=fields, language=language) for number, doc in enumerate(blocks, 1)
         ]
         stats["tokens_before"] = intro + sum(costs)
-        kept = self._fit(blocks, costs, budget - intro, query or "", stats, fields, language)
+        # "transcribe el artículo 38": the answer quotes the cited articles whole, without a model (AnswerGenerator),
+        # so the budget stretches to hold their blocks untrimmed
+        whole = {i for i, doc in enumerate(blocks) if cited_exactly(doc.meta)}
+        whole = whole if whole and asks_for_full_text(query or "") else set()
+        if whole:
+            budget = stats["token_budget"] = max(budget, intro + sum(costs[i] for i in whole))
+        kept = self._fit(blocks, costs, budget - intro, query or "", stats, fields, language, first=whole)
         stats["tokens_after"] = self._count_context(kept, fields, language)
         stats["documents_out"] = len(kept)
         if stats["dropped_ids"] or stats["trimmed_ids"]:
@@ -382,8 +393,12 @@ class ContextCompressor:
         stats: dict[str, Any],
         fields: LaidOut,
         language: str = "es",
+        first: set[int] | None = None,
     ) -> list[Document]:
-        """Drops the lowest-scored blocks, trims the one at the budget's edge; input order kept."""
+        """
+        Drops the lowest-scored blocks, trims the one at the budget's edge; input order kept. The blocks at `first`
+        are kept before any other.
+        """
         if sum(costs) <= budget:
             return blocks
         # among blocks of equal score (the cited articles' blocks, all fetched at 1.0), each article's first block
@@ -396,7 +411,9 @@ class ContextCompressor:
             seen[article] += 1
         order = sorted(
             range(len(blocks)),
-            key=lambda i: (-(blocks[i].score if blocks[i].score is not None else float("-inf")), nth[i], i),
+            key=lambda i: (
+                i not in (first or ()), -(blocks[i].score if blocks[i].score is not None else float("-inf")), nth[i], i
+            ),
         )
         kept: dict[int, Document] = {}
         used = 0

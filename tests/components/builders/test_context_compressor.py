@@ -120,6 +120,22 @@ def test_blocks_of_equal_score_keep_one_block_of_every_article_first(et_blocks):
     assert [d.id for d in kept] == [d.id for d in cited if d.id in {k.id for k in kept}]  # input order kept
 
 
+def test_a_question_asking_for_the_cited_text_keeps_the_cited_blocks_whole(et_blocks):
+    from components.legal.ids import EXACT_MATCH, LEXICAL_MATCH
+
+    cited = [replace(d, score=1.0, meta={**d.meta, LEXICAL_MATCH: EXACT_MATCH})
+             for d in et_blocks if d.meta["article"] == "37"]
+    others = [d for d in et_blocks if d.meta["article"] != "37"]
+    compressor = ContextCompressor(token_budget=300)
+    whole = compressor.run(documents=[*cited, *others], query="transcribe el artículo 37 del ET")
+    assert [d.id for d in whole["documents"]] == [d.id for d in cited]  # every cited block, and nothing else
+    assert not any(d.meta.get("compressed") for d in whole["documents"])
+    assert whole["stats"]["token_budget"] > 300
+    # asked as usual, the budget holds
+    usual = compressor.run(documents=[*cited, *others], query="¿qué dice el artículo 37 del ET?")
+    assert usual["stats"]["tokens_after"] <= 300 and usual["stats"]["token_budget"] == 300
+
+
 def test_run_never_drops_the_best_block(et_blocks):
     best = et_blocks[0]  # ET art. 38, the best scored
     compressor = ContextCompressor(token_budget=120)
