@@ -255,7 +255,7 @@ def _whole_article(
 ) -> tuple[list[int], str]:
     """
     One article's blocks and its whole text from them, parts in order, enumerators and long sentences as written; a
-    part the context lacks (left out for the token budget) is marked as a gap.
+    part the context lacks (beyond the fetch's block limit) is marked as a gap, the last ones by `meta["parts"]`.
     """
     parts, _, _ = _article_sentences(key, documents, sentences)
     text, previous, seen = "", 0, set()
@@ -270,6 +270,9 @@ def _whole_article(
         else:
             text += (" " if text else "") + body
         previous = part
+    total = documents[parts[-1]].meta.get("parts") if parts else None
+    if isinstance(total, int) and 0 < previous < total:
+        text += GAP_MARK.rstrip()  # its last parts are missing
     return parts, text
 
 

@@ -6,6 +6,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.document_stores.vector_search import similarity_by_id, supports_vector_search
 from components.legal.access import and_filters
+from components.legal.answer_format import block_part
 from components.legal.ids import DENSE_SCORE, PARENT_FILTER, parent_key
 
 logger = logging.getLogger(__name__)
@@ -25,7 +26,8 @@ class BlockFetcher:
       `CRAGRouter` grades a carried-over block on that, never on its fixed score, so carried-over ids cannot by
       themselves make an off-topic question look answerable.
     - `select`: Haystack filters (e.g. a detected citation: `law_id` + `article`), AND-ed with
-      `meta.level == parent`, at most `max_documents` blocks.
+      `meta.level == parent`, at most `max_documents` blocks: every article's first part before any article's
+      second, so a question citing long articles ("arts. 37, 48 y 51 ET") loses their later parts, not a whole one.
     - `need`: `AnswerMetaParser` NEED items; `article` items with `law_id` and `article` fetch every part of that
       article. `keywords` items are ignored here: they go through retrieval.
 
@@ -111,7 +113,7 @@ class BlockFetcher:
                 found.setdefault(doc.id, Document(id=doc.id, content=doc.content, meta=meta, score=doc.score))
         if select:
             selected = self.document_store.filter_documents(and_filters(select, PARENT_FILTER, filters))
-            for doc in selected[: self.max_documents]:
+            for doc in sorted(selected, key=block_part)[: self.max_documents]:  # stable: store order within a part
                 found.setdefault(doc.id, doc)
         need_filter = self._need_filter(need or [])
         if need_filter:

@@ -370,6 +370,8 @@ def test_a_question_asking_for_the_whole_text_gets_the_cited_article_whole_and_n
     # a part the context lacks is marked where it goes
     gapped = ExtractiveAnswer().run(question="transcribe el art. 38 ET", documents=[parts[0], parts[2]])["answer"]
     assert "naturales. […] 3. El calendario" in gapped
+    tail = ExtractiveAnswer().run(question="transcribe el art. 38 ET", documents=parts[:2])["answer"]
+    assert "El procedimiento será sumario y preferente. […]» (ET, art. 38)" in tail  # part 3 of 3 is missing
     # asked as usual, the two best sentences
     usual = ExtractiveAnswer().run(question="¿qué dice el artículo 38 del ET?", documents=documents)["answer"]
     assert "3. El calendario" not in usual and "dieciocho meses" not in usual

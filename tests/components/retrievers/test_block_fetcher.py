@@ -150,3 +150,21 @@ def test_carried_over_ids_are_marked_and_scored_against_the_new_question(store, 
     # fetched by a citation (select), a block is not carried over
     cited = fetcher.run(select={"field": "id", "operator": "==", "value": parent.id})["documents"]
     assert "carried_over" not in cited[0].meta
+
+
+def test_the_block_limit_takes_every_article_s_first_part_before_any_second():
+    from haystack import Document
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    memory = InMemoryDocumentStore()
+    parts = {"37": 5, "48": 5, "51": 1}
+    memory.write_documents([
+        Document(id=f"{article}-{part}", content=f"Artículo {article}, parte {part}.",
+                 meta={"law_id": "ET", "article": article, "level": "parent", "part": part, "parts": total})
+        for article, total in parts.items() for part in range(1, total + 1)
+    ])
+    cited = {"field": "meta.law_id", "operator": "==", "value": "ET"}
+    docs = BlockFetcher(document_store=memory, max_documents=4).run(select=cited)["documents"]
+    # before, the store's order decided: arts. 37 and 48 could take all four places and art. 51 none
+    assert {d.meta["article"] for d in docs} == {"37", "48", "51"}
+    assert sorted(d.meta["part"] for d in docs) == [1, 1, 1, 2]
