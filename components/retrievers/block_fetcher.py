@@ -12,6 +12,11 @@ from components.legal.ids import DENSE_SCORE, PARENT_FILTER, parent_key
 logger = logging.getLogger(__name__)
 
 
+# the most articles whose first part a citation fetch returns beyond `max_documents` ("arts. 1 a 20 ET, 21 a 40 ET,
+# ..."): a bound on what one question can make the answer read
+MAX_CITED_ARTICLES = 100
+
+
 @component
 class BlockFetcher:
     """
@@ -28,6 +33,8 @@ class BlockFetcher:
     - `select`: Haystack filters (e.g. a detected citation: `law_id` + `article`), AND-ed with
       `meta.level == parent`, at most `max_documents` blocks: every article's first part before any article's
       second, so a question citing long articles ("arts. 37, 48 y 51 ET") loses their later parts, not a whole one.
+      A question citing more articles than `max_documents` gets the first part of each, up to
+      `MAX_CITED_ARTICLES`: an article not fetched would be said to be missing from the corpus.
     - `need`: `AnswerMetaParser` NEED items; `article` items with `law_id` and `article` fetch every part of that
       article. `keywords` items are ignored here: they go through retrieval.
 
@@ -113,7 +120,11 @@ class BlockFetcher:
                 found.setdefault(doc.id, Document(id=doc.id, content=doc.content, meta=meta, score=doc.score))
         if select:
             selected = self.document_store.filter_documents(and_filters(select, PARENT_FILTER, filters))
-            for doc in sorted(selected, key=block_part)[: self.max_documents]:  # stable: store order within a part
+            # every cited article's first part, then the others' later parts up to `max_documents` (stable sort:
+            # store order within a part): an article left out would be reported as missing from the corpus
+            articles = len({(doc.meta.get("law_id"), doc.meta.get("article")) for doc in selected})
+            limit = max(self.max_documents, min(articles, MAX_CITED_ARTICLES))
+            for doc in sorted(selected, key=block_part)[:limit]:
                 found.setdefault(doc.id, doc)
         need_filter = self._need_filter(need or [])
         if need_filter:

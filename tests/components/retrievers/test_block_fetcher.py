@@ -88,7 +88,10 @@ def test_run_citation_filter_and_max_documents(fetcher, store):
     assert {d.id for d in docs} == {d.id for d in _article(store, "2", "parent")}
     law = {"field": "meta.law_id", "operator": "==", "value": RD_ID}
     assert len(store.filter_documents({"operator": "AND", "conditions": [law, PARENTS]})) > 3
-    assert len(BlockFetcher(document_store=store, max_documents=3).run(select=law)["documents"]) == 3
+    # more articles than `max_documents`: the first part of each (of a law's 15 articles here, all 15)
+    articles = {d.meta["article"] for d in store.filter_documents({"operator": "AND", "conditions": [law, PARENTS]})}
+    capped = BlockFetcher(document_store=store, max_documents=3).run(select=law)["documents"]
+    assert len(articles) > 3 and {d.meta["article"] for d in capped} == articles and len(capped) == len(articles)
 
 
 def test_run_need_items_and_combination(fetcher, store):
@@ -152,7 +155,7 @@ def test_carried_over_ids_are_marked_and_scored_against_the_new_question(store, 
     assert "carried_over" not in cited[0].meta
 
 
-def test_the_block_limit_takes_every_article_s_first_part_before_any_second():
+def test_the_block_limit_takes_every_article_s_first_part_before_any_second(monkeypatch):
     from haystack import Document
     from haystack.document_stores.in_memory import InMemoryDocumentStore
 
@@ -168,3 +171,8 @@ def test_the_block_limit_takes_every_article_s_first_part_before_any_second():
     # before, the store's order decided: arts. 37 and 48 could take all four places and art. 51 none
     assert {d.meta["article"] for d in docs} == {"37", "48", "51"}
     assert sorted(d.meta["part"] for d in docs) == [1, 1, 1, 2]
+    # more articles cited than the limit: the first part of each, none left to be called missing
+    two = BlockFetcher(document_store=memory, max_documents=2).run(select=cited)["documents"]
+    assert sorted((d.meta["article"], d.meta["part"]) for d in two) == [("37", 1), ("48", 1), ("51", 1)]
+    monkeypatch.setattr("components.retrievers.block_fetcher.MAX_CITED_ARTICLES", 2)  # ... up to that bound
+    assert len(BlockFetcher(document_store=memory, max_documents=1).run(select=cited)["documents"]) == 2
