@@ -61,7 +61,8 @@ class BlockFetcher:
 
         :param document_store: The store holding the blocks (`get_documents_by_id` and `filter_documents`).
         :param score: Score given to every fetched block (they were not ranked by a search).
-        :param max_documents: Maximum number of blocks returned for `filters`.
+        :param max_documents: Maximum number of blocks returned for `select`, raised to one block per selected
+            article when more are selected (up to `MAX_CITED_ARTICLES`).
         :raises ValueError: A negative `score` or a non-positive `max_documents`.
         """
         if score < 0:
