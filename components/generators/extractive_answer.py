@@ -17,6 +17,7 @@ from haystack.dataclasses import ChatMessage
 from components.legal.answer_format import (
     AMBIGUOUS_ARTICLE_NOTES,
     GAP_MARK,
+    LEFT_FOR_LENGTH_NOTES,
     META_DELIMITER,
     OUT_OF_SCOPE_NOTES,
     UNKNOWN_NORMS_NOTES,
@@ -599,6 +600,10 @@ class ExtractiveAnswer:
             opening = list(range(min(self.max_sentences, len(sentences[block]))))
             plans = [([block], _quote(sentences[block], opening), [])]
 
+        # more articles cited than the fetch and the budget let through: say how many are quoted
+        quoted_cited = sum(1 for blocks, _, _ in plans if blocks[0] in first)
+        if len(cited) > quoted_cited + len(absent or []):
+            notice += [LEFT_FOR_LENGTH_NOTES[language].format(cited=len(cited), quoted=quoted_cited), ""]
         quotes, quoted = [], set()
         for blocks, quote, units in plans:
             quoted |= set(blocks)

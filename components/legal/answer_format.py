@@ -277,6 +277,16 @@ MISSING_ARTICLES_NOTES: Final[dict[str, str]] = {
 }
 
 
+# The extractive answer's line when the question cites more articles than the answer holds (the citation fetch and the
+# context budget bound them): how many it quotes, so the others are not taken for absent
+LEFT_FOR_LENGTH_NOTES: Final[dict[str, str]] = {
+    "es": "Tu pregunta cita {cited} artículos; por su extensión, esta respuesta reproduce {quoted}. Pregunta por los "
+          "demás aparte.",
+    "pt": "Sua pergunta cita {cited} artigos; pela extensão, esta resposta reproduz {quoted}. Pergunte pelos demais "
+          "separadamente.",
+}
+
+
 # The extractive answer's first line when the question cites an article by its number alone and more than one norm of
 # the corpus has it ("¿qué dice el artículo 14?"): which one is quoted, and how to ask for another.
 AMBIGUOUS_ARTICLE_NOTES: Final[dict[str, str]] = {

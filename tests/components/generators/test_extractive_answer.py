@@ -355,6 +355,20 @@ def test_every_article_a_question_cites_is_quoted_even_beyond_max_articles():
     assert sum(line.startswith("- «") for line in two["answer"].splitlines()) == 3
 
 
+def test_an_answer_that_holds_fewer_articles_than_cited_says_how_many_it_quotes():
+    question = "arts. 34 a 38 ET"
+    documents = [_et(number, "") for number in ("34", "35", "36")]  # arts. 37 and 38 did not fit the context
+    answer = ExtractiveAnswer().run(question=question, documents=documents)["answer"]
+    assert answer.startswith("Tu pregunta cita 5 artículos; por su extensión, esta respuesta reproduce 3.")
+    # the gate found them absent: said as such, not as left out for length
+    absent = ExtractiveAnswer().run(question=question, documents=documents,
+                                    missing_articles=["ET, art. 37", "ET, art. 38"])["answer"]
+    assert absent.startswith("No encuentro en la normativa disponible: ET, art. 37; ET, art. 38.")
+    assert "Tu pregunta cita" not in absent
+    every = ExtractiveAnswer().run(question=question, documents=[*documents, _et("37", ""), _et("38", "")])["answer"]
+    assert "Tu pregunta cita" not in every
+
+
 def test_a_question_asking_for_the_whole_text_gets_the_cited_article_whole_and_nothing_else():
     parts = _split(_et("38", "Vacaciones anuales"), "2. ", "3. ")
     documents = [parts[1], parts[0], _et("37", "Descanso semanal"), parts[2]]
