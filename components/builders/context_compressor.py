@@ -35,7 +35,7 @@ from components.legal.answer_format import (
     article_body,
     context_block,
 )
-from components.legal.ids import cited_exactly
+from components.legal.ids import WHOLE_TEXT, cited_exactly
 from components.legal.legal_text import split_sentences
 from components.legal.terms import asks_for_full_text, stems
 from components.utils.chunking import CHARS_PER_TOKEN, DEFAULT_CHARS_PER_TOKEN
@@ -178,9 +178,10 @@ class ContextCompressor:
        are ranked by the question's terms they contain, then by the citations, numbers, dates and names they
        carry, then the first sentence; as many as fit are kept, in their original order, gaps marked "[…]".
 
-    A question that asks for the text of the articles it cites ("transcribe el artículo 38", `asks_for_full_text`)
-    keeps their blocks (`cited_exactly`) whole, the budget stretched to hold them: the answer quotes them as written
-    without calling the model (`AnswerGenerator`).
+    A question that asks for the text of the articles it cites ("transcribe el artículo 38", `asks_for_full_text`;
+    "el artículo 48 del ET completo", read with the citations: their blocks carry `meta["whole_text"]`, set by
+    `LexicalFirstGate`) keeps their blocks (`cited_exactly`) whole, the budget stretched to hold them: the answer
+    quotes them as written without calling the model (`AnswerGenerator`).
 
     Kept blocks stay in their input order with their ids and meta; a trimmed block gets `meta["compressed"] =
     True` and `meta["original_length"]` (characters). The header line of a block ("Artículo 38. Vacaciones
@@ -347,7 +348,8 @@ class ContextCompressor:
         # "transcribe el artículo 38": the answer quotes the cited articles whole, without a model (AnswerGenerator),
         # so the budget stretches to hold their blocks untrimmed
         whole = {i for i, doc in enumerate(blocks) if cited_exactly(doc.meta)}
-        whole = whole if whole and asks_for_full_text(query or "") else set()
+        asked = any(blocks[i].meta.get(WHOLE_TEXT) for i in whole) or asks_for_full_text(query or "")
+        whole = whole if asked else set()
         if whole:
             budget = stats["token_budget"] = max(budget, intro + sum(costs[i] for i in whole))
         kept = self._fit(blocks, costs, budget - intro, query or "", stats, fields, language, first=whole)

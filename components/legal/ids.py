@@ -29,6 +29,10 @@ BASIS_EXPANSION: Final[str] = "basis"
 # question cites itself ("art. 477 da CLT" -> CLT art. 477, not 477-A), which the re-ranker puts first
 LEXICAL_MATCH: Final[str] = "lexical_match"
 EXACT_MATCH: Final[str] = "exact"
+# key of a citation (`CitationDetector`) and of its exact hit's `meta` (`LexicalFirstGate`): the question asks for the
+# cited article's whole wording ("transcribe el artículo 38", "el artículo 48 del ET completo"), so the context keeps
+# its blocks whole and the answer quotes them as written
+WHOLE_TEXT: Final[str] = "whole_text"
 # meta key: the group of the special regime a block belongs to that the question does not name ("serviço
 # ferroviário"), set by `LegalReranker` on the blocks it puts after the general ones; the extractive answer quotes
 # such a block only when nothing else is there, and the LLM's context block says whom it governs

@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.legal.answer_format import holds_subdivision
 from components.legal.citations import cited_articles, cites_block, listed_spans
-from components.legal.ids import EXACT_MATCH, LEXICAL_MATCH, REPEALED
+from components.legal.ids import EXACT_MATCH, LEXICAL_MATCH, REPEALED, WHOLE_TEXT
 from components.legal.jurisdiction import in_jurisdiction
 
 logger = logging.getLogger(__name__)
@@ -38,7 +38,9 @@ class LexicalFirstGate:
     unless its law is outside the question's jurisdiction and a law inside it has that article (then dropped: a
     Spanish "¿qué dice el artículo 2?" is not about the Brazilian Constitution). Both carry `meta["score_type"] =
     "unit"` (calibrated scores, read by `CRAGRouter`) and `meta["lexical_match"]` (`exact` / `article`); documents
-    that match no citation are dropped.
+    that match no citation are dropped. When the citations ask for the cited articles' whole wording (`whole_text`,
+    "transcribe el artículo 38"), the exact hits carry `meta["whole_text"] = True`: `ContextCompressor` keeps them
+    whole.
 
     Expansion is skipped when there is an exact hit, or when at least `min_results` distinct cited articles
     (law, article) were fetched.
@@ -119,11 +121,12 @@ class LexicalFirstGate:
         cited = cited_articles(citations)  # a law-less article under a law the question names is cited too
         foreign = _foreign(citations, fetched)
         exact, partial = [], []
+        whole = any(c.get(WHOLE_TEXT) for c in citations)  # the question asks for the cited articles' wording
         for doc in documents:
             key = (doc.meta.get("law_id"), doc.meta.get("article"))
             if (key in cited or (key[1] in read_as and read_as[key[1]] == key[0])
                     or any(cites_block(c, doc.meta) for c in unlisted)):
-                exact.append(_scored(doc, EXACT_HIT_SCORE, EXACT_MATCH))
+                exact.append(_scored(doc, EXACT_HIT_SCORE, EXACT_MATCH, whole=whole))
             elif key[1] in lawless and key not in foreign:
                 partial.append(_scored(doc, ARTICLE_MATCH_SCORE, "article"))
             else:
@@ -234,5 +237,8 @@ def _position(positions: dict[tuple[str | None, str], int], doc: Document) -> in
     return len(positions) if found is None else found
 
 
-def _scored(doc: Document, score: float, match: str) -> Document:
-    return replace(doc, score=score, meta={**doc.meta, "score_type": "unit", LEXICAL_MATCH: match})
+def _scored(doc: Document, score: float, match: str, *, whole: bool = False) -> Document:
+    meta = {**doc.meta, "score_type": "unit", LEXICAL_MATCH: match}
+    if whole:
+        meta[WHOLE_TEXT] = True
+    return replace(doc, score=score, meta=meta)

@@ -121,7 +121,7 @@ def test_blocks_of_equal_score_keep_one_block_of_every_article_first(et_blocks):
 
 
 def test_a_question_asking_for_the_cited_text_keeps_the_cited_blocks_whole(et_blocks):
-    from components.legal.ids import EXACT_MATCH, LEXICAL_MATCH
+    from components.legal.ids import EXACT_MATCH, LEXICAL_MATCH, WHOLE_TEXT
 
     cited = [replace(d, score=1.0, meta={**d.meta, LEXICAL_MATCH: EXACT_MATCH})
              for d in et_blocks if d.meta["article"] == "37"]
@@ -134,6 +134,13 @@ def test_a_question_asking_for_the_cited_text_keeps_the_cited_blocks_whole(et_bl
     # asked as usual, the budget holds
     usual = compressor.run(documents=[*cited, *others], query="¿qué dice el artículo 37 del ET?")
     assert usual["stats"]["tokens_after"] <= 300 and usual["stats"]["token_budget"] == 300
+    # "el artículo 37 del ET completo": read with the citations, whose blocks the gate marks (`whole_text`)
+    marked = [replace(d, meta={**d.meta, WHOLE_TEXT: True}) for d in cited]
+    after = compressor.run(documents=[*marked, *others], query="el artículo 37 del ET completo")
+    assert [d.id for d in after["documents"]] == [d.id for d in cited]
+    assert not any(d.meta.get("compressed") for d in after["documents"])
+    unmarked = compressor.run(documents=[*cited, *others], query="el artículo 37 del ET completo")
+    assert unmarked["stats"]["token_budget"] == 300
 
 
 def test_run_never_drops_the_best_block(et_blocks):

@@ -407,3 +407,19 @@ def test_a_turn_that_asks_nothing_new_cites_the_articles_the_conversation_is_abo
     assert detector.run(query="¿y si me despiden?", history=history)["citations"] == []
     assert detector.run(query="resúmelo", history=_conversation("¿cuántas vacaciones tengo?"))["citations"] == []
     assert detector.run(query="resúmelo")["citations"] == []
+
+
+@pytest.mark.parametrize(
+    ("query", "whole"),
+    [
+        ("transcribe el artículo 38 del ET", True),
+        ("el artículo 48 del ET completo", True),  # "completo" right after the citation
+        ("quero o art. 7º da CF inteiro", True),
+        ("¿qué dice el artículo 48 del ET?", False),
+        ("¿el artículo 48 del ET regula el permiso completo?", False),  # "completo" said of something else
+    ],
+)
+def test_run_marks_the_citations_whose_whole_wording_is_asked(detector, query, whole):
+    citations = detector.run(query=query)["citations"]
+    assert citations and all(c.get("article") for c in citations)
+    assert [bool(c.get("whole_text")) for c in citations] == [whole] * len(citations)

@@ -67,6 +67,15 @@ def test_run_exact_hit_skips_expansion(store):
     assert all(d.score == 1.0 for d in result["documents"])
     assert all(d.meta["score_type"] == "unit" and d.meta["lexical_match"] == "exact" for d in result["documents"])
     assert fetched[0].score is None  # inputs are not modified
+    assert not any("whole_text" in d.meta for d in result["documents"])
+
+
+def test_run_marks_the_exact_hits_whose_whole_wording_is_asked(store):
+    citations, fetched = _fetch(store, "el artículo 38 del ET completo, y el 14 de la CE")
+    result = LexicalFirstGate().run(citations=citations, documents=fetched)
+    assert {d.id for d in result["documents"]} == {"et38", "et38c0", "ce14"}
+    assert all(d.meta["whole_text"] is True for d in result["documents"])
+    assert not any("whole_text" in d.meta for d in fetched)  # inputs are not modified
 
 
 def test_run_lawless_citation_unique_in_one_law_is_exact(store):
