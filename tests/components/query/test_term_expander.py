@@ -39,6 +39,12 @@ def test_portuguese_question_gets_the_clt_terms_in_order():
     )
 
 
+@pytest.mark.parametrize("query", ["trabalho de casa, tenho direito a hora extra?", "faço trabalho remoto"])
+def test_portuguese_work_from_home_is_telework(query):
+    # the CLT calls it "teletrabalho" (arts. 75-A to 75-F): the statute's word for what the worker says
+    assert "teletrabalho prestação de serviços fora das dependências" in TermExpander().run(query=query)["query"]
+
+
 def test_spanish_question_gets_spanish_terms_only():
     result = TermExpander().run(query="¿Me pagan las horas extra del domingo?")
     assert result["query"].startswith("¿Me pagan las horas extra del domingo? horas extraordinarias")
