@@ -45,6 +45,29 @@ def test_portuguese_work_from_home_is_telework(query):
     assert "teletrabalho prestação de serviços fora das dependências" in TermExpander().run(query=query)["query"]
 
 
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("¿cuántos días tengo por la muerte de mi padre?", "permiso retribuido fallecimiento parientes"),
+        ("operan a mi madre, ¿tengo derecho a algún permiso?", "hospitalización intervención quirúrgica"),
+        ("mi padre está en el hospital y no puedo ir a trabajar", "hospitalización intervención quirúrgica"),
+        ("me mudo de piso, ¿me dan el día?", "permiso retribuido traslado del domicilio habitual"),
+        ("vou casar, quantos dias de folga tenho?", "casamento deixar de comparecer ao serviço"),
+        ("posso faltar para doar sangue?", "doação voluntária de sangue"),
+    ],
+)
+def test_the_events_of_a_paid_leave_get_the_statute_s_words(query, terms):
+    # ET art. 37.3 and CLT art. 473 name the events ("fallecimiento", "traslado del domicilio", "casamento")
+    assert terms in TermExpander().run(query=query)["query"]
+
+
+def test_a_death_asked_about_for_a_pension_is_not_read_as_a_leave():
+    assert "comparecer" not in TermExpander().run(query="meu marido morreu, tenho direito a pensão?")["query"]
+    assert "permiso" not in TermExpander().run(query="ha muerto mi padre, ¿cobro pensión de orfandad?")["query"]
+    # one's own stay in hospital is a sick leave (incapacidad temporal), not a family member's
+    assert "permiso" not in TermExpander().run(query="estoy en el hospital, ¿cobro la baja?")["query"]
+
+
 def test_spanish_question_gets_spanish_terms_only():
     result = TermExpander().run(query="¿Me pagan las horas extra del domingo?")
     assert result["query"].startswith("¿Me pagan las horas extra del domingo? horas extraordinarias")
