@@ -39,10 +39,13 @@ def test_portuguese_question_gets_the_clt_terms_in_order():
     )
 
 
-@pytest.mark.parametrize("query", ["trabalho de casa, tenho direito a hora extra?", "faço trabalho remoto"])
-def test_portuguese_work_from_home_is_telework(query):
+@pytest.mark.parametrize("query", ["trabalho a distância, tenho direito a hora extra?", "faço trabalho remoto"])
+def test_portuguese_remote_work_is_telework(query):
     # the CLT calls it "teletrabalho" (arts. 75-A to 75-F): the statute's word for what the worker says
     assert "teletrabalho prestação de serviços fora das dependências" in TermExpander().run(query=query)["query"]
+    # "trabalho na casa de uma senhora" is domestic work, not telework: no key reads "trabalho ... casa" as remote
+    assert "teletrabalho" not in TermExpander().run(query="trabalho na casa de uma senhora, tenho direito a FGTS?")[
+        "query"]
 
 
 @pytest.mark.parametrize(
@@ -66,6 +69,13 @@ def test_a_death_asked_about_for_a_pension_is_not_read_as_a_leave():
     assert "permiso" not in TermExpander().run(query="ha muerto mi padre, ¿cobro pensión de orfandad?")["query"]
     # one's own stay in hospital is a sick leave (incapacidad temporal), not a family member's
     assert "permiso" not in TermExpander().run(query="estoy en el hospital, ¿cobro la baja?")["query"]
+
+
+def test_spanish_work_from_home_is_remote_work_but_work_in_someone_s_home_is_not():
+    assert "trabajo a distancia" in TermExpander().run(query="trabajo desde casa, ¿me pagan la luz?")["query"]
+    assert "trabajo a distancia" in TermExpander().run(query="estoy en remoto, ¿me pagan la luz?")["query"]
+    assert "distancia" not in TermExpander().run(query="trabajo en casa de una señora, ¿tengo derecho a paro?")[
+        "query"]
 
 
 def test_spanish_question_gets_spanish_terms_only():
