@@ -45,7 +45,13 @@ from components.legal.ids import REPEALED, SPECIAL_REGIME, cited_exactly
 from components.legal.jurisdiction import country_readings, without_countries
 from components.legal.legal_text import blank_spans, split_sentences, unit_range
 from components.legal.spelling import correct_spelling
-from components.legal.terms import asks_for_full_text, split_concepts, stems
+from components.legal.terms import (
+    asks_for_definition,
+    asks_for_full_text,
+    load_equivalences,
+    split_concepts,
+    stems,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -535,6 +541,16 @@ class ExtractiveAnswer:
         scores = self._scores(reading, pool, language)
         best = {i: max(doc_scores) for i, doc_scores in scores.items()}
         top = max(best.values())
+        if top <= 0 and not asks_for_definition(question):
+            # no sentence has a word of the question ("¿pueden expropiarme la casa?"): the statute's words for its
+            # expressions, which the retrieval also searched (`TermExpander`), pick the sentences ("privado de sus
+            # bienes ... utilidad pública"); what a question asking what something is ("¿qué es un ERTE?") wants is
+            # the opening of the best article, where the statute says what it is, not sentences that mention it
+            statutory = load_equivalences().terms(reading, language=language)
+            if statutory:
+                scores = self._scores(" ".join(statutory), pool, language)
+                best = {i: max(doc_scores) for i, doc_scores in scores.items()}
+                top = max(best.values())
         matching = [i for i in sorted(best) if top > 0 and best[i] >= ARTICLE_MIN_RATIO * top]
         in_force = [i for i in matching if documents[i].meta.get("status") != REPEALED]
         # and so is one cited with no law that the fetch found in one law only (`LexicalFirstGate`'s exact hits)
@@ -597,6 +613,10 @@ class ExtractiveAnswer:
                 plans.append((list(dict.fromkeys([at, *blocks])), _quote(article_sentences, positions), units))
         else:
             intro, block = texts["no_match"], min(sentences)
+            # the beginning of that article when the context holds it (a long article is several blocks, and the
+            # best-ranked may be a later one); else the best-ranked block
+            block = next((i for i in sorted(sentences) if _article(documents, i) == _article(documents, block)
+                          and block_part(documents[i]) <= 1), block)
             opening = list(range(min(self.max_sentences, len(sentences[block]))))
             plans = [([block], _quote(sentences[block], opening), [])]
 

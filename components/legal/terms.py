@@ -62,6 +62,16 @@ _WORD = re.compile(r"\w+(?:-\w+)*")
 _TOKEN_RE = re.compile(r"[a-z0-9]+")
 
 
+# the pronouns Spanish writes onto an infinitive ("expropiarme", "despedirla", "quitármela"): a one-word key that is
+# an infinitive matches with them, as a key of several words does through its stems
+_ENCLITICS = r"(?:(?:me|te|se|nos|os)(?:lo|la|le|los|las|les)?|lo|la|le|los|las|les)?"
+
+
+def _enclitics(key: str, language: str) -> str:
+    """The pattern of the pronouns a one-word Spanish infinitive key may carry (`_ENCLITICS`), else nothing."""
+    return _ENCLITICS if language == "es" and re.fullmatch(r"[a-zñ]+(?:ar|er|ir)", fold_accents(key)) else ""
+
+
 class Equivalences:
     """
     The colloquial -> statutory equivalence table: finds its expressions in a text, longest match first.
@@ -70,7 +80,8 @@ class Equivalences:
     of two content words or more also matches them inflected and with other function words around them, as the
     BM25 analyser of its language reads words (Snowball stems, stopwords skipped: `components.utils.bm25.word_token`):
     "assinar a carteira" matches "não assinaram minha carteira", "atrasando o salário" matches "atrasou meu
-    salário". One-word keys match only as written ("acordo" is not "acordei").
+    salário". One-word keys match only as written ("acordo" is not "acordei"), a Spanish infinitive with the pronouns
+    written onto it too ("expropiar": "expropiarme").
     With tables for several languages, a text is matched against the table of its language (given, or detected
     with `detect_query_language`; `default_language` when the text gives no evidence).
 
@@ -88,7 +99,9 @@ class Equivalences:
         self.by_language = {**(by_language or {}), default_language: table}
         self._patterns_by_language = {
             language: [
-                (key, terms, re.compile(rf"(?<!\w){re.escape(fold_accents(key.lower()))}(?!\w)"))
+                (key, terms, re.compile(
+                    rf"(?<!\w){re.escape(fold_accents(key.lower()))}{_enclitics(key, language)}(?!\w)"
+                ))
                 for key, terms in sorted(entries.items(), key=lambda item: len(item[0]), reverse=True)
             ]
             for language, entries in self.by_language.items()
@@ -264,6 +277,22 @@ _FULL_TEXT_RE = re.compile(
 )
 # ... or said right after the citation: "el artículo 38 del ET completo", "o art. 7º da CF inteiro"
 _WHOLE_AFTER_RE = re.compile(r"[^\S\n]*,?[^\S\n]*(?:completo|completa|entero|entera|integro|integra|inteiro|inteira)\b")
+
+
+# a question asking what something is: "¿qué es un ERTE?", "¿qué significa finiquito?", "o que é FGTS?"
+_DEFINITION_RE = re.compile(
+    r"^\W*(?:y\s+|e\s+)?(?:(?:que|o\s+que)\s+(?:es|son|e|sao|significa|significan|quiere\s+decir|quer\s+dizer)"
+    r"|(?:en\s+)?que\s+consiste|(?:em\s+)?que\s+consiste)\b(?!\s+(?:lo\s+que|que)\b)"
+)
+
+
+def asks_for_definition(question: str) -> bool:
+    """
+    Whether `question` asks what something is ("¿qué es un ERTE?", "¿en qué consiste el finiquito?", "o que é o
+    FGTS?"): what answers it is where the statute defines it, the opening of its article, more than any sentence
+    that merely mentions it.
+    """
+    return bool(_DEFINITION_RE.match(fold_accents(question.lower())))
 
 
 def asks_for_full_text(question: str, citation_ends: Iterable[int] = ()) -> bool:

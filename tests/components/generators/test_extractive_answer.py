@@ -6,7 +6,7 @@ from components.extractors.citation_detector import CitationDetector
 from components.generators.extractive_answer import EXTRACTIVE_INTRO, ExtractiveAnswer, citation
 from components.legal.terms import stems
 from components.validators.answer_meta_parser import AnswerMetaParser
-from tests.corpus_helpers import CORPUS, ET_2015, markdown_article
+from tests.corpus_helpers import CE, CORPUS, ET_2015, markdown_article
 
 ALLOWED_MODULES = ["components.*", "pipelines.*", "tests.*"]
 VACATIONS = "¿Cuántos días de vacaciones tengo?"
@@ -168,10 +168,34 @@ def test_run_marks_gaps_between_non_adjacent_sentences(docs):
 
 
 def test_run_without_matching_terms_quotes_the_first_block(docs):
-    answer = ExtractiveAnswer(max_sentences=1).run(question="me han dado la baja médica", documents=docs)["answer"]
+    # neither its words nor the statute's words for them ("detención") are in the blocks
+    answer = ExtractiveAnswer(max_sentences=1).run(question="¿me pueden arrestar?", documents=docs)["answer"]
     assert answer.startswith("No encuentro en los artículos recuperados ninguna frase que coincida")
     assert "- «El periodo de vacaciones anuales retribuidas" in answer and "(ET, art. 38)" in answer
     assert AnswerMetaParser().run(text=answer, context_documents=docs)["used"] == [1]
+    # "baja médica" is not in art. 38, its statutory term is: "incapacidad temporal" (art. 38.3)
+    sick = ExtractiveAnswer(max_sentences=1).run(question="me han dado la baja médica", documents=docs)["answer"]
+    assert sick.startswith(EXTRACTIVE_INTRO) and "coincida en el tiempo con una incapacidad temporal" in sick
+
+
+def test_a_question_whose_words_match_nothing_is_matched_by_the_statute_s_words_for_them(docs):
+    # "expropiar" is not a word of CE art. 33: its statutory terms ("privado de sus bienes", "utilidad pública") are
+    property_ = Document(content=markdown_article(CE, "33"), meta={
+        "law_id": "BOE-A-1978-31229", "law_short": "CE", "article": "33", "article_label": "Artículo 33"})
+    answer = ExtractiveAnswer(max_sentences=1).run(question="¿pueden expropiarme?", documents=[property_, *docs])
+    assert answer["answer"].startswith(EXTRACTIVE_INTRO)
+    assert "- «Nadie podrá ser privado de sus bienes y derechos sino por causa justificada" in answer["answer"]
+
+
+def test_a_question_asking_what_something_is_gets_the_opening_of_the_best_article():
+    # ET art. 47 as three blocks, the one on "expedientes de regulación temporal de empleo" (7.) ranked first
+    first, _, last = _split(_et("47", "Reducción de jornada o suspensión"), "2. ", "7. ")
+    definition = ExtractiveAnswer(max_sentences=1).run(question="¿qué es un ERTE?", documents=[last, first])
+    assert definition["answer"].startswith("No encuentro en los artículos recuperados ninguna frase que coincida")
+    assert "- «La empresa podrá reducir temporalmente la jornada de trabajo" in definition["answer"]
+    # any other question matches the statute's words for "ERTE"
+    other = ExtractiveAnswer(max_sentences=1).run(question="estoy en erte", documents=[last, first])["answer"]
+    assert other.startswith(EXTRACTIVE_INTRO) and "expedientes de regulación temporal de empleo" in other
 
 
 @pytest.mark.parametrize("documents", [[], [Document(content="  ")], [Document(content=None)]])

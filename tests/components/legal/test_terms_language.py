@@ -4,6 +4,7 @@ import pytest
 
 from components.legal.terms import (
     Equivalences,
+    asks_for_definition,
     asks_for_full_text,
     extract_keywords,
     lexical_coverage,
@@ -83,6 +84,44 @@ def test_inflection_tolerance_keeps_exact_keys_first_and_one_word_keys_as_writte
     # one-word keys are not stemmed ("acordo" is not "acordei"); a key's words must be consecutive content words
     assert table.matches("acordei cedo hoje", language="pt") == []
     assert table.matches("assinaram o contrato e a carteira", language="pt") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [("¿pueden expropiarme la casa?", "expropiar"), ("¿pueden detenerme sin motivo?", "detener"),
+     ("quieren despedirla", "despedir"), ("¿pueden despedirnos a todos?", "despedir")],
+)
+def test_a_one_word_spanish_infinitive_matches_with_the_pronouns_written_onto_it(table, text, key):
+    assert key in [k for k, _ in table.matches(text, language="es")]
+
+
+def test_only_pronouns_and_only_infinitives_extend_a_one_word_key():
+    table = Equivalences({"expropiar": "expropiación", "paro": "desempleo"})
+    assert table.matches("expropiarlos", language="es") == [("expropiar", "expropiación")]
+    assert table.matches("expropiaron", language="es") == []  # another inflection: as written only
+    assert table.matches("parome", language="es") == []  # "paro" is no infinitive
+    # Portuguese writes its pronouns with a hyphen, which a key already matches as written
+    pt = Equivalences({"x": "y"}, by_language={"pt": {"demitir": "dispensa"}})
+    assert pt.matches("demitirme", language="pt") == []
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("¿qué es un ERTE?", True),
+        ("¿Qué son las pagas extraordinarias?", True),
+        ("¿en qué consiste el finiquito?", True),
+        ("¿y qué es el SMI?", True),
+        ("o que é o FGTS?", True),
+        ("O que significa justa causa?", True),
+        ("¿Qué es lo que me tienen que pagar?", False),  # what is owed, not what a word means
+        ("o que é que eu faço?", False),
+        ("¿qué dice el artículo 38?", False),
+        ("¿pueden expropiarme la casa?", False),
+    ],
+)
+def test_asks_for_definition(question, expected):
+    assert asks_for_definition(question) is expected
 
 
 def test_sectioned_file_validation(tmp_path):
