@@ -64,6 +64,19 @@ def test_the_events_of_a_paid_leave_get_the_statute_s_words(query, terms):
     assert terms in TermExpander().run(query=query)["query"]
 
 
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("¿me pueden pinchar el teléfono?", "secreto de las comunicaciones telefónicas"),
+        ("¿puede la policía entrar en mi casa sin permiso?", "domicilio inviolable"),
+        ("a polícia pode entrar na minha casa sem mandado?", "casa asilo inviolável"),
+        ("a polícia pode grampear meu telefone?", "sigilo comunicações telefônicas"),
+    ],
+)
+def test_fundamental_rights_in_everyday_words_get_the_constitution_s(query, terms):
+    assert terms in TermExpander().run(query=query)["query"]
+
+
 def test_a_death_asked_about_for_a_pension_is_not_read_as_a_leave():
     assert "comparecer" not in TermExpander().run(query="meu marido morreu, tenho direito a pensão?")["query"]
     assert "permiso" not in TermExpander().run(query="ha muerto mi padre, ¿cobro pensión de orfandad?")["query"]
