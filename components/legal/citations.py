@@ -273,7 +273,7 @@ _SELF_TAIL_RE: Final[re.Pattern[str]] = re.compile(
     r"\s*(?:,\s*)?(?:de|del|da|do|en|na|no)\s+(?:esta|este|esto|la\s+presente|el\s+presente|desta|deste"
     rf"|da\s+presente|do\s+presente|presente)\s+(?:{_NORM_WORDS})(?!\w)"
     r"|\s*(?:,\s*)?(?P<adct2>deste\s+ato|do\s+ato\s+das\s+disposicoes\s+constitucionais\s+transitorias"
-    r"|do\s+adct)(?!\w)",
+    r"|do\s+adct|adct)(?!\w)",
     re.IGNORECASE,
 )
 _ANAPHORA_TAIL_RE: Final[re.Pattern[str]] = re.compile(
@@ -298,6 +298,8 @@ _LEADING_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
     r"^(?:(?:el|la|los|las|o|a|os|as|del?|da|do)\s+)+", re.IGNORECASE
 )
 MAX_RANGE_EXPANSION: Final[int] = 20
+# "ADCT, art. 10": the Brazilian constitution's transitional act named before the article (not a law of the table)
+_ADCT_BEFORE_RE: Final[re.Pattern[str]] = re.compile(r"(?<!\w)adct[^\S\n]*[,:]?[^\S\n]*\Z", re.IGNORECASE)
 # law first, then the article: "CLT 59-A", "CLT, art. 477", "ET art. 38"
 _LAW_FIRST_GAP_RE: Final[re.Pattern[str]] = re.compile(r"[^\S\n]*[,:]?[^\S\n]*")
 _LAW_FIRST_HEAD_RE: Final[re.Pattern[str]] = re.compile(
@@ -850,7 +852,7 @@ class CitationGrammar:
                 found.append((start, end, None, _LawRef(law_id, self._short_by_id.get(law_id, law_id)), "law"))
                 consumed.append((start, end))
         found.sort(key=lambda item: item[0])
-        found = self._law_first(folded, found)
+        found = self._law_first(folded, self._adct_first(folded, found))
         # "las disposiciones adicionales primera y segunda y la disposición final quinta de la Ley 27/2011", "el
         # artículo 14 y el 38 del ET": a group joined to the next one by a list word takes the next group's law
         for i in range(len(found) - 2, -1, -1):
@@ -875,6 +877,26 @@ class CitationGrammar:
             }
             for start, end, article, law, scope in found
         ]
+
+    def _adct_first(
+        self, folded: str, found: list[tuple[int, int, str | None, _LawRef, str]]
+    ) -> list[tuple[int, int, str | None, _LawRef, str]]:
+        """
+        `found`, an article group that names no law read as the ADCT's when "ADCT" comes right before it ("ADCT, art.
+        10", "ADCT art. 8"), as "art. 10 do ADCT" is: the Brazilian constitution's transitional act (`adct-` keys).
+        """
+        constitution = self._lookup.get(law_key("CF88"))
+        if not constitution:
+            return found
+        law = _LawRef(constitution, self._short_by_id[constitution])
+        out = []
+        for start, end, article, reference, scope in found:
+            before = _ADCT_BEFORE_RE.search(folded, 0, start) if article is not None and scope == "none" else None
+            if before and not article.startswith(ADCT_PREFIX):  # type: ignore[union-attr]
+                out.append((before.start(), end, f"{ADCT_PREFIX}{article}", law, "law"))
+            else:
+                out.append((start, end, article, reference, scope))
+        return out
 
     @staticmethod
     def _law_first(

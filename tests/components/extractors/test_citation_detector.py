@@ -127,6 +127,12 @@ PT_FIXTURES = Path(__file__).parent / "fixtures" / "citations_pt.jsonl"
         ("o art. 7o da Constituição Federal", [("CF88", "7")]),
         ("Consolidação das Leis do Trabalho, art. 58", [(CLT, "58")]),
         ("art. 10, II, b, do ADCT", [("CF88", "adct-10")]),
+        # the transitional act named before the article, or right after it without "do"
+        ("ADCT, art. 10, II, b", [("CF88", "adct-10")]),
+        ("ADCT art. 8", [("CF88", "adct-8")]),
+        ("art. 10 ADCT", [("CF88", "adct-10")]),
+        ("ADCT, arts. 8 e 10", [("CF88", "adct-8"), ("CF88", "adct-10")]),
+        ("art. 5º da CF e ADCT art. 10", [("CF88", "5"), ("CF88", "adct-10")]),
         ("a reforma da CLT 2017", [(CLT, None)]),  # a year after the law is not an article
         ("ET 38", [(ET, "38")]),
         ("la CE 1978", [(CE, None)]),
