@@ -77,6 +77,11 @@ def test_fundamental_rights_in_everyday_words_get_the_constitution_s(query, term
     assert terms in TermExpander().run(query=query)["query"]
 
 
+@pytest.mark.parametrize("query", ["estoy de baja, ¿me pueden despedir?", "¿y si estoy de baja durante las vacaciones?"])
+def test_being_on_sick_leave_in_any_person_is_temporary_incapacity(query):
+    assert "incapacidad temporal" in TermExpander().run(query=query)["query"]
+
+
 def test_a_death_asked_about_for_a_pension_is_not_read_as_a_leave():
     assert "comparecer" not in TermExpander().run(query="meu marido morreu, tenho direito a pensão?")["query"]
     assert "permiso" not in TermExpander().run(query="ha muerto mi padre, ¿cobro pensión de orfandad?")["query"]
