@@ -704,6 +704,9 @@ class ExtractiveAnswer:
                 unit_scores = self._scores(read_with_previous(question, previous), {0: article_sentences[start:end]},
                                            language)[0]
                 chosen = [start + p for p in (self._best_positions(unit_scores) if any(unit_scores) else [0])]
+            elif _clean(article_sentences[start]).endswith(":"):
+                # a unit that opens a list ("3. ... por el tiempo siguiente:"): its items follow (`_with_items`)
+                chosen = [start]
             else:
                 chosen = list(range(start, min(end, start + self.max_sentences)))
             positions = ([lead] if lead is not None else []) + chosen

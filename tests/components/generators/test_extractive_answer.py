@@ -198,6 +198,14 @@ def test_a_question_asking_what_something_is_gets_the_opening_of_the_best_articl
     assert other.startswith(EXTRACTIVE_INTRO) and "expedientes de regulación temporal de empleo" in other
 
 
+def test_a_cited_subdivision_that_opens_a_list_is_quoted_with_its_items():
+    # "49.1. El contrato de trabajo se extinguirá:" says nothing without its letters; before, only a) came with it
+    answer = ExtractiveAnswer().run(question="artículo 49.1 ET", documents=[_et("49", "Extinción del contrato")])
+    assert "El contrato de trabajo se extinguirá: a) Por mutuo acuerdo de las partes. b) Por las causas" in answer[
+        "answer"]
+    assert "c) Por expiración del tiempo convenido." in answer["answer"]
+
+
 @pytest.mark.parametrize("documents", [[], [Document(content="  ")], [Document(content=None)]])
 def test_run_without_documents_says_so_with_valid_meta(documents):
     result = ExtractiveAnswer().run(question=VACATIONS, documents=documents)
