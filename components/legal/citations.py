@@ -300,6 +300,11 @@ _LEADING_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
 MAX_RANGE_EXPANSION: Final[int] = 20
 # "ADCT, art. 10": the Brazilian constitution's transitional act named before the article (not a law of the table)
 _ADCT_BEFORE_RE: Final[re.Pattern[str]] = re.compile(r"(?<!\w)adct[^\S\n]*[,:]?[^\S\n]*\Z", re.IGNORECASE)
+_YEAR_RE: Final[re.Pattern[str]] = re.compile(r"(?<!\d)(?:1[5-9]|20)\d\d(?!\d)")
+# the year written after a constitution's name: "Constitución de 1812", "Constituição de 1967", "CE 1978"
+_YEAR_AFTER_RE: Final[re.Pattern[str]] = re.compile(
+    r"[^\S\n]*,?[^\S\n]*(?:(?:de|del|da|do)[^\S\n]+)?(?P<year>(?:1[5-9]|20)\d\d)(?!\w)", re.IGNORECASE
+)
 # law first, then the article: "CLT 59-A", "CLT, art. 477", "ET art. 38"
 _LAW_FIRST_GAP_RE: Final[re.Pattern[str]] = re.compile(r"[^\S\n]*[,:]?[^\S\n]*")
 _LAW_FIRST_HEAD_RE: Final[re.Pattern[str]] = re.compile(
@@ -743,11 +748,15 @@ class CitationGrammar:
         self.aliases = aliases
 
         self._short_by_id: dict[str, str] = {}
+        self._year_by_id: dict[str, str] = {}  # a law's year: its publication date's, else the one in its id
         self._lookup: dict[str, str | None] = {}
         originals: dict[str, list[str]] = {}
         for law_id, info in laws.items():
             law_id, short = str(law_id), str((info or {}).get("law_short") or law_id)
             self._short_by_id[law_id] = short
+            year = _YEAR_RE.search(str((info or {}).get("publication_date") or "")) or _YEAR_RE.search(law_id)
+            if year:
+                self._year_by_id[law_id] = year.group(0)
             for name in (law_id, short):
                 self._register(name, law_id, originals)
         for alias, target in DEFAULT_ALIASES.items():
@@ -1113,6 +1122,11 @@ class CitationGrammar:
             key = law_key(match.group("alias"))
             as_written = self._absent.get(key)
         law_id = self._lookup.get(key)
+        if law_id and "constitu" in key and (year := _YEAR_AFTER_RE.match(match.string, match.end())):
+            if year.group("year") != self._year_by_id.get(law_id, year.group("year")):
+                # "la Constitución de 1812", "a Constituição de 1967": another constitution than the one held (a
+                # constitution is replaced, not amended, under a new year), which the corpus does not hold
+                return _LawRef(None, f"{original[match.start('alias'):match.end('alias')]} de {year.group('year')}")
         return _LawRef(law_id, self._short_by_id.get(law_id, law_id) if law_id else as_written)
 
 def _parse_items(folded: str, position: int, kind: str, *, words: bool) -> tuple[list[str], int] | None:

@@ -226,6 +226,13 @@ def test_run_no_false_positives(detector, query):
                       "unknown_norms": []}
 
 
+def test_run_a_held_constitution_named_with_its_own_year_is_that_constitution(detector):
+    for query, law in [("artículo 14 de la Constitución de 1978", "CE"), ("art. 5º da Constituição de 1988", "CF88"),
+                       ("la CE 1978", "CE"), ("a reforma da CLT 2017", "CLT")]:  # a consolidated law keeps its name
+        result = detector.run(query=query)
+        assert [c["law"] for c in result["citations"]] == [law] and result["unknown_norms"] == []
+
+
 @pytest.mark.parametrize(
     ("query", "unknown"),
     [
@@ -234,6 +241,9 @@ def test_run_no_false_positives(detector, query):
         ("¿qué dice el art. 5 de la Ley 30/1992?", ["Ley 30/1992"]),
         ("o que diz o Código de Defesa do Consumidor sobre produto com defeito?", ["Código de Defesa do Consumidor"]),
         ("el Estatuto de Autonomía de Cataluña", ["Estatuto de Autonomía"]),
+        # another year than the held constitution's is another constitution
+        ("artículo 14 de la Constitución de 1812", ["Constitución de 1812"]),
+        ("art. 5º da Constituição de 1967", ["Constituição de 1967"]),
     ],
 )
 def test_run_an_article_of_a_norm_the_corpus_lacks_is_fetched_by_that_norm_only(detector, query, unknown):

@@ -68,6 +68,8 @@ def test_reference_scopes(grammar):
     assert scopes("el artículo 48 de esta ley") == [(None, "48", "self")]
     assert scopes("art. 78 deste Ato das Disposições Constitucionais Transitórias") == [(None, "adct-78", "self")]
     assert scopes("el artículo 60 de dicha ley") == [(None, "60", "anaphora")]
+    # the CF88's ADCT cites the 1967 constitution: not an article of the CF88
+    assert scopes("art. 23 da Constituição de 1967") == [("Constituição de 1967", "23", "law")]
     assert scopes("artículo 99 del Reglamento General de Recaudación") == [(None, "99", "other")]
     assert scopes("el artículo 14 y el 38 del ET") == [("ET", "14", "law"), ("ET", "38", "law")]
     assert scopes("artículos 18 y 168.1 y 2 de la presente ley") == [(None, "18", "self"), (None, "168", "self")]

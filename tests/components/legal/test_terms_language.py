@@ -56,7 +56,9 @@ def test_spanish_questions_never_get_portuguese_terms(table, question):
 
 
 def test_spanish_table_unchanged_and_explicit_language(table):
-    assert table.matches("estoy de BAJA MEDICA") == [("baja médica", table.table["baja médica"])]
+    assert table.matches("me dieron la BAJA MEDICA") == [("baja médica", table.table["baja médica"])]
+    # "estoy de baja", the longer span, holds the same terms
+    assert table.terms("estoy de BAJA MEDICA") == table.terms("me dieron la BAJA MEDICA")
     assert "pt" not in table.table  # the Portuguese section is not a Spanish entry
     assert table.matches("hora extra", language="pt")[0][0] == "hora extra"
     assert table.matches("carteira assinada", language="es") == []

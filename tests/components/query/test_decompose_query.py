@@ -440,7 +440,8 @@ def test_equivalence_table():
     # longest match first, accent-insensitive
     maternity = ("baja de maternidad", PROMPTS_MD_PAIRS["baja de maternidad"])
     assert table.matches("¿Cuánto dura la baja de maternidad?") == [maternity]
-    assert table.matches("estoy de BAJA MEDICA") == [("baja médica", PROMPTS_MD_PAIRS["baja médica"])]
+    assert table.matches("me dieron la BAJA MEDICA") == [("baja médica", PROMPTS_MD_PAIRS["baja médica"])]
+    assert table.terms("estoy de BAJA MEDICA") == PROMPTS_MD_PAIRS["baja médica"].split()  # "estoy de baja": the same
     assert table.matches("me pagan el sueldo") == [("sueldo", "salario retribución")]
     assert table.matches("parados") == []  # whole words only
 
