@@ -82,6 +82,18 @@ def test_being_on_sick_leave_in_any_person_is_temporary_incapacity(query):
     assert "incapacidad temporal" in TermExpander().run(query=query)["query"]
 
 
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("trabalho de madrugada, tenho adicional?", "trabalho noturno adicional noturno"),
+        ("me han puesto en el turno de noche", "trabajo nocturno"),
+        ("a empresa pode me obrigar a fazer hora estra?", "horas suplementares"),  # misspelt as it is often typed
+    ],
+)
+def test_night_work_and_a_misspelt_overtime_get_the_statute_s_words(query, terms):
+    assert terms in TermExpander().run(query=query)["query"]
+
+
 def test_a_death_asked_about_for_a_pension_is_not_read_as_a_leave():
     assert "comparecer" not in TermExpander().run(query="meu marido morreu, tenho direito a pensão?")["query"]
     assert "permiso" not in TermExpander().run(query="ha muerto mi padre, ¿cobro pensión de orfandad?")["query"]
