@@ -174,9 +174,9 @@ class CitationDetector:
         :param history: The conversation so far (follow-up mode): the earlier user questions' citations complete a
             follow-up's (see the class docstring).
         :returns: `citations`: unique citations in order of appearance (a law-only citation is dropped when the
-            same law is also cited with an article; `whole_text: True` on those with an article when the question asks
-            for their whole wording, `terms.asks_for_full_text`); `filters`: the direct-fetch filter, None when no article is
-            cited; `has_citations`: whether any citation was found; `case_law`: the case-law citations
+            same law is also cited with an article; `whole_text: True` on those with an article when the question
+            asks for their whole wording, `terms.asks_for_full_text`); `filters`: the direct-fetch filter, None when
+            no article is cited; `has_citations`: whether any citation was found; `case_law`: the case-law citations
             (`CitationGrammar.extract_case_law`: `kind`, `number`, `court`, `text`, `span`); `named_laws`: the law
             ids of the known norms the question names or cites, in order (`HybridRetriever` also searches within
             them); `unknown_norms`: the norms it names or cites that the laws table does not hold ("Código Penal",
@@ -197,7 +197,8 @@ class CitationDetector:
             citations = [{**c, "article": FIRST_ARTICLE, "whole_norm": True} for c in citations]
         citations = _read_lawless(query, citations)
         # "transcribe el artículo 38", "el artículo 48 del ET completo": read here, where the citations' ends are known
-        if any(c["article"] for c in citations) and asks_for_full_text(query, [int(c["span"][1]) for c in citations if c.get("span")]):
+        ends = [int(c["span"][1]) for c in citations if c.get("span")]
+        if any(c["article"] for c in citations) and asks_for_full_text(query, ends):
             citations = [{**c, WHOLE_TEXT: True} if c["article"] else c for c in citations]
         if citations:
             logger.debug("Citations in query: {citations}", citations=[(c["law"], c["article"]) for c in citations])
