@@ -77,7 +77,7 @@ def test_fundamental_rights_in_everyday_words_get_the_constitution_s(query, term
     assert terms in TermExpander().run(query=query)["query"]
 
 
-@pytest.mark.parametrize("query", ["estoy de baja, ¿me pueden despedir?", "¿y si estoy de baja durante las vacaciones?"])
+@pytest.mark.parametrize("query", ["estoy de baja, ¿me pueden despedir?", "¿y si estoy de baja en las vacaciones?"])
 def test_being_on_sick_leave_in_any_person_is_temporary_incapacity(query):
     assert "incapacidad temporal" in TermExpander().run(query=query)["query"]
 
