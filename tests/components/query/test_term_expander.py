@@ -71,6 +71,10 @@ def test_the_events_of_a_paid_leave_get_the_statute_s_words(query, terms):
         ("¿puede la policía entrar en mi casa sin permiso?", "domicilio inviolable"),
         ("a polícia pode entrar na minha casa sem mandado?", "casa asilo inviolável"),
         ("a polícia pode grampear meu telefone?", "sigilo comunicações telefônicas"),
+        ("¿puedo manifestarme sin pedir permiso?", "derecho de reunión pacífica manifestaciones autorización previa"),
+        ("¿es obligatorio ir al colegio?", "enseñanza básica obligatoria"),
+        ("o governo pode censurar um jornal?", "censura liberdade manifestação do pensamento"),
+        ("posso ir a uma manifestação sem pedir autorização?", "reunião pacífica"),
     ],
 )
 def test_fundamental_rights_in_everyday_words_get_the_constitution_s(query, terms):
@@ -92,6 +96,12 @@ def test_being_on_sick_leave_in_any_person_is_temporary_incapacity(query):
 )
 def test_night_work_and_a_misspelt_overtime_get_the_statute_s_words(query, terms):
     assert terms in TermExpander().run(query=query)["query"]
+
+
+def test_the_constitution_s_own_uses_of_those_words_keep_their_reading():
+    # "moción de censura" is the motion of no confidence, "colegio profesional" a professional body
+    assert "libertad" not in TermExpander().run(query="¿qué pasa si prospera una moción de censura?")["query"]
+    assert "enseñanza" not in TermExpander().run(query="¿qué regula la ley sobre los colegios profesionales?")["query"]
 
 
 def test_a_death_asked_about_for_a_pension_is_not_read_as_a_leave():
