@@ -102,6 +102,8 @@ def test_the_constitution_s_own_uses_of_those_words_keep_their_reading():
     # "moción de censura" is the motion of no confidence, "colegio profesional" a professional body
     assert "libertad" not in TermExpander().run(query="¿qué pasa si prospera una moción de censura?")["query"]
     assert "enseñanza" not in TermExpander().run(query="¿qué regula la ley sobre los colegios profesionales?")["query"]
+    # "manifestar" one's will is not to demonstrate
+    assert "reunión" not in TermExpander().run(query="¿tengo que manifestar por escrito que me voy?")["query"]
 
 
 def test_a_death_asked_about_for_a_pension_is_not_read_as_a_leave():
