@@ -6,8 +6,9 @@ from haystack import Document
 from components.document_stores.edge_document_store import EdgeDocumentStore
 from components.embedders.dense_embedder import DenseDocumentEmbedder, DenseTextEmbedder
 from components.legal.matters import load_matters
+from components.utils.models import is_installed, models_dir
 from components.validators.scope_checker import ScopeChecker
-from tests.corpus_helpers import ET_2015, markdown_article
+from tests.corpus_helpers import CORPUS, ET_2015, markdown_article
 
 ALLOWED = "components.*"
 TENANCY_PT = "o inquilino parou de pagar o aluguel, quanto tempo demora o despejo?"
@@ -143,3 +144,33 @@ def test_run_on_a_qdrant_store(articles):
     checker = _checker(store)
     assert checker.run(query=TENANCY_PT)["out_of_scope"] == ["locação de imóveis"]
     assert checker.run(query=HOLIDAYS)["out_of_scope"] == []
+
+
+def _clt(number: str) -> Document:
+    """A CLT article as the converter stores it: its text up to the next article, from the bundled CLT.md."""
+    text = (CORPUS / "CLT.md").read_text(encoding="utf-8")
+    start = text.index(f"**Art. {number}.**")
+    end = text.index("**Art. ", start + 1)
+    return Document(content=text[start:end].replace("**", "").strip(),
+                    meta={"law_id": "DEL-5452-1943", "article": number.lower(), "level": "parent", "lang": "pt"})
+
+
+@pytest.mark.model
+def test_run_a_brazilian_right_governed_by_a_law_the_corpus_lacks_is_told(tmp_path):
+    # FGTS (Lei 8.036/1990) and the 13º salário (Lei 4.090/1962): the CLT only names them, as art. 484-A does
+    if not is_installed("embeddinggemma"):
+        pytest.skip(f"EmbeddingGemma is not installed in {models_dir()}: run `make models`")
+    embedder = DenseDocumentEmbedder(model="embeddinggemma")
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    store.write_documents(embedder.run(documents=[_clt(n) for n in ("59", "477", "484-A")])["documents"])
+    checker = ScopeChecker(document_store=store, text_embedder=DenseTextEmbedder(model="embeddinggemma"),
+                           document_embedder=embedder)
+    try:
+        assert checker.run(query="meu patrão não deposita meu FGTS")["out_of_scope"] == ["FGTS"]
+        assert checker.run(query="quando eu recebo o décimo terceiro?")["out_of_scope"] == [
+            "13º salário"]
+        # what the CLT itself governs is not
+        assert checker.run(query="faço hora extra todo dia e não recebo")["out_of_scope"] == []
+        assert checker.run(query="fui demitido, em quanto tempo pagam a rescisão?")["out_of_scope"] == []
+    finally:
+        store.close()
