@@ -236,7 +236,8 @@ _ROMAN_ANY_CASE: Final[str] = f"(?i:{_ROMAN_LOWER})"
 _ROMAN_BARE: Final[str] = f"(?-i:{_ROMAN_UPPER}|(?=[ivxl]{{2}}){_ROMAN_LOWER})(?!\\.\\w)"  # not "L.G.S.S."
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
-    r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z]\)|\.[a-z](?!\w))?"  # "52.c)", "49.1.b"
+    # "52.c)", "49.1.b", "37.3.b bis"
+    r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z](?:[^\S\n]+bis)?\)|\.[a-z](?:[^\S\n]+bis)?(?!\w))?"
     r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+"
     rf"|paragrafos?|alineas?)\s*(?:{_ROMAN_ANY_CASE}|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
     rf"|\s*,\s*(?:{_ROMAN_BARE}|[a-z]\)|caput(?!\w))|[^\S\n]+{_ROMAN_BARE}"
@@ -537,14 +538,15 @@ def not_in_corpus(citations: list[dict[str, Any]], case_law: list[dict[str, Any]
 UNIT_KINDS: Final[tuple[str, ...]] = ("apartado", "paragrafo", "inciso", "letra", "caput")
 _UNIT_NAMED: Final[str] = (
     r"(?:apartados?|apdos?\.?|numeros?|num\.)[^\S\n]*(?P<apartado>\d+)(?!\d)"
-    r"|(?:letras?|alineas?)[^\S\n]*(?P<letra>[a-z])(?:\)|(?!\w))"
+    r"|(?:letras?|alineas?)[^\S\n]*(?P<letra>[a-z](?:[^\S\n]+bis)?)(?:\)|(?!\w))"
     r"|(?:(?<!\u00a7)\u00a7++|paragrafos?)[^\S\n]*(?P<paragrafo>\d+|unico)(?:[^\S\n]?[\u00ba\u00aa\u00b0o](?!\w))?"
     rf"|(?:incisos?|inc\.?)[^\S\n]*(?P<inciso>{_ROMAN_ANY_CASE})"
     r"|(?P<caput>caput)(?!\w)"
 )
 # after the article number: "38.2", "49.1.b)", "52.c)", ", apartado 2", ", § 8º", ", inciso XVII", ", II, b,"
 _UNIT_AFTER_RE: Final[re.Pattern[str]] = re.compile(
-    r"\.(?P<dot>\d+)(?!\d)|\.?[^\S\n]?(?P<dotletter>[a-z])\)|\.(?P<dotletter2>[a-z])(?!\w)"
+    r"\.(?P<dot>\d+)(?!\d)|\.?[^\S\n]?(?P<dotletter>[a-z](?:[^\S\n]+bis)?)\)"
+    r"|\.(?P<dotletter2>[a-z](?:[^\S\n]+bis)?)(?!\w)"
     rf"|[^\S\n]*(?:,[^\S\n]*)?(?:{_UNIT_NAMED})"
     rf"|[^\S\n]+(?P<roman2>{_ROMAN_BARE})"
     rf"|[^\S\n]*,[^\S\n]*(?:(?P<roman>{_ROMAN_BARE})"

@@ -591,7 +591,7 @@ UNIT_DEPTH: Final[dict[str, int]] = {"apartado": 1, "paragrafo": 1, "inciso": 2,
 # as some consolidated BOE texts write it without the space)
 _UNIT_MARKER_RE: Final[re.Pattern[str]] = re.compile(
     r"(?P<apartado>\d+)(?:[^\S\n]+bis)?\.(?=\s|[^\W\d_])"
-    r"|(?P<letra>[a-z])\)(?=\s)"
+    r"|(?P<letra>[a-z](?: bis)?)\)(?=\s)"
     r"|\u00a7+[^\S\n]*(?P<paragrafo>\d+)(?!\d)"
     r"|(?i:(?P<unico>par[aá]grafo[^\S\n]+[uú]nico))"
     r"|(?P<inciso>[IVXLC]+)[^\S\n]*[-\u2013\u2014](?=\s)"

@@ -206,6 +206,16 @@ def test_a_cited_subdivision_that_opens_a_list_is_quoted_with_its_items():
     assert "c) Por expiración del tiempo convenido." in answer["answer"]
 
 
+def test_a_letter_bis_is_a_subdivision_of_its_own():
+    # ET art. 37.3 b bis) (bereavement leave): cited, it is quoted; "b)" is quoted without it
+    leaves = [_et("37", "Descanso semanal, fiestas y permisos")]
+    bis = ExtractiveAnswer().run(question="art. 37.3.b bis ET", documents=leaves)["answer"]
+    assert "b bis) Dos días por el fallecimiento" in bis and "Cinco días por accidente" not in bis
+    assert "(ET, art. 37, apartado 3, letra b bis)" in bis
+    letter = ExtractiveAnswer().run(question="art. 37.3.b ET", documents=leaves)["answer"]
+    assert "b) Cinco días por accidente" in letter and "fallecimiento" not in letter
+
+
 @pytest.mark.parametrize("documents", [[], [Document(content="  ")], [Document(content=None)]])
 def test_run_without_documents_says_so_with_valid_meta(documents):
     result = ExtractiveAnswer().run(question=VACATIONS, documents=documents)

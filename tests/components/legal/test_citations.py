@@ -177,6 +177,8 @@ def test_a_norm_the_corpus_lacks_keeps_its_name_and_fetches_nothing(grammar):
         ("artículo 49, apartado 1, letra b, ET", [("apartado", "1"), ("letra", "b")]),
         ("letra b) del artículo 49.1 del ET", [("apartado", "1"), ("letra", "b")]),
         ("art. 52.c) ET", [("letra", "c")]),
+        ("art. 37.3.b bis ET", [("apartado", "3"), ("letra", "b bis")]),
+        ("letra b bis del apartado 3 del artículo 37 del ET", [("apartado", "3"), ("letra", "b bis")]),
         ("art. 477, § 8º, da CLT", [("paragrafo", "8")]),
         ("o que diz o § 8º do art. 477 da CLT?", [("paragrafo", "8")]),
         ("o que diz o artigo 7º, inciso XVII, da Constituição?", [("inciso", "XVII")]),

@@ -406,6 +406,7 @@ def test_fold_accents_matches_nfd_without_combining_marks_and_bounds_its_table()
     [
         ("2. El periodo o periodos de su disfrute se fijará de común acuerdo", ("apartado", "2")),
         ("b) Por las causas consignadas válidamente en el contrato", ("letra", "b")),
+        ("b bis) Dos días por el fallecimiento del cónyuge", ("letra", "b bis")),  # ET art. 37.3, since 2023
         ("§ 8º A inobservância do disposto no § 6º deste artigo", ("paragrafo", "8")),
         ("§ 10. O disposto neste artigo", ("paragrafo", "10")),
         ("Parágrafo único. São assegurados à categoria dos trabalhadores domésticos", ("paragrafo", "unico")),
