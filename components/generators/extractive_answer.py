@@ -15,6 +15,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 from haystack.dataclasses import ChatMessage
 
 from components.legal.answer_format import (
+    ABSENT_UNIT_NOTES,
     AMBIGUOUS_ARTICLE_NOTES,
     GAP_MARK,
     LEFT_FOR_LENGTH_NOTES,
@@ -308,6 +309,42 @@ def _with_lead_ins(sentences: list[str], positions: list[int]) -> list[int]:
     return sorted(chosen)
 
 
+def _absent_subdivisions(
+    question: str,
+    citations: list[dict[str, Any]],
+    documents: list[Document],
+    sentences: dict[int, list[str]],
+    pinned: dict[tuple[Any, Any], Any],
+    language: str,
+) -> list[str]:
+    """
+    The subdivisions the question cites that their article does not have, as the answer cites them ("CF88, art. 7º,
+    inciso CXX"): the article's every part is in the context (a part it lacks may hold the subdivision) and none
+    holds it (`_pinned` found no such unit).
+    """
+    listed = listed_spans(citations)
+    absent: list[str] = []
+    for cited in citations:
+        if tuple(cited["span"]) in listed:
+            continue
+        units = [(str(kind), str(value)) for kind, value in cited.get("units") or pinpoint(question, cited["span"])]
+        best = _best_block(cited, documents)  # an article cited with no law: the law it is read in
+        key = (cited.get("law_id") if best is None else documents[best].meta.get("law_id"), cited.get("article"))
+        if not units or not all(key) or key in pinned:
+            continue
+        blocks = [i for i in sorted(sentences) if _key(documents[i]) == key]
+        if not blocks:
+            continue
+        parts = {block_part(documents[i]) for i in blocks}
+        total = documents[blocks[0]].meta.get("parts")
+        whole = 0 in parts or (isinstance(total, int) and parts >= set(range(1, total + 1)))
+        first = documents[blocks[0]]
+        label = cited_as(first, unit_label(units, str(first.meta.get("lang") or language)))
+        if whole and label not in absent:
+            absent.append(label)
+    return absent
+
+
 def _with_items(sentences: list[str], positions: list[int]) -> list[int]:
     """
     `positions` plus the list items that follow the last chosen sentence when it introduces them ("Los Estatutos de
@@ -532,6 +569,9 @@ class ExtractiveAnswer:
         # has a paragraph of that number
         previous = previous_questions(history)
         pinned = self._pinned(question, found_citations, documents, sentences, language, previous=previous)
+        # a subdivision the cited article does not have ("art. 7º, inciso CXX, da CF"): said, before the article
+        if absent_units := _absent_subdivisions(question, found_citations, documents, sentences, pinned, language):
+            notice += [neutralize(ABSENT_UNIT_NOTES[language].format(units="; ".join(absent_units))), ""]
         question = blank_spans(question, [with_units_before(question, c["span"]) for c in found_citations])
         # its words misspelled as they sound read as the words they sound like, as the retrieval read them: a
         # sentence on "vacaciones" matches "bacaciones"

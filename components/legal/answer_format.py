@@ -277,6 +277,14 @@ MISSING_ARTICLES_NOTES: Final[dict[str, str]] = {
 }
 
 
+# The extractive answer's line when the question cites a subdivision its article does not have ("art. 7º, inciso
+# CXX, da CF"): the article follows, not that subdivision
+ABSENT_UNIT_NOTES: Final[dict[str, str]] = {
+    "es": "No encuentro en el texto del artículo: {units}. Lo que sigue es el artículo.",
+    "pt": "Não encontrei no texto do artigo: {units}. O que segue é o artigo.",
+}
+
+
 # The extractive answer's line when the question cites more articles than the answer holds (the citation fetch and the
 # context budget bound them): how many it quotes, so the others are not taken for absent
 LEFT_FOR_LENGTH_NOTES: Final[dict[str, str]] = {

@@ -206,6 +206,20 @@ def test_a_cited_subdivision_that_opens_a_list_is_quoted_with_its_items():
     assert "c) Por expiración del tiempo convenido." in answer["answer"]
 
 
+def test_a_cited_subdivision_the_article_does_not_have_is_said_before_the_article():
+    holidays = [_et("38", "Vacaciones anuales")]
+    absent = ExtractiveAnswer().run(question="art. 38.9 ET", documents=holidays)["answer"]
+    assert absent.startswith("No encuentro en el texto del artículo: ET, art. 38, apartado 9. Lo que sigue es el")
+    assert "El periodo de vacaciones anuales retribuidas" in absent  # the article follows
+    assert not ExtractiveAnswer().run(question="art. 38.2 ET", documents=holidays)["answer"].startswith("No encuentro")
+    # a part of the article missing from the context may hold it: nothing is said
+    transfers = _split(_et("40", "Movilidad geográfica"), "2. ", "4. ")
+    partial = ExtractiveAnswer().run(question="art. 40.12 ET", documents=transfers[:2])["answer"]
+    assert not partial.startswith("No encuentro")
+    whole = ExtractiveAnswer().run(question="art. 40.12 ET", documents=transfers)["answer"]
+    assert whole.startswith("No encuentro en el texto del artículo: ET, art. 40, apartado 12.")
+
+
 def test_a_letter_bis_is_a_subdivision_of_its_own():
     # ET art. 37.3 b bis) (bereavement leave): cited, it is quoted; "b)" is quoted without it
     leaves = [_et("37", "Descanso semanal, fiestas y permisos")]
