@@ -21,7 +21,7 @@ from components.legal.citations import (
 from components.legal.ids import WHOLE_TEXT
 from components.legal.jurisdiction import question_jurisdiction
 from components.legal.legal_text import adjacent_key
-from components.legal.terms import asks_for_full_text, asks_nothing_new
+from components.legal.terms import asks_for_cited_text, asks_nothing_new
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ class CitationDetector:
             follow-up's (see the class docstring).
         :returns: `citations`: unique citations in order of appearance (a law-only citation is dropped when the
             same law is also cited with an article; `whole_text: True` on those with an article when the question
-            asks for their whole wording, `terms.asks_for_full_text`); `filters`: the direct-fetch filter, None when
+            asks for their whole wording, `terms.asks_for_cited_text`); `filters`: the direct-fetch filter, None when
             no article is cited; `has_citations`: whether any citation was found; `case_law`: the case-law citations
             (`CitationGrammar.extract_case_law`: `kind`, `number`, `court`, `text`, `span`); `named_laws`: the law
             ids of the known norms the question names or cites, in order (`HybridRetriever` also searches within
@@ -197,8 +197,7 @@ class CitationDetector:
             citations = [{**c, "article": FIRST_ARTICLE, "whole_norm": True} for c in citations]
         citations = _read_lawless(query, citations)
         # "transcribe el artículo 38", "el artículo 48 del ET completo": read here, where the citations' ends are known
-        ends = [int(c["span"][1]) for c in citations if c.get("span")]
-        if any(c["article"] for c in citations) and asks_for_full_text(query, ends):
+        if asks_for_cited_text(query, citations):
             citations = [{**c, WHOLE_TEXT: True} if c["article"] else c for c in citations]
         if citations:
             logger.debug("Citations in query: {citations}", citations=[(c["law"], c["article"]) for c in citations])

@@ -10,7 +10,7 @@ from components.generators.extractive_answer import ExtractiveAnswer
 from components.generators.llm_backends import chat_text, generator_to_dict, warm_up_generator, with_deserialized_generator
 from components.legal.answer_format import cited_indices, split_meta
 from components.legal.citations import CitationGrammar, cites_block
-from components.legal.terms import asks_for_full_text
+from components.legal.terms import asks_for_cited_text
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ class AnswerGenerator:
             `fallback_reason` (why the extractive answer was used; `None` for the LLM's).
         """
         reason = FALLBACK_NO_LLM
-        if self.chat_generator is not None and _asks_for_cited_text(question, citations):
+        if self.chat_generator is not None and asks_for_cited_text(question, citations):
             reason = FALLBACK_FULL_TEXT  # "transcribe el artículo 38": the statute's words, not a model's rendering
         elif self.chat_generator is not None:
             text = chat_text(self.chat_generator, prompt, timeout=self.timeout, streaming_callback=streaming_callback)
@@ -165,9 +165,3 @@ class AnswerGenerator:
             if citation.get("article")
             for doc in documents
         )
-
-
-def _asks_for_cited_text(question: str, citations: list[dict[str, Any]] | None) -> bool:
-    """Whether the question cites articles and asks for their whole wording (`asks_for_full_text`)."""
-    cited = [c for c in citations or [] if c.get("article")]
-    return bool(cited) and asks_for_full_text(question, [int(c["span"][1]) for c in citations or [] if c.get("span")])

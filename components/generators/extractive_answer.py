@@ -309,40 +309,11 @@ def _with_lead_ins(sentences: list[str], positions: list[int]) -> list[int]:
     return sorted(chosen)
 
 
-def _absent_subdivisions(
-    question: str,
-    citations: list[dict[str, Any]],
-    documents: list[Document],
-    sentences: dict[int, list[str]],
-    pinned: dict[tuple[Any, Any], Any],
-    language: str,
-) -> list[str]:
-    """
-    The subdivisions the question cites that their article does not have, as the answer cites them ("CF88, art. 7º,
-    inciso CXX"): the article's every part is in the context (a part it lacks may hold the subdivision) and none
-    holds it (`_pinned` found no such unit).
-    """
-    listed = listed_spans(citations)
-    absent: list[str] = []
-    for cited in citations:
-        if tuple(cited["span"]) in listed:
-            continue
-        units = [(str(kind), str(value)) for kind, value in cited.get("units") or pinpoint(question, cited["span"])]
-        best = _best_block(cited, documents)  # an article cited with no law: the law it is read in
-        key = (cited.get("law_id") if best is None else documents[best].meta.get("law_id"), cited.get("article"))
-        if not units or not all(key) or key in pinned:
-            continue
-        blocks = [i for i in sorted(sentences) if _key(documents[i]) == key]
-        if not blocks:
-            continue
-        parts = {block_part(documents[i]) for i in blocks}
-        total = documents[blocks[0]].meta.get("parts")
-        whole = 0 in parts or (isinstance(total, int) and parts >= set(range(1, total + 1)))
-        first = documents[blocks[0]]
-        label = cited_as(first, unit_label(units, str(first.meta.get("lang") or language)))
-        if whole and label not in absent:
-            absent.append(label)
-    return absent
+def _every_part(documents: list[Document], parts: list[int]) -> bool:
+    """Whether one article's blocks at `parts` hold all of it: the article whole, or each part `meta["parts"]` says."""
+    held = {block_part(documents[i]) for i in parts}
+    total = documents[parts[0]].meta.get("parts") if parts else None
+    return 0 in held or (isinstance(total, int) and held >= set(range(1, total + 1)))
 
 
 def _with_items(sentences: list[str], positions: list[int]) -> list[int]:
@@ -568,9 +539,9 @@ class ExtractiveAnswer:
         # art. 59") are left out of the sentence scoring, they would favour any block that merely names the law or
         # has a paragraph of that number
         previous = previous_questions(history)
-        pinned = self._pinned(question, found_citations, documents, sentences, language, previous=previous)
+        pinned, absent_units = self._pinned(question, found_citations, documents, sentences, language, previous)
         # a subdivision the cited article does not have ("art. 7º, inciso CXX, da CF"): said, before the article
-        if absent_units := _absent_subdivisions(question, found_citations, documents, sentences, pinned, language):
+        if absent_units:
             notice += [neutralize(ABSENT_UNIT_NOTES[language].format(units="; ".join(absent_units))), ""]
         question = blank_spans(question, [with_units_before(question, c["span"]) for c in found_citations])
         # its words misspelled as they sound read as the words they sound like, as the retrieval read them: a
@@ -710,7 +681,7 @@ class ExtractiveAnswer:
         sentences: dict[int, list[str]],
         language: str = "es",
         previous: str | None = None,
-    ) -> dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]]:
+    ) -> tuple[dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]], list[str]]:
         """
         The articles whose citation names a subdivision found in their text: per (law_id, article), the blocks the
         quote comes from (the one opening the unit first), the article's sentences (its parts in order), the
@@ -718,6 +689,10 @@ class ExtractiveAnswer:
         Then the constitutional bases (`BasisExpander`) that no citation pinned: the introducing sentence, then the
         unit's `max_sentences` that share most with the question, read with `previous` (the questions before it) in
         a conversation (none shares a word: its first, which states the right).
+
+        Also the subdivisions cited that their article does not have, as the answer cites them ("CLT, art. 477, §
+        99"): the article's every part is in the context (a part it lacks may hold the subdivision), none holds it,
+        and no other citation pinned that article.
         """
         listed = listed_spans(citations)
         wanted: list[tuple[tuple[Any, Any], list[tuple[str, str]], bool]] = []  # (article, subdivision, a basis?)
@@ -732,12 +707,16 @@ class ExtractiveAnswer:
         # a constitutional basis: the subdivision stating the right
         wanted += [(_key(doc), basis_units(doc.meta), True) for i, doc in enumerate(documents) if i in sentences]
         pinned: dict[tuple[Any, Any], tuple[list[int], list[str], list[int], list[tuple[str, str]]]] = {}
+        absent: list[tuple[tuple[Any, Any], str]] = []
         for key, units, basis in wanted:
             if key in pinned or not units:
                 continue
-            _, owners, article_sentences = _article_sentences(key, documents, sentences)
+            parts, owners, article_sentences = _article_sentences(key, documents, sentences)
             found = unit_range(article_sentences, units)
             if found is None:
+                if not basis and parts and _every_part(documents, parts):
+                    cited = documents[parts[0]]
+                    absent.append((key, cited_as(cited, unit_label(units, str(cited.meta.get("lang") or language)))))
                 continue
             lead, start, end = found
             if basis:
@@ -754,7 +733,7 @@ class ExtractiveAnswer:
                 positions = _with_items(article_sentences, positions)
             blocks = list(dict.fromkeys([owners[start], *(owners[p] for p in positions)]))
             pinned[key] = (blocks, article_sentences, positions, units)
-        return pinned
+        return pinned, list(dict.fromkeys(label for key, label in absent if key not in pinned))
 
     @staticmethod
     def _scores(question: str, sentences: dict[int, list[str]], language: str = "es") -> dict[int, list[float]]:

@@ -889,6 +889,11 @@ class CitationGrammar:
             for start, end, article, law, scope in found
         ]
 
+    def _adct_law(self) -> _LawRef | None:
+        """The law whose transitional act "ADCT" names: the Brazilian constitution, when the laws table holds it."""
+        constitution = self._lookup.get(law_key("CF88"))
+        return _LawRef(constitution, self._short_by_id[constitution]) if constitution else None
+
     def _adct_first(
         self, folded: str, found: list[tuple[int, int, str | None, _LawRef, str]]
     ) -> list[tuple[int, int, str | None, _LawRef, str]]:
@@ -896,10 +901,9 @@ class CitationGrammar:
         `found`, an article group that names no law read as the ADCT's when "ADCT" comes right before it ("ADCT, art.
         10", "ADCT art. 8"), as "art. 10 do ADCT" is: the Brazilian constitution's transitional act (`adct-` keys).
         """
-        constitution = self._lookup.get(law_key("CF88"))
-        if not constitution:
+        law = self._adct_law()
+        if law is None:
             return found
-        law = _LawRef(constitution, self._short_by_id[constitution])
         out = []
         for start, end, article, reference, scope in found:
             before = _ADCT_BEFORE_RE.search(folded, 0, start) if article is not None and scope == "none" else None
@@ -1075,10 +1079,10 @@ class CitationGrammar:
         if self_tail := _SELF_TAIL_RE.match(folded, end):
             if self_tail.group("adct") or self_tail.group("adct2"):
                 articles = [f"{ADCT_PREFIX}{key}" for key in articles]
-            constitution = self._lookup.get(law_key("CF88"))
+            constitution = self._adct_law()
             if constitution and self_tail.group("adct2") and not self_tail.group("adct2").startswith("deste"):
                 # "do ADCT" names the Brazilian constitution's transitional act wherever it is written
-                return start, self_tail.end(), articles, _LawRef(constitution, self._short_by_id[constitution]), "law"
+                return start, self_tail.end(), articles, constitution, "law"
             return start, self_tail.end(), articles, _LawRef(None, None), "self"
         if anaphora := _ANAPHORA_TAIL_RE.match(folded, end):
             return start, anaphora.end(), articles, _LawRef(None, None), "anaphora"

@@ -282,7 +282,7 @@ _WHOLE_AFTER_RE = re.compile(r"[^\S\n]*,?[^\S\n]*(?:completo|completa|entero|ent
 # a question asking what something is: "¿qué es un ERTE?", "¿qué significa finiquito?", "o que é FGTS?"
 _DEFINITION_RE = re.compile(
     r"^\W*(?:y\s+|e\s+)?(?:(?:que|o\s+que)\s+(?:es|son|e|sao|significa|significan|quiere\s+decir|quer\s+dizer)"
-    r"|(?:en\s+)?que\s+consiste|(?:em\s+)?que\s+consiste)\b(?!\s+(?:lo\s+que|que)\b)"
+    r"|(?:e[nm]\s+)?que\s+consiste)\b(?!\s+(?:lo\s+que|que)\b)"
 )
 
 
@@ -303,6 +303,15 @@ def asks_for_full_text(question: str, citation_ends: Iterable[int] = ()) -> bool
     """
     folded = "".join(fold_accents(ch) or ch for ch in question).lower()  # offsets kept
     return bool(_FULL_TEXT_RE.search(folded)) or any(_WHOLE_AFTER_RE.match(folded, end) for end in citation_ends)
+
+
+def asks_for_cited_text(question: str, citations: list[dict[str, Any]] | None) -> bool:
+    """
+    Whether `question` cites articles (`citations`, as `CitationGrammar.extract` reads them: `article`, `span`) and
+    asks for their whole wording (`asks_for_full_text`, "completo" read at the citations' ends).
+    """
+    cited = [c for c in citations or [] if c.get("article")]
+    return bool(cited) and asks_for_full_text(question, [int(c["span"][1]) for c in citations or [] if c.get("span")])
 
 
 def extract_keywords(
