@@ -158,3 +158,23 @@ def test_daily_working_hours_in_everyday_words_get_the_statutes_words():
     assert TermExpander().run(query="quantas horas posso trabalhar por dia?")["expressions"] == ["trabalhar por dia"]
     assert "horas diárias" in TermExpander().run(query="trabalho 10 horas por dia, pode isso?")["query"]
     assert "horas diarias" in TermExpander().run(query="¿cuántas horas puedo trabajar al día?")["query"]
+
+
+@pytest.mark.parametrize(
+    ("query", "terms"),
+    [
+        ("me han despedido por whatsapp, ¿es válido?", "notificado por escrito"),
+        ("¿es legal un despido de palabra?", "notificado por escrito"),
+        ("¿con cuántos años se puede empezar a trabajar?", "admisión al trabajo menores de dieciséis años"),
+        ("¿cuál es la edad mínima para trabajar?", "admisión al trabajo menores de dieciséis años"),
+        ("¿el rey puede ser juzgado?", "persona del Rey inviolable"),
+        ("tenho direito a licença paternidade de quantos dias?", "nascimento de filho"),
+    ],
+)
+def test_a_dismissal_by_message_the_age_to_work_the_king_s_trial_and_the_paternity_leave(query, terms):
+    assert terms in TermExpander().run(query=query)["query"]
+
+
+def test_an_age_before_a_question_on_night_work_keeps_the_night_work_terms():
+    query = TermExpander().run(query="tengo 17 años, ¿puedo trabajar de noche?")["query"]
+    assert "trabajo nocturno" in query and "dieciséis" not in query
