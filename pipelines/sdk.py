@@ -798,7 +798,7 @@ class LexHay:
                                   "query_embedding": self._carryover_embedding(question, previous_chunk_ids)},
             "retriever": {"question": question},
             "crag": {"query": question},
-            "scope_checker": {"query": question},
+            "scope_checker": {"query": question, "history": history},
             "norm_catalogue": {"query": question},
             "compressor": {"query": question},
             "answer_prompt": {"question": question, "history": history},

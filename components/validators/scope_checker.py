@@ -8,9 +8,13 @@ import numpy as np
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.core.serialization import component_to_dict
+from haystack.dataclasses import ChatMessage
 
 from components.document_stores.vector_search import search_dense
 from components.legal.answer_format import answer_language
+from components.legal.conversation import previous_questions, read_with_previous
+from components.legal.jurisdiction import without_countries
+from components.legal.terms import asks_nothing_new
 from components.legal.matters import Matter, load_matters
 from components.utils.nested import nested_init_parameters, warm_up_nested
 
@@ -42,7 +46,10 @@ class ScopeChecker:
 
     A question that cites or names a norm (`citations`) is about that norm and is not checked (a norm the corpus
     lacks has its own notice, `CitationDetector.unknown_norms`); nor is one when the store holds no block the
-    caller can read.
+    caller can read. A follow-up that asks nothing of its own ("¿y en Brasil?", "ok, obrigado. pode explicar
+    melhor?": `terms.asks_nothing_new`, countries left out) is checked as the questions before it read with it:
+    alone, its vector is near whatever matter names the country or none; without a question before it, it is about
+    nothing and not checked.
 
     `out_of_scope` holds the label of the closest such matter in the answer's language (`answer_language`: the
     question's, else the nearest block's), which the answer prompt and the extractive answer put in their notice
@@ -150,6 +157,7 @@ class ScopeChecker:
         filters: dict[str, Any] | None = None,
         citations: list[dict[str, Any]] | None = None,
         enabled: bool | None = None,
+        history: list[ChatMessage] | None = None,
     ) -> dict[str, Any]:
         """
         Check one question.
@@ -158,6 +166,8 @@ class ScopeChecker:
         :param filters: The caller's filters (the access filter): the nearest block is one the caller can read.
         :param citations: The question's citations (`CitationDetector.citations`): any citation skips the check.
         :param enabled: Overrides the init `enabled` for this run.
+        :param history: The conversation before `query`: a turn that asks nothing of its own is checked read with
+            the questions before it (`components.legal.conversation`).
         :returns: `out_of_scope`: the label of the matter the question is about, in the answer's language, or `[]`;
             `margin`: its phrase's cosine minus the nearest block's (None when not checked).
         :raises ValueError: `query` is empty.
@@ -166,6 +176,11 @@ class ScopeChecker:
             raise ValueError("ScopeChecker needs a non-empty `query` string.")
         if not (self.enabled if enabled is None else enabled) or citations:
             return {"out_of_scope": [], "margin": None}
+        if asks_nothing_new(without_countries(query)):
+            previous = previous_questions(history)
+            if previous is None:
+                return {"out_of_scope": [], "margin": None}
+            query = read_with_previous(query, previous)
         self.warm_up()
         assert self._prototypes is not None
         embedding = self.text_embedder.run(text=query)["embedding"]

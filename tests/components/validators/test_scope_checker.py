@@ -2,6 +2,7 @@
 
 import pytest
 from haystack import Document
+from haystack.dataclasses import ChatMessage
 
 from components.document_stores.edge_document_store import EdgeDocumentStore
 from components.embedders.dense_embedder import DenseDocumentEmbedder, DenseTextEmbedder
@@ -126,6 +127,20 @@ def test_run_skips_a_question_that_cites_a_norm_or_when_disabled(checker):
     assert checker.run(query=TENANCY_PT, citations=[])["out_of_scope"] == ["locação de imóveis"]
 
 
+def test_run_a_follow_up_that_asks_nothing_of_its_own_is_checked_with_the_question_before_it(checker):
+    # alone, "¿y en Brasil?" is about nothing (its vector lies near any matter naming Brazil): not checked
+    assert checker.run(query="¿y en Brasil?") == {"out_of_scope": [], "margin": None}
+    assert checker.run(query="ok, obrigado. pode explicar melhor?") == {"out_of_scope": [], "margin": None}
+    # with the question before it, it is checked as that question read with it
+    after_holidays = checker.run(query="¿y en Brasil?", history=[ChatMessage.from_user(HOLIDAYS)])
+    assert after_holidays["margin"] == checker.run(query=f"{HOLIDAYS} ¿y en Brasil?")["margin"]
+    after_rent = checker.run(query="e na Espanha?", history=[ChatMessage.from_user(TENANCY_PT)])
+    assert after_rent["out_of_scope"] == ["locação de imóveis"]
+    # a follow-up with words of its own is checked as it is
+    own = checker.run(query="¿y el periodo de prueba?", history=[ChatMessage.from_user(TENANCY_PT)])
+    assert own["out_of_scope"] == []
+
+
 def test_run_without_a_readable_block_reports_nothing(checker):
     nothing = {"field": "meta.law_id", "operator": "==", "value": "NO-SUCH-LAW"}
     assert checker.run(query=TENANCY_PT, filters=nothing) == {"out_of_scope": [], "margin": None}
@@ -162,7 +177,7 @@ def test_run_a_brazilian_right_governed_by_a_law_the_corpus_lacks_is_told(tmp_pa
         pytest.skip(f"EmbeddingGemma is not installed in {models_dir()}: run `make models`")
     embedder = DenseDocumentEmbedder(model="embeddinggemma")
     store = EdgeDocumentStore(path=str(tmp_path / "store"))
-    store.write_documents(embedder.run(documents=[_clt(n) for n in ("59", "477", "484-A")])["documents"])
+    store.write_documents(embedder.run(documents=[_clt(n) for n in ("59", "130", "477", "484-A")])["documents"])
     checker = ScopeChecker(document_store=store, text_embedder=DenseTextEmbedder(model="embeddinggemma"),
                            document_embedder=embedder)
     try:
@@ -172,5 +187,8 @@ def test_run_a_brazilian_right_governed_by_a_law_the_corpus_lacks_is_told(tmp_pa
         # what the CLT itself governs is not
         assert checker.run(query="faço hora extra todo dia e não recebo")["out_of_scope"] == []
         assert checker.run(query="fui demitido, em quanto tempo pagam a rescisão?")["out_of_scope"] == []
+        # nor a follow-up on the holidays asking for Brazil's law (alone, its vector is nearest the 13º salário's)
+        holidays = [ChatMessage.from_user("¿cuántos días de vacaciones me corresponden?")]
+        assert checker.run(query="¿y en Brasil?", history=holidays)["out_of_scope"] == []
     finally:
         store.close()
