@@ -58,6 +58,11 @@ def test_a_block_of_a_regime_the_question_does_not_name_is_outside(articles):
     assert outside(articles[(CLT, "227")]) == "telefonia, telegrafia e radiotelegrafia"
     assert outside(articles[(CLT, "235-c")]) == "motorista profissional"
     assert outside(articles[("CF88", "39")]) == "servidores públicos"
+    # a kind of contract of one article: the part-time regime's hours are not everyone's, nor the intermittent work's pay
+    weekly = load_special_regimes().outside("quantas horas posso trabalhar por semana?")
+    assert weekly(articles[(CLT, "58-a")]) == "regime de tempo parcial"
+    assert weekly(articles[(CLT, "452-a")]) == "trabalho intermitente"
+    assert weekly(articles[(CLT, "58")]) is None and weekly(articles[(CLT, "443")]) is None
     spanish = load_special_regimes().outside("¿cuántas horas tienen que pasar entre una jornada y la siguiente?")
     assert spanish(articles[(RD1620, "9")]) == "servicio del hogar familiar"
     assert spanish(articles[(RD1561, "17")]) in {"jornadas especiales de trabajo", "transportes y trabajo en el mar"}
@@ -80,6 +85,8 @@ def test_naming_the_group_brings_its_regime_in(articles):
     assert regimes.outside("trabalho numa agência do banco, tenho direito a 6 horas?")(articles[(CLT, "224")]) is None
     assert regimes.outside("no banco onde trabalho tem banco de horas")(articles[(CLT, "225")]) is None
     assert regimes.outside("tenho 16, posso fazer hora extra?")(articles[(CLT, "413")]) is None
+    assert regimes.outside("trabalho meio período, quantas horas posso fazer?")(articles[(CLT, "58-a")]) is None
+    assert regimes.outside("meu contrato é intermitente, quando me pagam?")(articles[(CLT, "452-a")]) is None
 
 
 def test_a_whole_law_regime_is_named_by_the_law_or_by_any_of_its_groups(articles):
