@@ -61,6 +61,10 @@ EXTRACTIVE_NO_MATCH_INTRO = (
     "No encuentro en los artículos recuperados ninguna frase que coincida con los términos de tu pregunta. "
     "Este es el comienzo del artículo mejor situado en la búsqueda:"
 )
+EXTRACTIVE_NO_MATCH_PASSAGE_INTRO = (
+    "No encuentro en los artículos recuperados ninguna frase que coincida con los términos de tu pregunta. "
+    "Este es un pasaje del artículo mejor situado en la búsqueda:"
+)
 EXTRACTIVE_NOTE = (
     "Nota: esta es una respuesta extractiva, generada sin modelo de lenguaje: reproduce literalmente fragmentos de "
     "los artículos citados, que conviene leer completos."
@@ -79,6 +83,10 @@ EXTRACTIVE_TEXTS_PT = {
         "Não encontrei nos artigos recuperados nenhuma frase que coincida com os termos da sua pergunta. "
         "Este é o começo do artigo mais bem colocado na busca:"
     ),
+    "no_match_passage": (
+        "Não encontrei nos artigos recuperados nenhuma frase que coincida com os termos da sua pergunta. "
+        "Este é um trecho do artigo mais bem colocado na busca:"
+    ),
     "note": (
         "Observação: esta é uma resposta extrativa, gerada sem modelo de linguagem: reproduz literalmente trechos "
         "dos artigos citados, que convém ler na íntegra."
@@ -93,6 +101,7 @@ EXTRACTIVE_TEXTS = {
     "es": {
         "intro": EXTRACTIVE_INTRO,
         "no_match": EXTRACTIVE_NO_MATCH_INTRO,
+        "no_match_passage": EXTRACTIVE_NO_MATCH_PASSAGE_INTRO,
         "note": EXTRACTIVE_NOTE,
         "not_found": EXTRACTIVE_NOT_FOUND,
         "repealed": REPEALED_CITATION_NOTE,
@@ -628,6 +637,8 @@ class ExtractiveAnswer:
             # best-ranked may be a later one); else the best-ranked block
             block = next((i for i in sorted(sentences) if _article(documents, i) == _article(documents, block)
                           and block_part(documents[i]) <= 1), block)
+            if block_part(documents[block]) > 1:  # not the article's beginning: not said to be
+                intro = texts["no_match_passage"]
             opening = list(range(min(self.max_sentences, len(sentences[block]))))
             plans = [([block], _quote(sentences[block], opening), [])]
 

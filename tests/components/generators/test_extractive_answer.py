@@ -193,6 +193,10 @@ def test_a_question_asking_what_something_is_gets_the_opening_of_the_best_articl
     definition = ExtractiveAnswer(max_sentences=1).run(question="¿qué es un ERTE?", documents=[last, first])
     assert definition["answer"].startswith("No encuentro en los artículos recuperados ninguna frase que coincida")
     assert "- «La empresa podrá reducir temporalmente la jornada de trabajo" in definition["answer"]
+    assert "Este es el comienzo del artículo mejor situado" in definition["answer"]
+    # without the article's first part, what is quoted is not called its beginning
+    passage = ExtractiveAnswer(max_sentences=1).run(question="¿qué es un ERTE?", documents=[last])["answer"]
+    assert "Este es un pasaje del artículo mejor situado" in passage and "comienzo" not in passage
     # any other question matches the statute's words for "ERTE"
     other = ExtractiveAnswer(max_sentences=1).run(question="estoy en erte", documents=[last, first])["answer"]
     assert other.startswith(EXTRACTIVE_INTRO) and "expedientes de regulación temporal de empleo" in other
