@@ -169,9 +169,10 @@ def test_daily_working_hours_in_everyday_words_get_the_statutes_words():
         ("¿cuál es la edad mínima para trabajar?", "admisión al trabajo menores de dieciséis años"),
         ("¿el rey puede ser juzgado?", "persona del Rey inviolable"),
         ("tenho direito a licença paternidade de quantos dias?", "nascimento de filho"),
+        ("¿tengo derecho a desconectar fuera del horario?", "derecho a la desconexión digital"),
     ],
 )
-def test_a_dismissal_by_message_the_age_to_work_the_king_s_trial_and_the_paternity_leave(query, terms):
+def test_everyday_words_for_a_dismissal_s_form_work_age_the_king_paternity_and_disconnection(query, terms):
     assert terms in TermExpander().run(query=query)["query"]
 
 
