@@ -449,12 +449,13 @@ def article_citation(meta: dict[str, Any]) -> str:
 
 
 
-# A subdivision of an article as a citation names it, in the statute's language: "apartado 2", "letra b)";
+# A subdivision of an article as a citation names it, in the statute's language: "apartado 2", "regla 7", "letra b)";
 # "§ 8º", "parágrafo único", "inciso XVII", "alínea b", "caput"
 UNIT_LABELS: Final[dict[str, dict[str, str]]] = {
-    "es": {"apartado": "apartado {}", "paragrafo": "párrafo {}", "inciso": "inciso {}", "letra": "letra {}",
-           "caput": "párrafo inicial"},
-    "pt": {"apartado": "item {}", "paragrafo": "§ {}", "inciso": "inciso {}", "letra": "alínea {}", "caput": "caput"},
+    "es": {"apartado": "apartado {}", "regla": "regla {}", "paragrafo": "párrafo {}", "inciso": "inciso {}",
+           "letra": "letra {}", "caput": "párrafo inicial"},
+    "pt": {"apartado": "item {}", "regla": "regra {}", "paragrafo": "§ {}", "inciso": "inciso {}", "letra": "alínea {}",
+           "caput": "caput"},
 }
 
 

@@ -236,10 +236,12 @@ _ROMAN_ANY_CASE: Final[str] = f"(?i:{_ROMAN_LOWER})"
 _ROMAN_BARE: Final[str] = f"(?-i:{_ROMAN_UPPER}|(?=[ivxl]{{2}}){_ROMAN_LOWER})(?!\\.\\w)"  # not "L.G.S.S."
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
-    # "52.c)", "49.1.b", "37.3.b bis"
-    r"(?P<dotted>(?:\.\d+(?!\d))*)(?:\.?[^\S\n]?[a-z](?:[^\S\n]+bis)?\)|\.[a-z](?:[^\S\n]+bis)?(?!\w))?"
-    r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:apartados?|apdos?\.?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+"
-    rf"|paragrafos?|alineas?)\s*(?:{_ROMAN_ANY_CASE}|\d+\s?[\u00ba\u00aa\u00b0]?|[a-z]\)|[a-z](?!\w)|unico)"
+    # "52.c)", "49.1.b", "37.3.b bis", "149.1.7.ª"
+    r"(?P<dotted>(?:\.\d+(?!\d)(?:\.?[\u00aa\u00ba](?!\w))?)*)"
+    r"(?:\.?[^\S\n]?[a-z](?:[^\S\n]+bis)?\)|\.[a-z](?:[^\S\n]+bis)?(?!\w))?"
+    r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:apartados?|apdos?\.?|reglas?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+"
+    rf"|paragrafos?|alineas?)\s*(?:{_ROMAN_ANY_CASE}|\d+(?:\.[\u00ba\u00aa](?!\w)|\s?[\u00ba\u00aa\u00b0]?)|[a-z]\)"
+    r"|[a-z](?!\w)|unico)"
     rf"|\s*,\s*(?:{_ROMAN_BARE}|[a-z]\)|caput(?!\w))|[^\S\n]+{_ROMAN_BARE}"
     r"|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"
     r"|\s*,\s*[a-z](?=\s*,|\s+(?:do|da|de|del|dos|das)(?!\w)))*",
@@ -535,9 +537,10 @@ def not_in_corpus(citations: list[dict[str, Any]], case_law: list[dict[str, Any]
 # The subdivision of an article a citation names ("pinpoint"), as (kind, value) pairs, the outermost first: a Spanish
 # apartado ("38.2", "apartado 4"), a Brazilian parágrafo ("§ 8º", "parágrafo único": value "unico"), an inciso
 # ("inciso XVII", "art. 10, II"), a letter or alínea ("49.1.b)", "alínea b": kind "letra"), the caput.
-UNIT_KINDS: Final[tuple[str, ...]] = ("apartado", "paragrafo", "inciso", "letra", "caput")
+UNIT_KINDS: Final[tuple[str, ...]] = ("apartado", "regla", "paragrafo", "inciso", "letra", "caput")
 _UNIT_NAMED: Final[str] = (
     r"(?:apartados?|apdos?\.?|numeros?|num\.)[^\S\n]*(?P<apartado>\d+)(?!\d)"
+    r"|reglas?[^\S\n]*(?P<regla>\d+)(?!\d)(?:\.?[\u00aa\u00ba](?!\w))?"
     r"|(?:letras?|alineas?)[^\S\n]*(?P<letra>[a-z](?:[^\S\n]+bis)?)(?:\)|(?!\w))"
     r"|(?:(?<!\u00a7)\u00a7++|paragrafos?)[^\S\n]*(?P<paragrafo>\d+|unico)(?:[^\S\n]?[\u00ba\u00aa\u00b0o](?!\w))?"
     rf"|(?:incisos?|inc\.?)[^\S\n]*(?P<inciso>{_ROMAN_ANY_CASE})"
@@ -545,7 +548,7 @@ _UNIT_NAMED: Final[str] = (
 )
 # after the article number: "38.2", "49.1.b)", "52.c)", ", apartado 2", ", § 8º", ", inciso XVII", ", II, b,"
 _UNIT_AFTER_RE: Final[re.Pattern[str]] = re.compile(
-    r"\.(?P<dot>\d+)(?!\d)|\.?[^\S\n]?(?P<dotletter>[a-z](?:[^\S\n]+bis)?)\)"
+    r"\.(?P<dotregla>\d+)\.?[\u00aa\u00ba](?!\w)|\.(?P<dot>\d+)(?!\d)|\.?[^\S\n]?(?P<dotletter>[a-z](?:[^\S\n]+bis)?)\)"
     r"|\.(?P<dotletter2>[a-z](?:[^\S\n]+bis)?)(?!\w)"
     rf"|[^\S\n]*(?:,[^\S\n]*)?(?:{_UNIT_NAMED})"
     rf"|[^\S\n]+(?P<roman2>{_ROMAN_BARE})"
@@ -564,7 +567,8 @@ def _unit(match: re.Match[str]) -> tuple[str, str]:
     groups = {name: value for name, value in match.groupdict().items() if value}
     if "caput" in groups:
         return ("caput", "")
-    for name, kind in (("dot", "apartado"), ("apartado", "apartado"), ("paragrafo", "paragrafo")):
+    for name, kind in (("dot", "apartado"), ("apartado", "apartado"), ("dotregla", "regla"), ("regla", "regla"),
+                       ("paragrafo", "paragrafo")):
         if name in groups:
             return (kind, groups[name].lower())
     if roman := groups.get("inciso") or groups.get("roman") or groups.get("roman2"):
@@ -578,8 +582,8 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
     The subdivision of the article cited at `span` of `question` (`CitationGrammar.extract` spans): `UNIT_KINDS`
     pairs, the outermost first. "artículo 38.2 del ET" -> `[("apartado", "2")]`; "art. 477, § 8º, da CLT" and
     "§ 8º do art. 477" -> `[("paragrafo", "8")]`; "artigo 7º, inciso XVII" -> `[("inciso", "XVII")]`; "letra b) del
-    artículo 49.1" -> `[("apartado", "1"), ("letra", "b")]`; `[]` when the citation names the whole article or a
-    list ("artículos 38.1 y 38.3").
+    artículo 49.1" -> `[("apartado", "1"), ("letra", "b")]`; "artículo 149.1.7.ª" -> `[("apartado", "1"),
+    ("regla", "7")]`; `[]` when the citation names the whole article or a list ("artículos 38.1 y 38.3").
     """
     folded = _fold(unicodedata.normalize("NFC", question or ""))
     start, end = int(span[0]), int(span[1])
@@ -589,7 +593,9 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
     number = _ITEM_NUMBER_RE.match(folded, word.end()) if word else _ITEM_NUMBER_RE.search(folded, start, end)
     position = number.end() if number and number.end() <= end else end
     while (match := _UNIT_AFTER_RE.match(folded, position)) and position < match.end() <= end:
-        after.append(_unit(match))
+        unit = _unit(match)
+        # a number after an apartado's ("149.1.7") is an item of it: no apartado holds apartados
+        after.append(("regla", unit[1]) if unit[0] == "apartado" and after and after[-1][0] == "apartado" else unit)
         position = match.end()
     separator = _SEPARATOR_RE.match(folded, position, end)
     if separator and _ITEM_NUMBER_RE.match(folded, separator.end(), end):

@@ -584,13 +584,14 @@ def split_sentences(text: str, lang: str = "es") -> list[str]:
 # ---------------------------------------------------------------------------------------------------------------
 
 # How deep each subdivision sits (`components.legal.citations.UNIT_KINDS`): a unit runs from the line that opens it
-# to the next line that opens one as deep or shallower. Spanish: apartado > letra; Brazilian: parágrafo > inciso >
-# alínea (kind "letra").
-UNIT_DEPTH: Final[dict[str, int]] = {"apartado": 1, "paragrafo": 1, "inciso": 2, "letra": 3}
-# the marker a subdivision's first line opens with: "2. ", "b) ", "§ 8º ", "Parágrafo único.", "XVII - " (and "1.El",
-# as some consolidated BOE texts write it without the space)
+# to the next line that opens one as deep or shallower. Spanish: apartado > regla (an ordinal item, "7.ª" of CE art.
+# 149.1) > letra; Brazilian: parágrafo > inciso > alínea (kind "letra").
+UNIT_DEPTH: Final[dict[str, int]] = {"apartado": 1, "paragrafo": 1, "regla": 2, "inciso": 2, "letra": 3}
+# the marker a subdivision's first line opens with: "2. ", "7.ª ", "1.º ", "b) ", "§ 8º ", "Parágrafo único.",
+# "XVII - " (and "1.El", as some consolidated BOE texts write it without the space)
 _UNIT_MARKER_RE: Final[re.Pattern[str]] = re.compile(
-    r"(?P<apartado>\d+)(?:[^\S\n]+bis)?\.(?=\s|[^\W\d_])"
+    r"(?P<regla>\d+)\.[\u00aa\u00ba](?=\s)"
+    r"|(?P<apartado>\d+)(?:[^\S\n]+bis)?\.(?=\s|[^\W\d_])"
     r"|(?P<letra>[a-z](?: bis)?)\)(?=\s)"
     r"|\u00a7+[^\S\n]*(?P<paragrafo>\d+)(?!\d)"
     r"|(?i:(?P<unico>par[aá]grafo[^\S\n]+[uú]nico))"
@@ -605,7 +606,7 @@ def unit_marker(sentence: str) -> tuple[str, str] | None:
         return None
     if match.group("unico"):
         return ("paragrafo", "unico")
-    kind = next(name for name in ("apartado", "letra", "paragrafo", "inciso") if match.group(name))
+    kind = next(name for name in ("regla", "apartado", "letra", "paragrafo", "inciso") if match.group(name))
     return (kind, match.group(kind))
 
 

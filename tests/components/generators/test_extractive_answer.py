@@ -224,6 +224,18 @@ def test_a_cited_subdivision_the_article_does_not_have_is_said_before_the_articl
     assert whole.startswith("No encuentro en el texto del artículo: ET, art. 40, apartado 12.")
 
 
+def test_an_ordinal_item_of_an_apartado_is_quoted_and_cited_as_its_rule():
+    # CE art. 149.1.7.ª (labour law): before, read as an "apartado 7" the article lacks, and said to be absent
+    powers = [Document(content=markdown_article(CE, "149"), meta={
+        "law_id": "BOE-A-1978-31229", "law_short": "CE", "article": "149", "article_label": "Artículo 149"})]
+    answer = ExtractiveAnswer().run(question="¿qué dice el artículo 149.1.7ª de la Constitución?", documents=powers)
+    assert not answer["answer"].startswith("No encuentro")
+    assert "sobre las siguientes materias: […] 7.ª Legislación laboral" in answer["answer"]
+    assert "(CE, art. 149, apartado 1, regla 7)" in answer["answer"] and "Nacionalidad" not in answer["answer"]
+    second = ExtractiveAnswer().run(question="art. 149.2 CE", documents=powers)["answer"]
+    assert "Sin perjuicio de las competencias que podrán asumir" in second and "Nacionalidad" not in second
+
+
 def test_a_letter_bis_is_a_subdivision_of_its_own():
     # ET art. 37.3 b bis) (bereavement leave): cited, it is quoted; "b)" is quoted without it
     leaves = [_et("37", "Descanso semanal, fiestas y permisos")]

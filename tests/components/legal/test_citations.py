@@ -45,6 +45,13 @@ def test_apartado_and_letter_stay_inside_the_citation(grammar, text):
     assert [(c["law_id"], c["article"]) for c in grammar.extract(text)] == [(ET, "49")]
 
 
+@pytest.mark.parametrize("text", ["artículo 149.1.7.ª de la Constitución", "art. 149.1.17ª CE",
+                                  "artículo 149, apartado 1, regla 7.ª, de la CE"])
+def test_an_ordinal_rule_stays_inside_the_citation(grammar, text):
+    # "149.1.7.ª" used to end the article at "149.1.7" and leave the constitution a law-only citation
+    assert [(c["law_id"], c["article"]) for c in grammar.extract(text)] == [("BOE-A-1978-31229", "149")]
+
+
 def test_resolve_law_and_article_key(grammar):
     assert grammar.resolve_law("ET") == (ET, "ET")
     assert grammar.resolve_law("del Estatuto de los Trabajadores") == (ET, "ET")
@@ -179,6 +186,9 @@ def test_a_norm_the_corpus_lacks_keeps_its_name_and_fetches_nothing(grammar):
         ("art. 52.c) ET", [("letra", "c")]),
         ("art. 37.3.b bis ET", [("apartado", "3"), ("letra", "b bis")]),
         ("letra b bis del apartado 3 del artículo 37 del ET", [("apartado", "3"), ("letra", "b bis")]),
+        ("art. 149.1.7.ª CE", [("apartado", "1"), ("regla", "7")]),
+        ("¿qué dice el artículo 149.1.7ª de la Constitución?", [("apartado", "1"), ("regla", "7")]),
+        ("artículo 149, apartado 1, regla 7.ª, de la CE", [("apartado", "1"), ("regla", "7")]),
         ("art. 477, § 8º, da CLT", [("paragrafo", "8")]),
         ("o que diz o § 8º do art. 477 da CLT?", [("paragrafo", "8")]),
         ("o que diz o artigo 7º, inciso XVII, da Constituição?", [("inciso", "XVII")]),

@@ -20,7 +20,7 @@ from components.legal.legal_text import (
     unit_range,
     unshout,
 )
-from tests.corpus_helpers import ET_2015, markdown_article
+from tests.corpus_helpers import CE, ET_2015, markdown_article
 from tests.linear_time import linear_time
 
 CORPUS = Path(__file__).resolve().parents[3] / "data" / "corpus"
@@ -463,6 +463,19 @@ def test_unit_range_on_a_spanish_article_keeps_the_apartado_s_unnumbered_paragra
     lead, start, end = unit_range(sentences, [("apartado", "1"), ("letra", "b")])
     assert sentences[lead] == "1. El contrato de trabajo se extinguirá:"
     assert sentences[start].startswith("b) Por las causas consignadas válidamente en el contrato") and end == start + 1
+
+
+def test_unit_range_reads_ordinal_items_as_rules_inside_their_apartado():
+    # CE art. 149.1 lists its matters as "1.ª", "2.ª"...: not apartados 1, 2 ("149.2" was read as "2.ª Nacionalidad")
+    sentences = split_sentences(markdown_article(CE, "149").split("\n", 1)[1])
+    assert unit_marker("7.ª Legislación laboral; sin perjuicio de su ejecución") == ("regla", "7")
+    assert unit_marker("1.º La infracción grave del artículo 22.3 se sancionará") == ("regla", "1")
+    lead, start, end = unit_range(sentences, [("apartado", "1"), ("regla", "7")])
+    assert sentences[lead].startswith("1. El Estado tiene competencia exclusiva sobre las siguientes materias:")
+    assert sentences[start].startswith("7.ª Legislación laboral") and end == start + 1
+    _, start, _ = unit_range(sentences, [("apartado", "2")])
+    assert sentences[start].startswith("2. Sin perjuicio de las competencias que podrán asumir")
+    assert unit_range(sentences, [("apartado", "1"), ("regla", "40")]) is None
 
 
 def test_blank_spans_replaces_each_span_by_one_space_and_a_shared_span_once():
