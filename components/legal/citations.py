@@ -241,10 +241,11 @@ _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
     r"(?:\.?[^\S\n]?[a-z](?:[^\S\n]+bis)?\)|\.[a-z](?:[^\S\n]+bis)?(?!\w))?"
     r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:apartados?|apdos?\.?|reglas?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+"
     rf"|paragrafos?|alineas?)\s*(?:{_ROMAN_ANY_CASE}|\d+(?:\.[\u00ba\u00aa](?!\w)|\s?[\u00ba\u00aa\u00b0]?)|[a-z]\)"
-    r"|[a-z](?!\w)|unico)"
+    r"|[a-z](?!\w)|[\"\u201c\u201d'][a-z][\"\u201c\u201d']|unico)"
     rf"|\s*,\s*(?:{_ROMAN_BARE}|[a-z]\)|caput(?!\w))|[^\S\n]+{_ROMAN_BARE}"
     r"|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"
-    r"|\s*,\s*[a-z](?=\s*,|\s+(?:do|da|de|del|dos|das)(?!\w)))*",
+    rf"|\s+(?:y|e)\s+{_ROMAN_BARE}"  # "art. 473, III e IV, da CLT"
+    r"|\s*,\s*(?:[a-z]|[\"\u201c\u201d'][a-z][\"\u201c\u201d'])(?=\s*,|\s+(?:do|da|de|del|dos|das)(?!\w)))*",
     re.IGNORECASE,
 )
 _SEPARATOR_RE: Final[re.Pattern[str]] = re.compile(
@@ -541,7 +542,8 @@ UNIT_KINDS: Final[tuple[str, ...]] = ("apartado", "regla", "paragrafo", "inciso"
 _UNIT_NAMED: Final[str] = (
     r"(?:apartados?|apdos?\.?|numeros?|num\.)[^\S\n]*(?P<apartado>\d+)(?!\d)"
     r"|reglas?[^\S\n]*(?P<regla>\d+)(?!\d)(?:\.?[\u00aa\u00ba](?!\w))?"
-    r"|(?:letras?|alineas?)[^\S\n]*(?P<letra>[a-z](?:[^\S\n]+bis)?)(?:\)|(?!\w))"
+    r"|(?:letras?|alineas?)[^\S\n]*(?P<quote>[\"\u201c\u201d'])?(?P<letra>[a-z](?:[^\S\n]+bis)?)"
+    r"(?(quote)[\"\u201c\u201d']|(?:\)|(?!\w)))"
     r"|(?:(?<!\u00a7)\u00a7++|paragrafos?)[^\S\n]*(?P<paragrafo>\d+|unico)(?:[^\S\n]?[\u00ba\u00aa\u00b0o](?!\w))?"
     rf"|(?:incisos?|inc\.?)[^\S\n]*(?P<inciso>{_ROMAN_ANY_CASE})"
     r"|(?P<caput>caput)(?!\w)"
@@ -553,7 +555,8 @@ _UNIT_AFTER_RE: Final[re.Pattern[str]] = re.compile(
     rf"|[^\S\n]*(?:,[^\S\n]*)?(?:{_UNIT_NAMED})"
     rf"|[^\S\n]+(?P<roman2>{_ROMAN_BARE})"
     rf"|[^\S\n]*,[^\S\n]*(?:(?P<roman>{_ROMAN_BARE})"
-    r"|(?P<bareletter>[a-z])\)?(?=[^\S\n]*,|[^\S\n]+(?:do|da|de|del)(?!\w)))",
+    r"|(?P<barequote>[\"\u201c\u201d'])?(?P<bareletter>[a-z])(?(barequote)[\"\u201c\u201d']|\)?)"
+    r"(?=[^\S\n]*,|[^\S\n]+(?:do|da|de|del)(?!\w)))",
     re.IGNORECASE,
 )
 # before the article: "§ 8º do art. 477", "apartado 4 del artículo 55", "alínea b do inciso II do art. 10"
@@ -577,6 +580,9 @@ def _unit(match: re.Match[str]) -> tuple[str, str]:
     return ("letra", letter.lower())
 
 
+_ROMAN_ITEM_RE: Final[re.Pattern[str]] = re.compile(_ROMAN_BARE)
+
+
 def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str, str]]:
     """
     The subdivision of the article cited at `span` of `question` (`CitationGrammar.extract` spans): `UNIT_KINDS`
@@ -598,8 +604,11 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
         after.append(("regla", unit[1]) if unit[0] == "apartado" and after and after[-1][0] == "apartado" else unit)
         position = match.end()
     separator = _SEPARATOR_RE.match(folded, position, end)
-    if separator and _ITEM_NUMBER_RE.match(folded, separator.end(), end):
-        return []  # a list ("38.1 y 38.3", "168.1 y 2"): no one subdivision
+    listed = separator and (
+        _ITEM_NUMBER_RE.match(folded, separator.end(), end) or _ROMAN_ITEM_RE.match(folded, separator.end(), end)
+    )
+    if listed:
+        return []  # a list ("38.1 y 38.3", "168.1 y 2", "473, III e IV"): no one subdivision
     before, _ = _units_before(folded, start)
     return after + before
 

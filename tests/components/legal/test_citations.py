@@ -52,6 +52,17 @@ def test_an_ordinal_rule_stays_inside_the_citation(grammar, text):
     assert [(c["law_id"], c["article"]) for c in grammar.extract(text)] == [("BOE-A-1978-31229", "149")]
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ('art. 10, II, "b", do ADCT', ("CF88", "adct-10")),
+    ("art. 482, “e”, da CLT", ("DEL-5452-1943", "482")),
+    ('art. 482, alínea "e", da CLT', ("DEL-5452-1943", "482")),
+    ("art. 473, III e IV, da CLT", ("DEL-5452-1943", "473")),
+])
+def test_a_quoted_letter_or_a_pair_of_incisos_stays_inside_the_citation(grammar, text, expected):
+    # the quotes ended the citation before the letter: the article lost its law ("art. 10" was read in the CLT)
+    assert [(c["law_id"], c["article"]) for c in grammar.extract(text)] == [expected]
+
+
 def test_resolve_law_and_article_key(grammar):
     assert grammar.resolve_law("ET") == (ET, "ET")
     assert grammar.resolve_law("del Estatuto de los Trabajadores") == (ET, "ET")
@@ -190,6 +201,9 @@ def test_a_norm_the_corpus_lacks_keeps_its_name_and_fetches_nothing(grammar):
         ("¿qué dice el artículo 149.1.7ª de la Constitución?", [("apartado", "1"), ("regla", "7")]),
         ("artículo 149, apartado 1, regla 7.ª, de la CE", [("apartado", "1"), ("regla", "7")]),
         ("art. 477, § 8º, da CLT", [("paragrafo", "8")]),
+        ('o que diz o art. 482, alínea "e", da CLT?', [("letra", "e")]),  # a letter in quotes, as lawyers write it
+        ("art. 10, II, “b”, do ADCT", [("inciso", "II"), ("letra", "b")]),
+        ("art. 473, III e IV, da CLT", []),  # two incisos: no one subdivision
         ("o que diz o § 8º do art. 477 da CLT?", [("paragrafo", "8")]),
         ("o que diz o artigo 7º, inciso XVII, da Constituição?", [("inciso", "XVII")]),
         ("art. 10, II, b, do ADCT", [("inciso", "II"), ("letra", "b")]),
