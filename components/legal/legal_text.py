@@ -407,6 +407,10 @@ _ENGLISH_MARKERS: Final[frozenset[str]] = frozenset(
 )
 
 
+# "DA 7ª", "D.A. 1.ª", "DA única": the abbreviation of a Spanish disposición adicional, not the Portuguese "da"
+_DISPOSITION_ABBREVIATION_RE: Final[re.Pattern[str]] = re.compile(r"(?<!\w)D\.?[^\S\n]?A\.?(?=[^\S\n]*(?:\d|[Úú]nica))")
+
+
 def detect_query_language(text: str, default: str | None = None) -> str | None:
     """
     Tell a Spanish question from a Portuguese one (`detect_language` needs longer text).
@@ -415,9 +419,11 @@ def detect_query_language(text: str, default: str | None = None) -> str | None:
     writes), plus two for each letter only one of them writes ("ã", "ç" / "ñ", "¿"). A question with more English
     function words than either count is neither.
 
+    A disposition's abbreviation in capitals ("DA 7ª LGSS": disposición adicional) is no Portuguese "da".
+
     :returns: "es", "pt", or `default` when the question gives no evidence either way (a tie) or is in English.
     """
-    lowered = (text or "").lower()
+    lowered = _DISPOSITION_ABBREVIATION_RE.sub(" ", text or "").lower()
     words = re.findall(r"[a-záéíóúâêôãõçñüà]+", lowered)
     counts = {
         lang: sum(1 for word in words if word in markers)

@@ -364,6 +364,9 @@ def test_detect_query_language_without_evidence_returns_default():
     assert detect_query_language("art. 38 ET") is None
     assert detect_query_language("CLT 59-A", default="es") == "es"
     assert detect_query_language("") is None
+    # a disposition's abbreviation in capitals is no Portuguese "da": "DA 7ª LGSS" was answered in Portuguese
+    assert detect_query_language("DA 7ª LGSS") is None and detect_query_language("D.A. única ET") is None
+    assert detect_query_language("a primeira parcela da gratificação") == "pt"
 
 
 def test_detect_query_language_weighs_words_both_languages_write_at_half():
