@@ -129,6 +129,10 @@ def rank_for(rank_name: str, title: str = "") -> int:
     return _RANK_BY_NAME.get(key, 5)
 
 
+# the longest title a citation names a law by when the title has no short form (else the law id, its file name)
+CITED_TITLE_MAX_CHARS: Final[int] = 90
+
+
 def short_name(title: str) -> str | None:
     """Short name from a title: "Ley 31/1995, de ..." -> "Ley 31/1995", "Real Decreto 295/2009 ..." -> "RD 295/2009"."""
     match = _SHORT_ES_RE.match(title.strip())
@@ -375,7 +379,14 @@ class StatuteConverter:
         meta = self._law_meta(path, kind, front, body)
         meta.update(user_meta)
         known = self._laws.get(str(meta["law_id"]), {})
-        law_short = known.get("law_short") or short_name(str(meta["law_title"])) or str(meta["law_id"])
+        # a title with no short form ("Convenio colectivo de Acme Hostelería 2025-2027") names the law in citations
+        # better than its file name does, when it is a title (front matter or first heading) short enough to cite
+        titled = bool(front.get("title") or (kind == "md" and _first_heading(body)))
+        title = str(meta["law_title"])
+        law_short = (
+            known.get("law_short") or short_name(title)
+            or (title if titled and len(title) <= CITED_TITLE_MAX_CHARS else str(meta["law_id"]))
+        )
         meta.setdefault("law_short", law_short)
         # how a citation names it ("Lei 605/49" and "Lei 605/1949": "lei 605"), for a norm the laws table lacks
         meta.setdefault("law_key", law_key(str(meta["law_short"])))

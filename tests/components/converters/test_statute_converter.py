@@ -251,6 +251,27 @@ def test_run_short_name_front_matter_wins_and_country_from_language(tmp_path):
     assert (meta["lang"], meta["country"]) == ("pt", "br")
 
 
+def test_run_a_title_with_no_short_form_names_the_law_and_a_file_name_does_not(tmp_path):
+    # an uploaded collective agreement: cited by its heading, not by "convenio-acme"
+    agreement = tmp_path / "convenio-acme.md"
+    agreement.write_text(
+        "# Convenio colectivo de Acme Hostelería 2025-2027\n\n##### Artículo 11. Vacaciones\n\nLas personas "
+        "trabajadoras disfrutarán de treinta y tres días naturales de vacaciones retribuidas por año de servicio.\n",
+        encoding="utf-8",
+    )
+    # no heading: the first line is a sentence of the text, not a name; a heading too long to cite is not either
+    untitled = tmp_path / "notas-internas.md"
+    untitled.write_text("Las personas trabajadoras disfrutarán de treinta y tres días naturales de vacaciones.\n",
+                        encoding="utf-8")
+    long_title = tmp_path / "acuerdo.md"
+    long_title.write_text("# " + "Acuerdo de la comisión paritaria sobre " * 4 + "\n\nTexto del acuerdo sobre la "
+                          "jornada y los descansos de las personas trabajadoras del centro.\n", encoding="utf-8")
+    docs = StatuteConverter().run(sources=[agreement, untitled, long_title])["documents"]
+    assert [d.meta["law_short"] for d in docs] == [
+        "Convenio colectivo de Acme Hostelería 2025-2027", "notas-internas", "acuerdo"]
+    assert docs[0].meta["law_id"] == "convenio-acme"  # the id stays the file's
+
+
 # -- meta, directories, other formats -------------------------------------------------------------------------
 
 
