@@ -14,8 +14,8 @@ from components.document_stores.vector_search import search_dense
 from components.legal.answer_format import answer_language
 from components.legal.conversation import previous_questions, read_with_previous
 from components.legal.jurisdiction import without_countries
-from components.legal.terms import asks_nothing_new
 from components.legal.matters import Matter, load_matters
+from components.legal.terms import asks_nothing_new
 from components.utils.nested import nested_init_parameters, warm_up_nested
 
 logger = logging.getLogger(__name__)

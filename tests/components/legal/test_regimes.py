@@ -58,7 +58,7 @@ def test_a_block_of_a_regime_the_question_does_not_name_is_outside(articles):
     assert outside(articles[(CLT, "227")]) == "telefonia, telegrafia e radiotelegrafia"
     assert outside(articles[(CLT, "235-c")]) == "motorista profissional"
     assert outside(articles[("CF88", "39")]) == "servidores públicos"
-    # a kind of contract of one article: the part-time regime's hours are not everyone's, nor the intermittent work's pay
+    # a kind of contract of one article: the part-time regime's hours are not everyone's, nor intermittent work's pay
     weekly = load_special_regimes().outside("quantas horas posso trabalhar por semana?")
     assert weekly(articles[(CLT, "58-a")]) == "regime de tempo parcial"
     assert weekly(articles[(CLT, "452-a")]) == "trabalho intermitente"
