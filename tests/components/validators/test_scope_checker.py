@@ -172,7 +172,8 @@ def _clt(number: str) -> Document:
 
 @pytest.mark.model
 def test_run_a_brazilian_right_governed_by_a_law_the_corpus_lacks_is_told(tmp_path):
-    # FGTS (Lei 8.036/1990) and the 13º salário (Lei 4.090/1962): the CLT only names them, as art. 484-A does
+    # FGTS (Lei 8.036/1990), the 13º salário (Lei 4.090/1962), the INSS's benefits (Lei 8.213/1991): the CLT only
+    # names them, as art. 484-A does
     if not is_installed("embeddinggemma"):
         pytest.skip(f"EmbeddingGemma is not installed in {models_dir()}: run `make models`")
     embedder = DenseDocumentEmbedder(model="embeddinggemma")
@@ -184,6 +185,9 @@ def test_run_a_brazilian_right_governed_by_a_law_the_corpus_lacks_is_told(tmp_pa
         assert checker.run(query="meu patrão não deposita meu FGTS")["out_of_scope"] == ["FGTS"]
         assert checker.run(query="quando eu recebo o décimo terceiro?")["out_of_scope"] == [
             "13º salário"]
+        # the INSS's benefits (Lei 8.213/1991)
+        assert checker.run(query="fiquei doente, o INSS paga o auxílio-doença a partir de quando?")[
+            "out_of_scope"] == ["benefícios do INSS (Lei 8.213/1991)"]
         # what the CLT itself governs is not
         assert checker.run(query="faço hora extra todo dia e não recebo")["out_of_scope"] == []
         assert checker.run(query="fui demitido, em quanto tempo pagam a rescisão?")["out_of_scope"] == []
