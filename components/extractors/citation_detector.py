@@ -1,6 +1,6 @@
 """Query stage: the article and law citations of a question, and the filter that fetches the cited articles."""
 
-from typing import Any
+from typing import Any, Final
 
 from haystack import component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import ChatMessage, ChatRole
@@ -24,6 +24,28 @@ from components.legal.legal_text import adjacent_key
 from components.legal.terms import asks_for_cited_text, asks_nothing_new
 
 logger = logging.getLogger(__name__)
+
+
+# the subdivisions a number goes on counting: "¿y el 5?" after "¿y el apartado 4?" / "e o 2?" after "e o § 1º?"
+_NUMBERED_UNITS: Final[frozenset[str]] = frozenset({"apartado", "paragrafo", "regla"})
+
+
+def _continued_unit(
+    query: str, bare: tuple[str, list[int]] | None, history: list[ChatMessage] | None
+) -> tuple[list[tuple[str, str]], list[int]] | None:
+    """
+    A plain number (`bare`, "¿y el 5?") asked right after a question that named a numbered subdivision alone ("¿y
+    el apartado 4?"): that kind of subdivision, numbered so (`subdivisions`' shape), of the article the conversation
+    is about; None otherwise (then the number is an article's).
+    """
+    if bare is None or not query[bare[1][0]:bare[1][1]].strip().isdigit():
+        return None
+    previous = next((m.text or "" for m in reversed(history or [])
+                     if isinstance(m, ChatMessage) and m.is_from(ChatRole.USER)), "")
+    units = subdivisions(previous) if previous and article_alone(previous) is None else None
+    if units is None or units[0][-1][0] not in _NUMBERED_UNITS:
+        return None
+    return [(units[0][-1][0], bare[0])], bare[1]
 
 
 @component
@@ -105,8 +127,11 @@ class CitationDetector:
         """The question's citations, completed from the earlier questions of the conversation (class docstring)."""
         references = self.grammar.extract_references(query, colloquial=True)
         bare = None if references else article_alone(query)  # "¿y el 41?": an article of the conversation's law
+        # "¿y el 5?" right after "¿y el apartado 4?": the next apartado of the same article, not article 5
+        continued = _continued_unit(query, bare, history)
+        bare = None if continued else bare
         lacking = bare is not None or any(map(_lacks_law, references))
-        alone = None if bare or any(ref["article"] for ref in references) else subdivisions(query)
+        alone = continued or (None if bare or any(ref["article"] for ref in references) else subdivisions(query))
         # the conversation is read only for what the question leaves to it, back to the last question naming it
         law = article = None
         for message in reversed(history or []) if lacking or alone else ():

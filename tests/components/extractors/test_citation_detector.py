@@ -369,6 +369,21 @@ def test_a_follow_up_naming_a_subdivision_means_the_article_the_conversation_is_
     assert detector.run(query="e o parágrafo 8º?")["citations"] == []  # no conversation: no article
 
 
+def test_a_number_right_after_a_subdivision_follow_up_is_the_next_subdivision(detector):
+    # "¿y el 5?" after "¿y el apartado 4?" of ET art. 48: apartado 5 of art. 48, not ET art. 5
+    history = _conversation("¿qué dice el artículo 48 del ET?", "¿y el apartado 4?")
+    (cited,) = detector.run(query="¿y el 5?", history=history)["citations"]
+    assert (cited["law_id"], cited["article"], cited["units"], cited["text"]) == (ET, "48", [("apartado", "5")], "5")
+    (paragraph,) = detector.run(query="e o 2?", history=_conversation("o que diz o art. 477 da CLT?", "e o § 1º?"))[
+        "citations"]
+    assert (paragraph["article"], paragraph["units"]) == ("477", [("paragrafo", "2")])
+    # after a question naming the article itself, a number is an article; after an alínea, too
+    assert detector.run(query="¿y el 5?", history=_conversation("¿qué dice el artículo 48 del ET?"))["citations"][0][
+        "article"] == "5"
+    after_letter = _conversation("o que diz o art. 482 da CLT?", "e a alínea e?")
+    assert detector.run(query="e o 483?", history=after_letter)["citations"][0]["article"] == "483"
+
+
 
 @pytest.mark.parametrize(("first", "follow_up", "law_id", "article"), [
     ("¿qué dice el artículo 40 del ET?", "¿y el 41?", ET, "41"),
