@@ -371,7 +371,9 @@ _QUERY_LANG_MARKERS: Final[dict[str, frozenset[str]]] = {
         "año años día días constitución estatuto derecho han he ayer servicio servicios trabajador trabajadora "
         "trabajadores empleo empleado empleada hijo hija hijos llevo si dice alguno alguna algún ninguno ninguna "
         "ningún quién quien quiénes mejor gracias explícame explicame explícamelo nosotros ustedes ganó "
-        "hola buenos buenas ayuda ayúdame ayudame adiós adios".split()
+        "hola buenos buenas ayuda ayúdame ayudame adiós adios "
+        # case law only one country cites so: a Supreme or Constitutional Court judgment ("STS 1234/2020", "STC")
+        "sts stc stsj".split()
     ),
     "pt": frozenset(
         "os do dos das e um uma com não nao ao pelo pela artigo artigos lei em na eu meu minha meus "
@@ -383,7 +385,9 @@ _QUERY_LANG_MARKERS: Final[dict[str, frozenset[str]]] = {
         "ganho recebo receber recebi ontem amanhã amanha mandaram demitiram trabalhei serviço servico trabalhador "
         "trabalhadora empregado empregada emprego filho filha filhos levo diz algum alguma nenhum nenhuma quem "
         "melhor obrigado obrigada entendi também tambem explique nós vocês ganhou "
-        "olá oi tudo bem bom boa ajuda ajude tchau".split()
+        "olá oi tudo bem bom boa ajuda ajude tchau "
+        # Brazilian case law: "Súmula 85 do TST", "STF", "STJ", a regional labour court
+        "súmula sumula tst stf stj trt".split()
     ),
 }
 _QUERY_LANG_WEAK_MARKERS: Final[dict[str, frozenset[str]]] = {

@@ -367,6 +367,8 @@ def test_detect_query_language_without_evidence_returns_default():
     # a disposition's abbreviation in capitals is no Portuguese "da": "DA 7ª LGSS" was answered in Portuguese
     assert detect_query_language("DA 7ª LGSS") is None and detect_query_language("D.A. única ET") is None
     assert detect_query_language("a primeira parcela da gratificação") == "pt"
+    # case law tells its country: "Súmula 85 TST" was refused in Spanish
+    assert detect_query_language("Súmula 85 TST") == "pt" and detect_query_language("STS 1234/2020") == "es"
 
 
 def test_detect_query_language_weighs_words_both_languages_write_at_half():
