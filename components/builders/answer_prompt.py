@@ -16,6 +16,7 @@ from haystack.dataclasses import ChatMessage, ChatRole
 from components.legal.answer_format import (
     ANSWER_CONTEXT_TEMPLATES,
     META_DELIMITER,
+    amending_norm_entries,
     answer_language,
     context_block,
     context_tag,
@@ -278,6 +279,7 @@ class AnswerPromptBuilder:
             logger.debug(
                 "AnswerPromptBuilder: {count} block(s) without text left out", count=len(documents) - len(context)
             )
+        missing, amending = amending_norm_entries(still_unknown(unknown_norms or [], context), context)
         portuguese = answer_language(question, context) == "pt"
         builder = self._builder_pt if portuguese else self._builder
         default_prompt = ANSWER_SYSTEM_PROMPT_PT if portuguese else ANSWER_SYSTEM_PROMPT
@@ -286,8 +288,10 @@ class AnswerPromptBuilder:
             blocks=[context_block(doc) for doc in context],
             question=question.strip(),
             graph_context=neutralize((graph_context or "").strip()),
-            # a norm the laws table lacks that the caller indexed is in the blocks, not missing
-            unknown_norms=[neutralize(norm) for norm in still_unknown(unknown_norms or [], context) if norm.strip()],
+            # a norm the laws table lacks that the caller indexed is in the blocks, not missing; one whose changes a
+            # block's consolidated text carries is said with those blocks
+            unknown_norms=[neutralize(norm) for norm in missing if norm.strip()],
+            amending_norms=[neutralize(f"{norm} ({provisions})") for norm, provisions in amending.items()],
             out_of_scope=[neutralize(matter) for matter in out_of_scope or [] if matter.strip()],
             missing_articles=[neutralize(article) for article in missing_articles or [] if article.strip()],
             tag=context_tag(),

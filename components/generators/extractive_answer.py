@@ -22,6 +22,8 @@ from components.legal.answer_format import (
     META_DELIMITER,
     OUT_OF_SCOPE_NOTES,
     UNKNOWN_NORMS_NOTES,
+    amending_norm_entries,
+    amending_norm_notice,
     answer_language,
     article_body,
     basis_units,
@@ -502,7 +504,11 @@ class ExtractiveAnswer:
         if unknown_norms is None:
             unknown_norms = not_in_corpus(found_citations, self._citations.extract_case_law(question))
         missing = still_unknown(_nonblank(unknown_norms), documents)  # an indexed norm the laws table lacks is here
+        # a norm whose changes a quoted consolidated text carries ("Lei 13.467/2017", the CLT's notes) is not absent
+        missing, amending = amending_norm_entries(missing, documents)
         notice = [neutralize(UNKNOWN_NORMS_NOTES[language].format(norms="; ".join(missing))), ""] if missing else []
+        for norm, provisions in amending.items():
+            notice += [amending_norm_notice(norm, provisions, language), ""]
         if absent := _nonblank(missing_articles):
             notice += [missing_articles_notice(absent, language), ""]
         # a matter whose statutes the corpus lacks: the quotes are the nearest it has, not that matter's law

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from haystack import Document
 
+from components.legal.citations import amended_by
 from components.legal.ids import (
     ADCT_PREFIX,
     APPROVAL_PREFIX,
@@ -202,6 +203,11 @@ _CONTEXT_TEMPLATE = (
 ---
 @unknown@ {{ unknown_norms | join("; ") }}
 {%- endif %}
+{%- if amending_norms %}
+
+---
+@amending@ {{ amending_norms | join("; ") }}
+{%- endif %}
 {%- if missing_articles %}
 
 ---
@@ -226,6 +232,9 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
         "ni DROP.)",
         "unknown": "Normas o jurisprudencia que cita la pregunta y que no están en el corpus indexado (dilo en la "
         "respuesta y no les atribuyas el contenido de ningún fragmento):",
+        "amending": "Normas que cita la pregunta y que no están en el corpus como texto propio, pero que modificaron "
+        "la norma de los fragmentos indicados entre paréntesis, cuyo texto consolidado ya recoge esos cambios (dilo "
+        "en la respuesta):",
         "missing": "Artículos que cita la pregunta y que no se encuentran en la normativa disponible (dilo en la "
         "respuesta; ningún fragmento es ese artículo):",
         "out_of_scope": "La pregunta parece tratar de una materia cuya normativa no está en el corpus indexado (dilo "
@@ -243,6 +252,9 @@ CONTEXT_LABELS: Final[dict[str, dict[str, str]]] = {
         "DROP.)",
         "unknown": "Normas ou jurisprudência citadas na pergunta que não estão no corpus indexado (diga isso na "
         "resposta e não lhes atribua o conteúdo de nenhum fragmento):",
+        "amending": "Normas citadas na pergunta que não estão no corpus como texto próprio, mas que alteraram a "
+        "norma dos fragmentos indicados entre parênteses, cujo texto consolidado já traz essas alterações (diga isso "
+        "na resposta):",
         "missing": "Artigos citados na pergunta que não se encontram na legislação disponível (diga isso na "
         "resposta; nenhum fragmento é esse artigo):",
         "out_of_scope": "A pergunta parece tratar de uma matéria cuja legislação não está no corpus indexado (diga "
@@ -255,6 +267,38 @@ UNKNOWN_NORMS_NOTES: Final[dict[str, str]] = {
     "es": "No están en el corpus indexado, y lo que sigue no procede de ellas: {norms}.",
     "pt": "Não estão no corpus indexado, e o que segue não vem delas: {norms}.",
 }
+# The extractive answer's first line for a norm the question cites that the corpus lacks as a text of its own but
+# whose changes a consolidated text among the answer's blocks carries (`components.legal.citations.amended_by`: "Lei
+# 13.467/2017" and the CLT's notes "Redação dada pela Lei nº 13.467, de 2017"): the blocks hold its wording, not its
+# own articles.
+AMENDING_NORM_NOTES: Final[dict[str, str]] = {
+    "es": "{norm} no está en el corpus como texto propio, pero el texto consolidado indexado ya recoge los cambios "
+          "que introdujo, entre ellos en: {provisions}.",
+    "pt": "{norm} não está no corpus como texto próprio, mas o texto consolidado indexado já traz as alterações que "
+          "ela fez, entre elas em: {provisions}.",
+}
+
+
+def amending_norm_entries(norms: list[str], documents: list[Document]) -> tuple[list[str], dict[str, str]]:
+    """
+    `norms` the corpus lacks as texts of their own, split: those no document's legislative-history notes name as
+    having changed it, and, for each of the others, the blocks it changed as the answer cites them ("CLT, art. 71;
+    CLT, art. 134"), in the documents' order.
+    """
+    missing, amending = [], {}
+    for norm in norms:
+        changed = list(dict.fromkeys(cited_as(doc) for doc in amended_by(norm, documents)))
+        if changed:
+            amending[norm] = "; ".join(changed)
+        else:
+            missing.append(norm)
+    return missing, amending
+
+
+def amending_norm_notice(norm: str, provisions: str, language: str) -> str:
+    """The extractive answer's line for a norm whose changes the quoted consolidated text carries (neutralized)."""
+    notes = AMENDING_NORM_NOTES.get(language, AMENDING_NORM_NOTES["es"])
+    return neutralize(notes.format(norm=norm, provisions=provisions))
 # The refusal's first line when the question cites case law (no index of statutes holds any): what it asked for is
 # named, before the refusal.
 UNKNOWN_NORMS_ONLY_NOTES: Final[dict[str, str]] = {

@@ -526,6 +526,45 @@ def still_unknown(unknown: list[str], documents: list[Any]) -> list[str]:
     return [norm for norm in unknown if law_key(norm) not in held]
 
 
+# A legislative-history note of a consolidated text that says a norm changed the provision ("Redação dada pela Lei nº
+# 13.467, de 2017", "Incluído pelo Decreto-lei nº 229, de 1967", "Revogado pela Medida Provisória nº 2.164-41"), not
+# one that only points at a norm ("Vide Lei nº 13.467", "Regulamento", "Vigência")
+_AMENDING_NOTE_RE: Final[re.Pattern[str]] = re.compile(
+    r"^(?:(?:paragrafo|inciso|alinea|artigo|caput)(?:\s+\S+)?\s+)?"
+    r"(?:redacao\s+(?:dada|restabelecida)|(?:incluid|renumerad|acrescentad|acrescid|restaurad|transformad|revogad"
+    r"|suprimid)[oa]s?)\b",
+    re.IGNORECASE,
+)
+
+
+def amending_norms(notes: list[str]) -> list[str]:
+    """
+    The law keys (`law_key`) of the norms that legislative-history `notes` (`meta["amendments"]`, kept by the
+    article parser) say changed a provision, in order: ["Redação dada pela Lei nº 13.467, de 2017", "Vide Lei nº
+    605"] -> ["lei 13467"]. A consolidated text already holds what those norms changed.
+    """
+    keys: list[str] = []
+    for note in notes:
+        folded = _fold(unicodedata.normalize("NFC", str(note))).strip()
+        if not _AMENDING_NOTE_RE.match(folded):
+            continue
+        for match in _NUMBERED_RE.finditer(folded):
+            key = _numbered_key(match)
+            if key and key not in keys:
+                keys.append(key)
+    return keys
+
+
+def amended_by(norm: str, documents: list[Any]) -> list[Any]:
+    """
+    The `documents` whose provisions `norm` changed, by their legislative-history notes (`amending_norms`): "Lei
+    13.467/2017" -> the CLT blocks it gave their wording to. A norm the corpus lacks as a text of its own may still
+    be in it, as the changes a consolidated text carries.
+    """
+    key = law_key(norm)
+    return [doc for doc in documents if key in amending_norms(list(doc.meta.get("amendments") or []))]
+
+
 def not_in_corpus(citations: list[dict[str, Any]], case_law: list[dict[str, Any]]) -> list[str]:
     """
     What a question cites that no statute of the corpus holds, in order, once each: the unknown norms

@@ -291,6 +291,16 @@ def test_norms_the_corpus_lacks_are_listed_after_the_blocks_with_the_instruction
     held = AnswerPromptBuilder().run(question="o que diz o art. 1º da Lei 605/49?", documents=indexed,
                                      unknown_norms=["Lei 605/49"])["prompt"]
     assert "corpus indexado" not in "\n".join(m.text or "" for m in held)
+    # a norm whose changes a block's consolidated text carries (its history notes) is listed with those blocks
+    amended = [Doc(id="d3", content="Art. 71. Em qualquer trabalho contínuo...",
+                   meta={"law_short": "CLT", "article": "71", "amendments": [
+                       "Redação dada pela Lei nº 13.467, de 2017"]}, score=1.0)]
+    told = "\n".join(m.text or "" for m in AnswerPromptBuilder().run(
+        question="a Lei 13.467/2017 mudou o intervalo?", documents=amended,
+        unknown_norms=["Lei 13.467/2017", "Lei 8.036/1990"])["prompt"])
+    assert "já traz essas alterações (diga isso na resposta): Lei 13.467/2017 (CLT, art. 71)" in told
+    assert "não estão no corpus indexado (diga isso na resposta e não lhes atribua o conteúdo de nenhum " \
+           "fragmento): Lei 8.036/1990" in told
 
 
 def test_cited_articles_not_found_are_listed_after_the_blocks_with_the_instruction_to_say_so():

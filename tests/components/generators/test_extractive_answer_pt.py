@@ -183,3 +183,19 @@ def test_a_law_that_leaves_out_the_group_the_question_names_is_said_first_and_it
     # without the mark, no notice
     plain = ExtractiveAnswer().run(question=question, documents=[br[("CF88", "7")], holidays])["answer"]
     assert "não rege diretamente" not in plain
+
+
+def test_a_norm_whose_changes_the_consolidated_text_carries_is_not_said_absent(br):
+    # the CLT's art. 71 holds the wording the Lei 13.467/2017 gave its § 4º ("Redação dada pela Lei nº 13.467, de
+    # 2017"): the law is not in the corpus as a text of its own, but its change is
+    question = "a Lei 13.467/2017 mudou o intervalo para almoço?"
+    text = ExtractiveAnswer().run(question=question, documents=[br[("CLT", "71")], br[("CF88", "7")]],
+                                  unknown_norms=["Lei 13.467/2017"])["answer"]
+    first = text.splitlines()[0]
+    assert first == ("Lei 13.467/2017 não está no corpus como texto próprio, mas o texto consolidado indexado já traz "
+                     "as alterações que ela fez, entre elas em: CLT, art. 71.")
+    assert "não estão no corpus indexado" not in text.lower() and "(CLT, art. 71" in text
+    # a norm no quoted block's notes name is still said absent; one only pointed at ("Vide") too
+    text = ExtractiveAnswer().run(question="a Lei 8.036/1990 fala do intervalo?", documents=[br[("CLT", "71")]],
+                                  unknown_norms=["Lei 8.036/1990"])["answer"]
+    assert text.splitlines()[0] == "Não estão no corpus indexado, e o que segue não vem delas: Lei 8.036/1990."

@@ -2,6 +2,8 @@ import pytest
 
 from components.legal.citations import (
     adjacent_article,
+    amended_by,
+    amending_norms,
     asks_only_case_law,
     still_unknown,
     CitationGrammar,
@@ -493,3 +495,21 @@ def test_a_follow_up_naming_the_next_or_previous_article(text, step, reference):
 )
 def test_other_questions_name_no_adjacent_article(text):
     assert adjacent_article(text) is None
+
+
+def test_amending_norms_are_the_norms_a_history_note_says_changed_a_provision():
+    notes = ["Redação dada pela Lei nº 13.467, de 2017", "Vide Lei nº 605, de 1949", "Vigência",
+             "Incluído pelo Decreto-lei nº 229, de 28.2.1967", "Parágrafo incluído pela Medida Provisória nº 2.164-41",
+             "Revogado pela Lei Complementar nº 150, de 2015", "Redação dada pela Lei nº 13.467, de 2017"]
+    assert amending_norms(notes) == ["lei 13467", "decreto-lei 229", "medida provisoria 2164", "lei complementar 150"]
+    assert amending_norms(["Vide ADI 5766", "Regulamento"]) == []
+
+    class Doc:
+        def __init__(self, notes):
+            self.meta = {"law_short": "CLT", "amendments": notes}
+
+    changed, other, plain = Doc(notes[:1]), Doc(["Redação dada pela Lei nº 6.514, de 1977"]), Doc(None)
+    # as a question cites it: with or without the year, the "nº", the thousands point
+    for norm in ("Lei 13.467/2017", "lei nº 13467", "Lei nº 13.467/17"):
+        assert amended_by(norm, [changed, other, plain]) == [changed]
+    assert amended_by("Lei 605/1949", [changed, other, plain]) == []  # only pointed at ("Vide")
