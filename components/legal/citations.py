@@ -234,11 +234,19 @@ _ROMAN_UPPER: Final[str] = r"(?=[IVXL])(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})(?!\w
 _ROMAN_LOWER: Final[str] = r"(?=[ivxl])(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})(?!\w)"
 _ROMAN_ANY_CASE: Final[str] = f"(?i:{_ROMAN_LOWER})"
 _ROMAN_BARE: Final[str] = f"(?-i:{_ROMAN_UPPER}|(?=[ivxl]{{2}}){_ROMAN_LOWER})(?!\\.\\w)"  # not "L.G.S.S."
+# A letter after a space and no parenthesis ("ET art 37.3 b", "art. 52 c del ET"): only a lower-case letter that is
+# no word of its own ("a", "e", "o", "u", "y" are "to", "and", "or"; "i" an inciso) nor an abbreviation's initial
+# ("L.G.S.S."), and at the end, before a punctuation mark, "del" / "da" / "do" or a law's abbreviation in capitals
+_SPACED_LETTER: Final[str] = (
+    r"[^\S\n]{1,3}(?P<spaced>(?-i:[b-df-hj-np-tv-xz]))(?!\.\w)"
+    r"(?=[^\S\n]*(?:$|[,;:.?!)])|[^\S\n]+(?:del?|de[^\S\n]+la|da|do)(?!\w)|[^\S\n]+(?-i:[A-Z]{2}))"
+)
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
-    # "52.c)", "49.1.b", "37.3.b bis", "149.1.7.ª"
+    # "52.c)", "49.1.b", "37.3.b bis", "149.1.7.ª", "37.3 b"
     r"(?P<dotted>(?:\.\d+(?!\d)(?:\.?[\u00aa\u00ba](?!\w))?)*)"
-    r"(?:\.?[^\S\n]?[a-z](?:[^\S\n]+bis)?\)|\.[a-z](?:[^\S\n]+bis)?(?!\w))?"
+    r"(?:\.?[^\S\n]?[a-z](?:[^\S\n]+bis)?\)|\.[a-z](?:[^\S\n]+bis)?(?!\w)"
+    + "|" + _SPACED_LETTER.replace("?P<spaced>", "?:") + r")?"
     r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:apartados?|apdos?\.?|reglas?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+"
     rf"|paragrafos?|alineas?)\s*(?:{_ROMAN_ANY_CASE}|\d+(?:\.[\u00ba\u00aa](?!\w)|\s?[\u00ba\u00aa\u00b0]?)|[a-z]\)"
     r"|[a-z](?!\w)|[\"\u201c\u201d'][a-z][\"\u201c\u201d']|unico)"
@@ -591,6 +599,7 @@ _UNIT_NAMED: Final[str] = (
 _UNIT_AFTER_RE: Final[re.Pattern[str]] = re.compile(
     r"\.(?P<dotregla>\d+)\.?[\u00aa\u00ba](?!\w)|\.(?P<dot>\d+)(?!\d)|\.?[^\S\n]?(?P<dotletter>[a-z](?:[^\S\n]+bis)?)\)"
     r"|\.(?P<dotletter2>[a-z](?:[^\S\n]+bis)?)(?!\w)"
+    rf"|{_SPACED_LETTER}"
     rf"|[^\S\n]*(?:,[^\S\n]*)?(?:{_UNIT_NAMED})"
     rf"|[^\S\n]+(?P<roman2>{_ROMAN_BARE})"
     rf"|[^\S\n]*,[^\S\n]*(?:(?P<roman>{_ROMAN_BARE})"
@@ -615,7 +624,7 @@ def _unit(match: re.Match[str]) -> tuple[str, str]:
             return (kind, groups[name].lower())
     if roman := groups.get("inciso") or groups.get("roman") or groups.get("roman2"):
         return ("inciso", roman.upper())
-    letter = next(groups[n] for n in ("letra", "dotletter", "dotletter2", "bareletter") if n in groups)
+    letter = next(groups[n] for n in ("letra", "dotletter", "dotletter2", "bareletter", "spaced") if n in groups)
     return ("letra", letter.lower())
 
 

@@ -197,6 +197,11 @@ def test_a_norm_the_corpus_lacks_keeps_its_name_and_fetches_nothing(grammar):
         ("artículo 49, apartado 1, letra b, ET", [("apartado", "1"), ("letra", "b")]),
         ("letra b) del artículo 49.1 del ET", [("apartado", "1"), ("letra", "b")]),
         ("art. 52.c) ET", [("letra", "c")]),
+        # a letter after a space, without a parenthesis, at the end or before the law
+        ("ET art 37.3 b", [("apartado", "3"), ("letra", "b")]),
+        ("art. 49.1 b del ET", [("apartado", "1"), ("letra", "b")]),
+        ("el 52 c del ET", [("letra", "c")]),
+        ("art. 482 b CLT", [("letra", "b")]),
         ("art. 37.3.b bis ET", [("apartado", "3"), ("letra", "b bis")]),
         ("letra b bis del apartado 3 del artículo 37 del ET", [("apartado", "3"), ("letra", "b bis")]),
         ("art. 149.1.7.ª CE", [("apartado", "1"), ("regla", "7")]),
@@ -513,3 +518,16 @@ def test_amending_norms_are_the_norms_a_history_note_says_changed_a_provision():
     for norm in ("Lei 13.467/2017", "lei nº 13467", "Lei nº 13.467/17"):
         assert amended_by(norm, [changed, other, plain]) == [changed]
     assert amended_by("Lei 605/1949", [changed, other, plain]) == []  # only pointed at ("Vide")
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("art. 37.3 b ET", [(ET, "37")]),  # the letter kept the law in the citation: not "art. 37.3" and "ET" apart
+        ("arts. 38 y 39 ET", [(ET, "38"), (ET, "39")]),  # "y", "a", "o", "e" are words, not letters
+        ("art. 3 a 5 ET", [(ET, "3"), (ET, "4"), (ET, "5")]),
+        ("art. 5 o 6 de la CE", [(CE, "5"), (CE, "6")]),
+    ],
+)
+def test_a_spaced_letter_is_read_only_where_it_cannot_be_a_word(grammar, text, expected):
+    assert [(c["law_id"], c["article"]) for c in grammar.extract(text)] == expected
