@@ -304,6 +304,23 @@ _LIST_JOIN_RE: Final[re.Pattern[str]] = re.compile(
     r"[^\S\n]*(?:,[^\S\n]*)?(?:(?:y|e|o|ou)[^\S\n]+)?(?:(?:en|a)[^\S\n]+)?(?:(?:el|la|los|las|o|a|os|as)[^\S\n]*)?",
     re.IGNORECASE,
 )
+# In a question, what joins an article to a citation of a known law before it, so that the article is that law's:
+# "art. 14 CE y art. 9.2", "art. 38 ET y el 39", "art. 14 CE en relación con el 9.2", "art. 477 da CLT e o 478",
+# "art. 59 da CLT c/c o 61" (c/c: "combinado com"), "art. 38 ET, 39 y 40"
+_CONTINUED_WORD: Final[str] = (
+    r"(?:y|e|en[^\S\n]+relacion[^\S\n]+con|c/c|combinado[^\S\n]+com|junto[^\S\n]+con|as[ií][^\S\n]+como)"
+    r"[^\S\n]+"
+)
+_CONTINUED_JOIN: Final[str] = (
+    rf"[^\S\n]*(?:,[^\S\n]*(?:{_CONTINUED_WORD})?|{_CONTINUED_WORD})(?:(?:el|al|del|o|ao|do|los|os)[^\S\n]+)?"
+)
+_CONTINUED_JOIN_RE: Final[re.Pattern[str]] = re.compile(_CONTINUED_JOIN, re.IGNORECASE)
+# a number alone after that join is an article only where a citation's list could end: at the end, before a
+# punctuation mark or another list word ("... y el 39?", not "... y 30 días", "... y el 1 de mayo")
+_CONTINUED_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
+    _CONTINUED_JOIN + r"(?=\d{1,3}(?!\d))", re.IGNORECASE
+)
+_CONTINUED_END_RE: Final[re.Pattern[str]] = re.compile(r"[^\S\n]*(?:$|[,;:.?!)]|(?:y|e|o|ou)(?!\w))", re.IGNORECASE)
 # how an article citation names its law (`extract_references`)
 REFERENCE_SCOPES: Final[tuple[str, ...]] = ("law", "self", "anaphora", "other", "none")
 _LEADING_ARTICLE_RE: Final[re.Pattern[str]] = re.compile(
@@ -940,6 +957,8 @@ class CitationGrammar:
                 and _LIST_JOIN_RE.fullmatch(folded, end, following[0])
             ):
                 found[i] = (start, end, article, following[3], following[4])
+        if colloquial:
+            found = self._continued(folded, found)
         return [
             {
                 "law_id": law.law_id,
@@ -951,6 +970,39 @@ class CitationGrammar:
             }
             for start, end, article, law, scope in found
         ]
+
+    @staticmethod
+    def _continued(
+        folded: str, found: list[tuple[int, int, str | None, _LawRef, str]]
+    ) -> list[tuple[int, int, str | None, _LawRef, str]]:
+        """
+        `found` (a question's citations), an article joined to a cited article of a known law before it read as that
+        law's: one that names no law ("art. 14 CE y art. 9.2" -> CE art. 9) and a number alone ("art. 38 ET y el
+        39", "art. 14 CE en relación con el 9.2", "art. 477 da CLT e o 478"), which the grammar reads only before
+        a law's name ("el 48.4 del Estatuto").
+        """
+        out: list[tuple[int, int, str | None, _LawRef, str]] = []
+        for item in found:
+            start, end, article, law, scope = item
+            previous = out[-1] if out else None
+            known = previous is not None and previous[2] is not None and previous[3].law_id is not None
+            if known and scope == "none" and article is not None and _CONTINUED_JOIN_RE.fullmatch(
+                folded, previous[1], start  # type: ignore[index]
+            ):
+                item = (start, end, article, previous[3], "law")  # type: ignore[index]
+            out.append(item)
+            if item[2] is None or item[3].law_id is None or item[4] != "law":
+                continue
+            # numbers alone after it, up to the next citation
+            limit = next((other[0] for other in found if other[0] >= end), len(folded))
+            position = end
+            while (join := _CONTINUED_NUMBER_RE.match(folded, position, limit)) is not None:
+                parsed = _parse_item(folded, join.end(), "articulo", words=False)
+                if parsed is None or parsed[1] > limit or not _CONTINUED_END_RE.match(folded, parsed[1]):
+                    break
+                out.append((join.end(), parsed[1], parsed[0], item[3], "law"))
+                position = parsed[1]
+        return out
 
     def _adct_law(self) -> _LawRef | None:
         """The law whose transitional act "ADCT" names: the Brazilian constitution, when the laws table holds it."""

@@ -275,7 +275,7 @@ def test_run_keeps_fetching_the_held_norms_cited_beside_a_norm_the_corpus_lacks(
 
 
 def test_run_citation_fields_and_filters(detector):
-    query = "¿Qué dicen los arts. 40 y 41 ET y el artículo 122?"
+    query = "¿Qué dicen los arts. 40 y 41 ET? ¿Y el artículo 122?"  # another sentence: not read as the ET's
     result = detector.run(query=query)
     first, start = result["citations"][0], query.index("arts.")
     assert first == {
@@ -296,6 +296,28 @@ def test_run_citation_fields_and_filters(detector):
         ],
     }
     assert citation_filters([]) is None
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # an article joined to a cited article of a known law is that law's, with or without the word "artículo"
+        ("¿Qué dicen los arts. 40 y 41 ET y el artículo 122?", [(ET, "40"), (ET, "41"), (ET, "122")]),
+        ("artículo 14 CE en relación con el 9.2", [(CE, "14"), (CE, "9")]),
+        ("art. 38 ET, 39 y 40?", [(ET, "38"), (ET, "39"), (ET, "40")]),
+        ("art. 477 da CLT e o 478", [("DEL-5452-1943", "477"), ("DEL-5452-1943", "478")]),
+        ("art. 59 da CLT c/c o 61", [("DEL-5452-1943", "59"), ("DEL-5452-1943", "61")]),
+        # a number that is no article: a quantity, a date, a year, an ordinal before its noun
+        ("art. 38 ET y 30 días", [(ET, "38")]),
+        ("art. 38 ET y el 1 de mayo", [(ET, "38")]),
+        ("art. 38 ET y el 2024", [(ET, "38")]),
+        ("art. 7º da CF e o 13º salário", [("CF88", "7")]),
+        # an article with its own law keeps it
+        ("¿qué dicen el art. 38 ET y el 7 de la CLT?", [(ET, "38"), ("DEL-5452-1943", "7")]),
+    ],
+)
+def test_an_article_after_a_cited_article_s_law_is_that_law_s(detector, query, expected):
+    assert _pairs(detector.run(query=query)) == expected
 
 
 def test_custom_aliases_override_defaults():
