@@ -48,13 +48,14 @@ def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
     from pipelines.evaluation import article_key, load_labelled
 
     sets = sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl"))
-    assert [p.stem for p in sets] == ["cross-country", "holdout-labor-br", "holdout-labor-es", "named-norms"]
+    assert [p.stem for p in sets] == [
+        "cross-country", "holdout-labor-br-2", "holdout-labor-br", "holdout-labor-es-2", "holdout-labor-es", "named-norms"]
     follow_ups = sorted((ROOT / "benchmarks" / "questions" / "follow-up").glob("*.jsonl"))
     assert [p.stem for p in follow_ups] == [
         "follow-up-country", "follow-up-go-on", "follow-up-holdout", "follow-up-new-topic", "follow-up-third-turn",
         "follow-up"]
     items = [item for path in [*sets, *follow_ups] for item in load_labelled(path)]
-    assert len(items) == 167 and len({item["id"] for item in items}) == 167
+    assert len(items) == 207 and len({item["id"] for item in items}) == 207
     laws = {law for item in items for law, _ in item["relevant"]}
     files = [path for path in sorted((ROOT / "data" / "corpus").glob("*.md"))
              if path.stem in laws or path.stem == "CLT"]
