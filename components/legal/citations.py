@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from haystack import logging
 
-from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, numbered_as
+from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, decree_key, numbered_as
 from components.legal.laws import load_laws_table
 from components.legal.legal_text import (
     LATIN_SUFFIXES,
@@ -427,7 +427,8 @@ def citation_condition(citation: dict[str, Any]) -> dict[str, Any] | None:
     """
     Haystack filter matching the documents of one citation.
 
-    law + article -> AND(meta.law_id, meta.article); article only -> meta.article; law only -> meta.law_id; an
+    law + article -> AND(meta.law_id, meta.article) (the article or its approving decree's provision of that name,
+    `decree_key`: "disposición derogatoria única del ET"); article only -> meta.article; law only -> meta.law_id; an
     article of a norm the table does not hold (`law` without `law_id`: "art. 6 da Lei 605/49", "art. 18 do CDC") ->
     AND(meta.law_key, meta.article): the blocks of that norm if a caller indexed it (the converter stores each
     norm's `law_key`), never the same-numbered articles of other norms. None when the citation has neither a
@@ -445,6 +446,9 @@ def citation_condition(citation: dict[str, Any]) -> dict[str, Any] | None:
         for field in ("law_id", "article")
         if citation.get(field)
     ]
+    if citation.get("law_id") and (decree := decree_key(str(citation.get("article") or ""))):
+        # "disposición derogatoria única del ET": the recast law's own if it has one, else its decree's (`rd-dd`)
+        conditions[-1] = {"field": "meta.article", "operator": "in", "value": [citation["article"], decree]}
     if not conditions:
         return None
     return conditions[0] if len(conditions) == 1 else {"operator": "AND", "conditions": conditions}

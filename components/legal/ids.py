@@ -6,6 +6,7 @@ without importing each other.
 """
 
 import hashlib
+import re
 from typing import Any, Final
 
 from haystack import Document, logging
@@ -67,13 +68,26 @@ def repeated_key(key: str, occurrence: int) -> str:
     return f"{key}-{occurrence}"
 
 
+def decree_key(article: str) -> str | None:
+    """
+    The key of the approving decree's provision a citation of a recast law's `article` may name: "artículo único",
+    a disposition with no ordinal ("disposición derogatoria única", "disposición final única") and any derogatory
+    one are the decree's (`rd-unico`, `rd-dd`, `rd-df`) when the recast law (a texto refundido, which numbers its
+    articles and its dispositions) has none of its own: "disposición derogatoria única del ET". None for any other.
+    """
+    if article == "unico" or article in ("da", "dt", "dd", "df") or re.fullmatch(r"dd\d+", article):
+        return f"{APPROVAL_PREFIX}{article}"
+    return None
+
+
 def numbered_as(key: str, article: str) -> bool:
     """
-    Whether the provision with article key `key` is the one a citation of `article` names: the same key, or a later
+    Whether the provision with article key `key` is the one a citation of `article` names: the same key, a later
     provision the statute numbers the same (`repeated_key`: "disposición transitoria trigésima quinta" names
-    "dt35" and "dt35-2").
+    "dt35" and "dt35-2"), or the approving decree's provision of that name (`decree_key`: the ET's "disposición
+    derogatoria única" is its decree's, `rd-dd`).
     """
-    if key == article:
+    if key == article or key == decree_key(article):
         return True
     head, _, occurrence = key.rpartition("-")
     return head == article and occurrence.isdigit() and int(occurrence) >= 2

@@ -8,7 +8,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.legal.answer_format import holds_subdivision
 from components.legal.citations import cited_articles, cites_block, listed_spans
-from components.legal.ids import EXACT_MATCH, LEXICAL_MATCH, REPEALED, WHOLE_TEXT
+from components.legal.ids import EXACT_MATCH, LEXICAL_MATCH, REPEALED, WHOLE_TEXT, decree_key
 from components.legal.jurisdiction import in_jurisdiction
 
 logger = logging.getLogger(__name__)
@@ -119,6 +119,8 @@ class LexicalFirstGate:
         fetched = _by_article(documents, lawless)
         read_as = _lawless_laws(citations, fetched)
         cited = cited_articles(citations)  # a law-less article under a law the question names is cited too
+        # "disposición derogatoria única del ET": the approving decree's provision of that name (`decree_key`)
+        cited |= {(law_id, decree) for law_id, article in list(cited) if (decree := decree_key(article))}
         foreign = _foreign(citations, fetched)
         exact, partial = [], []
         whole = any(c.get(WHOLE_TEXT) for c in citations)  # the question asks for the cited articles' wording
@@ -210,7 +212,9 @@ def _missing(citations: list[dict[str, Any]], documents: list[Document]) -> list
     missing: list[str] = []
     for citation in citations:
         law_id, article = citation.get("law_id"), citation.get("article")
-        if not article or (law_id, article) in fetched or (not law_id and (citation.get("law") or article in articles)):
+        if not article or {(law_id, article), (law_id, decree_key(article))} & fetched or (
+            not law_id and (citation.get("law") or article in articles)
+        ):
             continue  # found, or of a norm the corpus lacks (`CitationDetector.unknown_norms` says so)
         if citation.get("whole_norm"):
             continue  # the question did not cite that article: the norm's first one was only its best answer

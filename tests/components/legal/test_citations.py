@@ -100,6 +100,22 @@ def test_reference_scopes(grammar):
     ) == [("LGSS1994", "166", "law")]
 
 
+def test_a_recast_law_s_unnumbered_provisions_may_be_its_approving_decree_s():
+    from components.legal.ids import decree_key, numbered_as
+
+    assert [decree_key(key) for key in ("dd", "dd2", "unico", "da", "df", "df1", "38", "da1")] == [
+        "rd-dd", "rd-dd2", "rd-unico", "rd-da", "rd-df", None, None, None]
+    assert numbered_as("rd-dd", "dd") and numbered_as("dd", "dd") and not numbered_as("dd", "rd-dd")
+    assert not numbered_as("rd-df1", "df1")
+    # the fetch reads either: the recast law's own provision, else its decree's
+    assert citation_condition({"law_id": "BOE-A-2015-11430", "article": "dd"}) == {"operator": "AND", "conditions": [
+        {"field": "meta.law_id", "operator": "==", "value": "BOE-A-2015-11430"},
+        {"field": "meta.article", "operator": "in", "value": ["dd", "rd-dd"]},
+    ]}
+    assert citation_condition({"law_id": None, "article": "dd"}) == {
+        "field": "meta.article", "operator": "==", "value": "dd"}
+
+
 def test_citation_condition_and_filters():
     law_article = {"law_id": ET, "article": "38"}
     assert citation_condition(law_article) == {"operator": "AND", "conditions": [

@@ -163,8 +163,9 @@ def test_run_keeps_the_order_the_question_cites_the_articles():
 
 
 def test_run_a_law_less_article_is_exact_in_a_law_the_question_names(store):
-    # art. 14 is in the ET and in the CE; the question names the ET with its other citation
-    citations, fetched = _fetch(store, "¿qué dicen el artículo 38 del ET y el artículo 14?")
+    # art. 14 is in the ET and in the CE; the question names the ET with its other citation, in another sentence
+    # (joined to it, "el artículo 38 del ET y el artículo 14", it is read as the ET's)
+    citations, fetched = _fetch(store, "¿qué dice el artículo 38 del ET? ¿y el artículo 14?")
     result = LexicalFirstGate().run(citations=citations, documents=fetched)
     matches = [(d.meta["law_short"], d.meta["article"], d.meta["lexical_match"]) for d in result["documents"]]
     assert list(dict.fromkeys(matches)) == [("ET", "38", "exact"), ("ET", "14", "exact"), ("CE", "14", "article")]
@@ -255,3 +256,29 @@ def test_run_a_law_less_article_is_exact_in_the_only_law_in_force_that_has_it():
     # the repealed text alone: it is the one read
     result = LexicalFirstGate().run(citations=citations, documents=[repealed])
     assert result["reason"] == "exact article hit: ET1995 art. 4"
+
+
+def test_run_a_recast_law_s_derogatory_disposition_is_its_approving_decree_s(tmp_path):
+    # the ET (a texto refundido) has no "disposición derogatoria" of its own: the decree that approves it has one,
+    # stored under the ET as `rd-dd`; the LISOS has its own (`dd`), which is the one quoted
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    lisos = "BOE-A-2000-15060"
+    store.write_documents([
+        _doc("etrddd", ET, "ET", "rd-dd", content="Quedan derogadas cuantas disposiciones ..."),
+        _doc("etrdunico", ET, "ET", "rd-unico", content="Se aprueba el texto refundido ..."),
+        _doc("lisosdd", lisos, "LISOS", "dd", content="Quedan derogadas ... la presente Ley."),
+        _doc("lisosrddd", lisos, "LISOS", "rd-unico", content="Se aprueba el texto refundido ..."),
+    ])
+    for query, expected in (
+        ("disposición derogatoria única del ET", [("ET", "rd-dd")]),
+        ("artículo único del ET", [("ET", "rd-unico")]),
+        ("disposición derogatoria única de la LISOS", [("LISOS", "dd")]),
+    ):
+        citations, fetched = _fetch(store, query)
+        result = LexicalFirstGate().run(citations=citations, documents=fetched)
+        assert [(d.meta["law_short"], d.meta["article"]) for d in result["documents"]] == expected, query
+        assert {d.meta["lexical_match"] for d in result["documents"]} == {"exact"}
+        assert result["missing"] == [], query  # not "No encuentro en la normativa disponible: ..."
+    citations, fetched = _fetch(store, "disposición adicional primera del ET")  # numbered: the ET's own only
+    assert LexicalFirstGate().run(citations=citations, documents=fetched)["missing"] == [
+        "disposición adicional primera del ET"]
