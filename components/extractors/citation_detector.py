@@ -13,6 +13,7 @@ from components.legal.citations import (
     asks_about_whole_norm,
     citation_filters,
     law_key,
+    letter_alone,
     listed_spans,
     not_in_corpus,
     pinpoint,
@@ -46,6 +47,36 @@ def _continued_unit(
     if units is None or units[0][-1][0] not in _NUMBERED_UNITS:
         return None
     return [(units[0][-1][0], bare[0])], bare[1]
+
+
+def _continued_letter(
+    grammar: CitationGrammar, query: str, history: list[ChatMessage] | None
+) -> tuple[list[tuple[str, str]], list[int]] | None:
+    """
+    A letter alone ("¿y la c?", "e a alínea d?") asked right after a question that named a letter of an article
+    ("ET art 49.1 b", "¿y la letra b?", or another letter alone): that letter of the same article, under the same
+    outer subdivisions ("49.1.c"); None otherwise.
+    """
+    letter = letter_alone(query)
+    if letter is None:
+        return None
+    chained = False  # "¿y la d?" after "¿y la c?": the letters go on; their outer subdivisions come from before
+    for message in reversed(history or []):
+        if not (isinstance(message, ChatMessage) and message.is_from(ChatRole.USER)):
+            continue
+        text = message.text or ""
+        if letter_alone(text):
+            chained = True
+            continue
+        cited = [c for c in grammar.extract(text, colloquial=True) if c["article"]]
+        found = article_alone(text)
+        units = (pinpoint(text, cited[-1]["span"]) if cited else pinpoint(text, found[1]) if found
+                 else (subdivisions(text) or ([], []))[0])
+        lettered = bool(units) and units[-1][0] == "letra"
+        if not (lettered or chained):
+            return None
+        return [*(units[:-1] if lettered else units), ("letra", letter[0])], letter[1]
+    return None
 
 
 @component
@@ -129,15 +160,21 @@ class CitationDetector:
         bare = None if references else article_alone(query)  # "¿y el 41?": an article of the conversation's law
         # "¿y el 5?" right after "¿y el apartado 4?": the next apartado of the same article, not article 5
         continued = _continued_unit(query, bare, history)
+        # "¿y la c?" right after "ET art 49.1 b": letter c of the same article and apartado
+        continued = continued or (None if references or bare else _continued_letter(self.grammar, query, history))
         bare = None if continued else bare
         lacking = bare is not None or any(map(_lacks_law, references))
         alone = continued or (None if bare or any(ref["article"] for ref in references) else subdivisions(query))
         # the conversation is read only for what the question leaves to it, back to the last question naming it
         law = article = None
-        for message in reversed(history or []) if lacking or alone else ():
+        for index in range(len(history or []) - 1, -1, -1) if lacking or alone else ():
+            message = history[index]  # type: ignore[index]
             if not (isinstance(message, ChatMessage) and message.is_from(ChatRole.USER)):
                 continue
-            cited = self.grammar.extract(message.text or "", colloquial=True)
+            text = message.text or ""
+            cited = self.grammar.extract(text, colloquial=True)
+            if not any(c["article"] for c in cited) and (article_alone(text) or letter_alone(text)):
+                cited = self._in_conversation(text, history[:index])  # type: ignore[index]  # "¿y el 48?" as read
             law = law or next((c for c in reversed(cited) if c["law_id"]), None)
             article = article or next((c for c in reversed(cited) if c["law_id"] and c["article"]), None)
             if (law or not lacking) and (article or not alone):

@@ -722,18 +722,36 @@ def subdivisions(text: str) -> tuple[list[tuple[str, str]], list[int]] | None:
 
 # a follow-up naming an article by its number alone: "¿y el 41?", "¿y qué dice el 20 bis?", "e o 483?", "e o 59-A?",
 # "¿y el 38.2?" (the whole question: a number inside a sentence is a quantity or a year, not an article)
+# ("¿y la letra d del 52?", "e o § 1º do 477?": a subdivision named before the number, which `pinpoint` reads)
 _ARTICLE_ALONE_LEAD_RE: Final[re.Pattern[str]] = re.compile(
     r"[\s\u00bf\u00a1]*(?:(?:y|e)\s+)?(?:(?:que|o\s+que)\s+(?:dice|dicen|diz|dizem|establece|estabelece)\s+)?"
-    r"(?:el|o)\s+",
+    rf"(?:(?:(?:el|la|o|a)\s+)?(?:{_UNIT_NAMED})\s*(?:del?|do|da)|el|o)\s+",
     re.IGNORECASE,
 )
+# a follow-up naming a letter alone: "¿y la c?", "e a d)?", "¿y la letra c?" (the whole question)
+_LETTER_ALONE_RE: Final[re.Pattern[str]] = re.compile(
+    r"[\s\u00bf\u00a1]*(?:(?:y|e)\s+)?(?:la|a)\s+(?:(?:letra|alinea)\s+)?(?P<letter>[a-z])\)?[\s?!.]*",
+    re.IGNORECASE,
+)
+
+
+def letter_alone(text: str) -> tuple[str, list[int]] | None:
+    """
+    The letter a follow-up question names alone, the whole question being "¿y la c?", "e a alínea d?" or "¿y la
+    letra c)?": the letter and its span; None for any other text. Right after a question that named a letter of an
+    article, it is that article's letter of the same name.
+    """
+    folded = _fold(unicodedata.normalize("NFC", text or ""))
+    match = _LETTER_ALONE_RE.fullmatch(folded)
+    return (match.group("letter").lower(), list(match.span("letter"))) if match else None
 _ARTICLE_ALONE_TAIL_RE: Final[re.Pattern[str]] = re.compile(r"(?P<unit>(?:\.\d+)*(?:\.?[a-z]\))?)[\s?!.]*", re.I)
 
 
 def article_alone(text: str) -> tuple[str, list[int]] | None:
     """
     The article a follow-up question names by its number alone, the whole question being "¿y el 41?", "¿y qué dice
-    el 20 bis?", "e o 483?", "e o 59-A?" or "¿y el 38.2?": its article key (`normalize_article_key`) and the span of
+    el 20 bis?", "e o 483?", "e o 59-A?", "¿y el 38.2?" or "¿y la letra d del 52?" (a subdivision before it, which
+    `pinpoint` reads before the span): its article key (`normalize_article_key`) and the span of
     the number and any subdivision written after it (for `pinpoint`); None for any other text. A conversation
     about an article means the article of that law.
     """

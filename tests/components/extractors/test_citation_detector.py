@@ -5,7 +5,7 @@ import pytest
 from haystack.dataclasses import ChatMessage
 
 from components.extractors.citation_detector import CitationDetector
-from components.legal.citations import citation_filters, law_key
+from components.legal.citations import citation_filters, law_key, pinpoint
 
 ET = "BOE-A-2015-11430"
 CE = "BOE-A-1978-31229"
@@ -405,6 +405,25 @@ def test_a_number_right_after_a_subdivision_follow_up_is_the_next_subdivision(de
     after_letter = _conversation("o que diz o art. 482 da CLT?", "e a alínea e?")
     assert detector.run(query="e o 483?", history=after_letter)["citations"][0]["article"] == "483"
 
+
+
+def test_a_letter_alone_after_a_letter_is_the_same_article_s_letter(detector):
+    def read(*turns):
+        *before, last = turns
+        return [(c["law_id"], c["article"], c.get("units") or pinpoint(last, c["span"]))
+                for c in detector.run(query=last, history=_conversation(*before))["citations"]]
+
+    # "¿y la c?" after "ET art 49.1 b": letter c of the same apartado, then letters on from there
+    assert read("ET art 49.1 b", "¿y la c?") == [(ET, "49", [("apartado", "1"), ("letra", "c")])]
+    assert read("ET art 49.1 b", "¿y la c?", "¿y la d?") == [(ET, "49", [("apartado", "1"), ("letra", "d")])]
+    assert read("art. 482 da CLT", "e a alínea e?", "e a f?") == [("DEL-5452-1943", "482", [("letra", "f")])]
+    # a letter named before a number alone: that article of the conversation's law, and its letters after it
+    assert read("ET art 49.1 b", "¿y la letra d del 52?") == [(ET, "52", [("letra", "d")])]
+    assert read("ET art 49.1 b", "¿y la letra d del 52?", "¿y la c?") == [(ET, "52", [("letra", "c")])]
+    # a subdivision after an article named by its number alone is that article's ("¿y el 48?", not ET 38)
+    assert read("art. 38 ET", "¿y el 48?", "¿y el apartado 4?") == [(ET, "48", [("apartado", "4")])]
+    # after an article named with no letter, "¿y la c?" names no letter
+    assert read("¿qué dice el artículo 14 de la Constitución?", "¿y la c?")[0][2] in (None, [])
 
 
 @pytest.mark.parametrize(("first", "follow_up", "law_id", "article"), [
