@@ -200,10 +200,13 @@ def test_a_disposition_of_the_decree_approving_a_texto_refundido_is_verified_as_
     result = CitationVerifier().run(answer=answer, context_documents=[decree_dd])
     assert [c["article"] for c in result["verified_citations"] if c["article"]] == ["rd-dd"]
     assert result["unverified_citations"] == [] and UNVERIFIED_MARK not in result["answer"]
-    # the recast law's own disposition is another one: not backed by the decree's
-    other = CitationVerifier().run(answer="Véase la disposición derogatoria única del ET.",
+    # named by the recast law's name it is still the decree's (a texto refundido repeals nothing: `decree_key`)
+    named = CitationVerifier().run(answer="Véase la disposición derogatoria única del ET.",
                                    context_documents=[decree_dd])
-    assert [c["article"] for c in other["unverified_citations"]] == ["dd"]
+    assert named["unverified_citations"] == []
+    # a numbered disposition of the recast law is its own: not backed by the decree's
+    other = CitationVerifier().run(answer="Véase la disposición final primera del ET.", context_documents=[decree_dd])
+    assert [c["article"] for c in other["unverified_citations"]] == ["df1"]
 
 
 def test_every_article_of_the_bundled_corpus_quoted_as_the_extractive_answer_cites_it_is_verified():
