@@ -560,8 +560,8 @@ def still_unknown(unknown: list[str], documents: list[Any]) -> list[str]:
 # one that only points at a norm ("Vide Lei nº 13.467", "Regulamento", "Vigência")
 _AMENDING_NOTE_RE: Final[re.Pattern[str]] = re.compile(
     r"^(?:(?:paragrafo|inciso|alinea|artigo|caput)(?:\s+\S+)?\s+)?"
-    r"(?:redacao\s+(?:dada|restabelecida)|(?:incluid|renumerad|acrescentad|acrescid|restaurad|transformad|revogad"
-    r"|suprimid)[oa]s?)\b",
+    r"(?:redacao\s+(?:dada|restabelecida)|(?:restabelecid|revigorad)[oa]s?\s+com\s+nova\s+redacao"
+    r"|(?:incluid|renumerad|acrescentad|acrescid|restaurad|transformad|revogad|suprimid)[oa]s?)\b",
     re.IGNORECASE,
 )
 

@@ -87,6 +87,7 @@ _BR_NOTE_RE: Final[re.Pattern[str]] = re.compile(
     r"\s*\((?P<note>(?:Reda[çc][ãa]o\s+(?:dada|restabelecida)"
     r"|(?:(?:Par[áa]grafo|Inciso|Al[íi]nea|Artigo|Caput)(?:\s+[\wº°]+)?\s+)?"
     r"(?:Inclu[íi]d|Renumerad|Acrescentad|Acrescid|Restaurad|Transformad)[oa]s?"
+    r"|(?:Restabelecid|Revigorad)[oa]s?\s+com\s+nova\s+reda[çc][ãa]o"  # "(Restabelecido com nova redação pela ...)"
     r"|(?:Revogad|Suprimid)[oa]s?\s+pel[oa]s?|Vide|Vig[êe]ncia|Declarad[oa]s?\s+inconstitucional"
     r"|Produ[çc][ãa]o\s+de\s+efeito|Execu[çc][ãa]o\s+suspensa|Regulamento)\b"
     r"(?:[^()]|\([^()]*\))*)(?:\)|$)",  # a few headings never close the parenthesis

@@ -524,6 +524,7 @@ def test_amending_norms_are_the_norms_a_history_note_says_changed_a_provision():
              "Revogado pela Lei Complementar nº 150, de 2015", "Redação dada pela Lei nº 13.467, de 2017"]
     assert amending_norms(notes) == ["lei 13467", "decreto-lei 229", "medida provisoria 2164", "lei complementar 150"]
     assert amending_norms(["Vide ADI 5766", "Regulamento"]) == []
+    assert amending_norms(["Restabelecido com nova redação dada pela Lei nº 5.442, de 24.5.1968"]) == ["lei 5442"]
 
     class Doc:
         def __init__(self, notes):

@@ -256,8 +256,11 @@ def test_run_clt_amendment_notes_move_to_meta(by_law):
     assert len(art477.meta["amendments"]) == len(set(art477.meta["amendments"]))  # each note once
     assert art477.meta["status"] == "in_force"
     assert "(Vigência)" not in clt["59"].content and "Vigência" not in clt["59"].meta["amendments"]
+    # a provision brought back in force with a new wording (CLT arts. 500, 680, 694): its note too
+    assert clt["694"].meta["amendments"][0] == "Restabelecido com nova redação dada pela Lei nº 5.442, de 24.5.1968"
     for doc in clt.values():
-        assert not re.search(r"\((?:Redação dada|Incluíd[oa] pel|Revogad[oa] pel|Vide )", doc.content), doc.meta
+        assert not re.search(r"\((?:Redação dada|Incluíd[oa] pel|Revogad[oa] pel|Vide |Restabelecid|Revigorad)",
+                             doc.content), doc.meta
         assert not any("Redação dada" in heading for heading in doc.meta["heading_path"])
 
 
