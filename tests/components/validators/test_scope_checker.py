@@ -185,6 +185,7 @@ def test_run_a_brazilian_right_governed_by_a_law_the_corpus_lacks_is_told(tmp_pa
         assert checker.run(query="meu patrão não deposita meu FGTS")["out_of_scope"] == ["FGTS"]
         assert checker.run(query="quando eu recebo o décimo terceiro?")["out_of_scope"] == [
             "13º salário"]
+        assert checker.run(query="tenho direito ao 13 proporcional?")["out_of_scope"] == ["13º salário"]  # as said
         # the INSS's benefits (Lei 8.213/1991)
         assert checker.run(query="fiquei doente, o INSS paga o auxílio-doença a partir de quando?")[
             "out_of_scope"] == ["benefícios do INSS (Lei 8.213/1991)"]
