@@ -107,6 +107,7 @@ class CitationVerifier:
         filters: dict[str, Any] | None = None,
         unknown_norms: list[str] | None = None,
         missing_articles: list[str] | None = None,
+        out_of_scope: list[str] | None = None,
     ) -> dict[str, Any]:
         """
         Verify the citations of `answer`.
@@ -125,6 +126,9 @@ class CitationVerifier:
             The extractive answer's notice that names them ("No encuentro en la normativa disponible: artículo 500
             del ET.") is neither verified nor marked; any other mention of them is checked as usual (a model may
             still write what such an article "says").
+        :param out_of_scope: The matters the question is about whose statutes the corpus lacks (`ScopeChecker`):
+            a norm their notice names without an article ("benefícios do INSS (Lei 8.213/1991)") is said to be
+            absent, and is neither verified nor marked, as an unknown norm is.
         :returns: `answer` with unverified citations marked; `unverified_citations`: unique citations
             (`law_id`, `law`, `article`, `text`, `span` of the first occurrence) with a `reason`;
             `verified_citations`: the unique verified ones.
@@ -135,11 +139,13 @@ class CitationVerifier:
         seen: set[tuple[Any, ...]] = set()
         texts = [" ".join((doc.content or "").split()) for doc in context_documents]
         said = set(unknown_norms or ())
+        matters = " ".join(out_of_scope or [])  # their labels name their laws: "benefícios do INSS (Lei 8.213/1991)"
         notices = _notice_spans(answer, missing_articles or [], context_documents)
         occurrences = [
             citation for citation in self._detector.extract(answer)
             if not _quoted_verbatim(answer, tuple(citation["span"]), texts)
-            and not (citation["article"] is None and not citation["law_id"] and citation["law"] in said)
+            and not (citation["article"] is None and not citation["law_id"]
+                     and (citation["law"] in said or (citation["law"] and citation["law"] in matters)))
             and not any(start <= citation["span"][0] and citation["span"][1] <= end for start, end in notices)
         ]
         for citation in occurrences:

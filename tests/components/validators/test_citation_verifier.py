@@ -229,3 +229,18 @@ def test_every_article_of_the_bundled_corpus_quoted_as_the_extractive_answer_cit
         if result["unverified_citations"]:
             marked.append(label)
     assert len(articles) > 2800 and marked == []
+
+
+def test_the_law_an_out_of_scope_notice_names_is_neither_verified_nor_marked():
+    # "benefícios do INSS (Lei 8.213/1991)": the notice says the corpus lacks that law; a model's article of it is
+    # still marked, since no context block backs it
+    notice = ("Sua pergunta parece tratar de benefícios do INSS (Lei 8.213/1991), cuja legislação não está no corpus "
+              "indexado: o que segue é o mais próximo que ele contém e pode não respondê-la.")
+    matters = ["benefícios do INSS (Lei 8.213/1991)"]
+    told = CitationVerifier().run(answer=notice, context_documents=[], out_of_scope=matters)
+    assert told["unverified_citations"] == [] and told["answer"] == notice
+    assert [c["law"] for c in CitationVerifier().run(answer=notice, context_documents=[])["unverified_citations"]] == [
+        "Lei 8.213/1991"]
+    article = CitationVerifier().run(answer="O art. 60 da Lei 8.213/1991 diz...", context_documents=[],
+                                     out_of_scope=matters)
+    assert [c["article"] for c in article["unverified_citations"]] == ["60"]

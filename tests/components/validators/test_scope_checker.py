@@ -186,6 +186,8 @@ def test_run_a_brazilian_right_governed_by_a_law_the_corpus_lacks_is_told(tmp_pa
         assert checker.run(query="quando eu recebo o décimo terceiro?")["out_of_scope"] == [
             "13º salário"]
         assert checker.run(query="tenho direito ao 13 proporcional?")["out_of_scope"] == ["13º salário"]  # as said
+        # Spain's minimum income: the LGSS only names it, Ley 19/2021 governs it
+        assert checker.run(query="¿qué es el IMV?")["out_of_scope"] == ["ingreso mínimo vital (Ley 19/2021)"]
         # the INSS's benefits (Lei 8.213/1991)
         assert checker.run(query="fiquei doente, o INSS paga o auxílio-doença a partir de quando?")[
             "out_of_scope"] == ["benefícios do INSS (Lei 8.213/1991)"]
