@@ -173,6 +173,8 @@ def test_daily_working_hours_in_everyday_words_get_the_statutes_words():
         ("¿la empresa puede obligarme a teletrabajar?", "trabajo a distancia"),  # the verb, with its pronoun
         ("¿tengo derecho a una pausa para el bocadillo?", "descanso durante la jornada diaria continuada"),
         ("¿puede el gobierno cerrar un periódico?", "secuestro de publicaciones"),
+        ("¿qué dice la ley rider?", "plataformas digitales de reparto"),
+        ("soy repartidor de glovo, ¿soy autónomo?", "presunción de laboralidad"),
     ],
 )
 def test_everyday_words_for_a_dismissal_s_form_work_age_the_king_paternity_and_disconnection(query, terms):
