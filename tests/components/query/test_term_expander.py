@@ -175,10 +175,17 @@ def test_daily_working_hours_in_everyday_words_get_the_statutes_words():
         ("¿puede el gobierno cerrar un periódico?", "secuestro de publicaciones"),
         ("¿qué dice la ley rider?", "plataformas digitales de reparto"),
         ("soy repartidor de glovo, ¿soy autónomo?", "presunción de laboralidad"),
+        ("me tienen de falsa autónoma en una academia", "se presumirá existente"),
     ],
 )
 def test_everyday_words_for_a_dismissal_s_form_work_age_the_king_paternity_and_disconnection(query, terms):
     assert terms in TermExpander().run(query=query)["query"]
+
+
+def test_a_false_self_employed_gets_the_employment_presumption_not_the_self_employed_s_terms():
+    # "trabajadores autónomos" in the query made from it gave the notice that the ET leaves the self-employed out
+    query = TermExpander().run(query="los riders son falsos autónomos?")["query"]
+    assert "se presumirá existente" in query and "trabajadores autónomos" not in query
 
 
 def test_an_age_before_a_question_on_night_work_keeps_the_night_work_terms():
