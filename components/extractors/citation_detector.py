@@ -1,5 +1,6 @@
 """Query stage: the article and law citations of a question, and the filter that fetches the cited articles."""
 
+from collections.abc import Iterator
 from typing import Any, Final
 
 from haystack import component, default_from_dict, default_to_dict, logging
@@ -27,6 +28,15 @@ from components.legal.terms import asks_for_cited_text, asks_nothing_new
 logger = logging.getLogger(__name__)
 
 
+def _user_turns(history: list[ChatMessage] | None) -> Iterator[tuple[int, str]]:
+    """The conversation's user questions, the last first, with their index in `history` (what came before each)."""
+    messages = list(history or [])
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ChatMessage) and message.is_from(ChatRole.USER):
+            yield index, message.text or ""
+
+
 # the subdivisions a number goes on counting: "¿y el 5?" after "¿y el apartado 4?" / "e o 2?" after "e o § 1º?"
 _NUMBERED_UNITS: Final[frozenset[str]] = frozenset({"apartado", "paragrafo", "regla"})
 
@@ -41,8 +51,7 @@ def _continued_unit(
     """
     if bare is None or not query[bare[1][0]:bare[1][1]].strip().isdigit():
         return None
-    previous = next((m.text or "" for m in reversed(history or [])
-                     if isinstance(m, ChatMessage) and m.is_from(ChatRole.USER)), "")
+    previous = next((text for _, text in _user_turns(history)), "")
     units = subdivisions(previous) if previous and article_alone(previous) is None else None
     if units is None or units[0][-1][0] not in _NUMBERED_UNITS:
         return None
@@ -61,10 +70,7 @@ def _continued_letter(
     if letter is None:
         return None
     chained = False  # "¿y la d?" after "¿y la c?": the letters go on; their outer subdivisions come from before
-    for message in reversed(history or []):
-        if not (isinstance(message, ChatMessage) and message.is_from(ChatRole.USER)):
-            continue
-        text = message.text or ""
+    for _, text in _user_turns(history):
         if letter_alone(text):
             chained = True
             continue
@@ -167,11 +173,7 @@ class CitationDetector:
         alone = continued or (None if bare or any(ref["article"] for ref in references) else subdivisions(query))
         # the conversation is read only for what the question leaves to it, back to the last question naming it
         law = article = None
-        for index in range(len(history or []) - 1, -1, -1) if lacking or alone else ():
-            message = history[index]  # type: ignore[index]
-            if not (isinstance(message, ChatMessage) and message.is_from(ChatRole.USER)):
-                continue
-            text = message.text or ""
+        for index, text in _user_turns(history) if lacking or alone else ():
             cited = self.grammar.extract(text, colloquial=True)
             if not any(c["article"] for c in cited) and (article_alone(text) or letter_alone(text)):
                 cited = self._in_conversation(text, history[:index])  # type: ignore[index]  # "¿y el 48?" as read
@@ -211,10 +213,9 @@ class CitationDetector:
         melhor") is about them. Their span is empty: the turn does not write them.
         """
         history = list(history or [])
-        for index in range(len(history) - 1, -1, -1):
-            message = history[index]
-            if isinstance(message, ChatMessage) and message.is_from(ChatRole.USER) and message.text:
-                read = self._in_conversation(message.text, history[:index])
+        for index, text in _user_turns(history):
+            if text:
+                read = self._in_conversation(text, history[:index])
                 cited = [c for c in read if c["law_id"] and c["article"]]
                 if cited:
                     return [{**c, "span": [0, 0], "from_history": True} for c in cited]
