@@ -176,6 +176,9 @@ def test_daily_working_hours_in_everyday_words_get_the_statutes_words():
         ("¿qué dice la ley rider?", "plataformas digitales de reparto"),
         ("soy repartidor de glovo, ¿soy autónomo?", "presunción de laboralidad"),
         ("me tienen de falsa autónoma en una academia", "se presumirá existente"),
+        ("¿me pueden llamar al móvil fuera del horario de trabajo?", "derecho a la desconexión digital"),
+        ("¿cuánto tiempo tengo para reclamar las horas extra?", "prescripción caducidad"),
+        ("trabalho de 12 por 36 é permitido?", "doze horas trinta e seis horas descanso"),
     ],
 )
 def test_everyday_words_for_a_dismissal_s_form_work_age_the_king_paternity_and_disconnection(query, terms):
