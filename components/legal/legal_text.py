@@ -385,7 +385,7 @@ _QUERY_LANG_MARKERS: Final[dict[str, frozenset[str]]] = {
         "ganho recebo receber recebi ontem amanhã amanha mandaram demitiram trabalhei serviço servico trabalhador "
         "trabalhadora empregado empregada emprego filho filha filhos levo diz algum alguma nenhum nenhuma quem "
         "melhor obrigado obrigada entendi também tambem explique nós vocês ganhou "
-        "olá oi tudo bem bom boa ajuda ajude tchau "
+        "olá oi tudo bem bom boa ajuda ajude tchau é "
         # Brazilian case law: "Súmula 85 do TST", "STF", "STJ", a regional labour court
         "súmula sumula tst stf stj trt".split()
     ),
@@ -396,11 +396,12 @@ _QUERY_LANG_WEAK_MARKERS: Final[dict[str, frozenset[str]]] = {
 }
 _QUERY_LANG_LETTERS: Final[dict[str, str]] = {"es": "ñ¿¡", "pt": "ãõçê"}
 # Word endings only one language writes, one marker each: Spanish "-ción(es)", "-sión(es)" against Portuguese
-# "-ção/-ções", "-são/-sões" (typed without accents: "-cao", "-sao"). They tell a question of words neither list
-# holds ("kuantos dias d bacaciones tngo", "rescisao indireta").
+# "-ção/-ções", "-são/-sões" (typed without accents: "-cao", "-sao"), and Portuguese "-ário", "-ório" (Spanish writes
+# "salario", "obligatorio" unaccented). They tell a question of words neither list holds ("kuantos dias d bacaciones
+# tngo", "rescisao indireta", "votar é obrigatório no Brasil?").
 _QUERY_LANG_ENDINGS: Final[dict[str, re.Pattern[str]]] = {
     "es": re.compile(r"[cs]i[oó]n(?:es)?$"),
-    "pt": re.compile(r"[çcs](?:ão|ao|ões|oes)$"),
+    "pt": re.compile(r"[çcs](?:ão|ao|ões|oes)$|[áó]ri[oa]s?$"),
 }
 # A question in English ("How many days of paid holiday do I get in Spain?") holds a Portuguese marker or two ("do")
 # by chance: English function words neither language writes tell it, so that it is not taken for either.

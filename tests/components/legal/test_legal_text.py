@@ -346,6 +346,11 @@ def test_detect_language():
         ("kuantos dias d bacaciones tngo", "es"),
         ("rescisao indireta", "pt"),
         ("pensao por morte", "pt"),
+        # "é" (is), and the accented "-ário" / "-ório" Spanish writes unaccented ("obligatorio", "salario")
+        ("votar é obrigatório no Brasil?", "pt"),
+        ("a casa é asilo inviolável?", "pt"),
+        ("horário de trabalho", "pt"),
+        ("¿es obligatorio el horario?", "es"),
     ],
 )
 def test_detect_query_language(question, language):

@@ -179,6 +179,11 @@ def test_daily_working_hours_in_everyday_words_get_the_statutes_words():
         ("¿me pueden llamar al móvil fuera del horario de trabajo?", "derecho a la desconexión digital"),
         ("¿cuánto tiempo tengo para reclamar las horas extra?", "prescripción caducidad"),
         ("trabalho de 12 por 36 é permitido?", "doze horas trinta e seis horas descanso"),
+        # fundamental rights as citizens ask about them (CF88 art. 5º, XVIII, and art. 14; CE art. 23)
+        ("posso criar uma associação sem autorização do governo?", "independem de autorização"),
+        ("votar é obrigatório no Brasil?", "alistamento eleitoral voto obrigatórios"),
+        ("¿es obligatorio votar en España?", "derecho a participar en los asuntos públicos"),
+        ("quais dados sobre mim o governo pode ter?", "habeas data"),
     ],
 )
 def test_everyday_words_for_a_dismissal_s_form_work_age_the_king_paternity_and_disconnection(query, terms):
