@@ -241,18 +241,27 @@ _SPACED_LETTER: Final[str] = (
     r"[^\S\n]{1,3}(?P<spaced>(?-i:[b-df-hj-np-tv-xz]))(?!\.\w)"
     r"(?=[^\S\n]*(?:$|[,;:.?!)])|[^\S\n]+(?:del?|de[^\S\n]+la|da|do)(?!\w)|[^\S\n]+(?-i:[A-Z]{2}))"
 )
+# one item of a subdivision: "XVII", "8º", "1.ª", "b)", "b", "\"b\"", "único"
+_UNIT_ITEM: Final[str] = (
+    rf"(?:{_ROMAN_ANY_CASE}|\d+(?:\.[\u00ba\u00aa](?!\w)|\s?[\u00ba\u00aa\u00b0])?|[a-z]\)"
+    r"|[a-z](?!\w)|[\"\u201c\u201d'][a-z][\"\u201c\u201d']|unico)"
+)
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
     # "52.c)", "49.1.b", "37.3.b bis", "149.1.7.ª", "37.3 b"
     r"(?P<dotted>(?:\.\d+(?!\d)(?:\.?[\u00aa\u00ba](?!\w))?)*)"
     r"(?:\.?[^\S\n]?[a-z](?:[^\S\n]+bis)?\)|\.[a-z](?:[^\S\n]+bis)?(?!\w)"
     + "|" + _SPACED_LETTER.replace("?P<spaced>", "?:") + r")?"
-    r"(?:[^\S\n]*(?:,[^\S\n]*)?(?:apartados?|apdos?\.?|reglas?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+"
-    rf"|paragrafos?|alineas?)\s*(?:{_ROMAN_ANY_CASE}|\d+(?:\.[\u00ba\u00aa](?!\w)|\s?[\u00ba\u00aa\u00b0]?)|[a-z]\)"
-    r"|[a-z](?!\w)|[\"\u201c\u201d'][a-z][\"\u201c\u201d']|unico)"
+    # a subdivision word after a comma or a list word ("§ 6º e § 8º"); a plural one heads a list of its own items
+    # ("§§ 6º e 8º", "apartados 3 y 4", "incisos I e II"), not of articles
+    r"(?:[^\S\n]*(?:,[^\S\n]*|(?:y|e)[^\S\n]+)?(?:(?:apartados|parrafos|letras|incisos|numeros|\u00a7\u00a7+|paragrafos"
+    rf"|alineas)\s*{_UNIT_ITEM}(?:(?:\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e)\s+){_UNIT_ITEM})*"
+    r"|(?:apartados?|apdos?\.?|reglas?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+"
+    rf"|paragrafos?|alineas?)\s*{_UNIT_ITEM})"
     rf"|\s*,\s*(?:{_ROMAN_BARE}|[a-z]\)|caput(?!\w))|[^\S\n]+{_ROMAN_BARE}"
     r"|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"
     rf"|\s+(?:y|e)\s+{_ROMAN_BARE}"  # "art. 473, III e IV, da CLT"
+    r"|(?:\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e)\s+)[a-z]\)"  # "49.1.b) y c)": a letter in parentheses is no article
     r"|\s*,\s*(?:[a-z]|[\"\u201c\u201d'][a-z][\"\u201c\u201d'])(?=\s*,|\s+(?:do|da|de|del|dos|das)(?!\w)))*",
     re.IGNORECASE,
 )
@@ -650,6 +659,8 @@ def _unit(match: re.Match[str]) -> tuple[str, str]:
 
 
 _ROMAN_ITEM_RE: Final[re.Pattern[str]] = re.compile(_ROMAN_BARE)
+_LETTER_ITEM_RE: Final[re.Pattern[str]] = re.compile(r"[a-z](?:\)|(?!\w))")
+_UNIT_NAMED_RE: Final[re.Pattern[str]] = re.compile(_UNIT_NAMED, re.IGNORECASE)
 
 
 def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str, str]]:
@@ -674,10 +685,14 @@ def pinpoint(question: str, span: list[int] | tuple[int, int]) -> list[tuple[str
         position = match.end()
     separator = _SEPARATOR_RE.match(folded, position, end)
     listed = separator and (
-        _ITEM_NUMBER_RE.match(folded, separator.end(), end) or _ROMAN_ITEM_RE.match(folded, separator.end(), end)
+        _ITEM_NUMBER_RE.match(folded, separator.end(), end)
+        or _ROMAN_ITEM_RE.match(folded, separator.end(), end)
+        or (after and after[-1][0] == "letra" and _LETTER_ITEM_RE.match(folded, separator.end(), end))
+        or _UNIT_NAMED_RE.match(folded, separator.end(), end)
     )
     if listed:
-        return []  # a list ("38.1 y 38.3", "168.1 y 2", "473, III e IV"): no one subdivision
+        # a list ("38.1 y 38.3", "168.1 y 2", "473, III e IV", "letras a y b", "§ 6º e § 8º"): no one subdivision
+        return []
     before, _ = _units_before(folded, start)
     return after + before
 
@@ -943,7 +958,7 @@ class CitationGrammar:
         while head := _HEAD_RE.search(folded, position):
             group = self._parse_group(folded, original, head)
             if group is None:
-                position = head.start() + 1
+                position = _after_lawless_list(folded, head)
                 continue
             start, end, articles, law, scope = group
             found.extend((start, end, article, law, scope) for article in articles)
@@ -1271,6 +1286,17 @@ class CitationGrammar:
                 # constitution is replaced, not amended, under a new year), which the corpus does not hold
                 return _LawRef(None, f"{original[match.start('alias'):match.end('alias')]} de {year.group('year')}")
         return _LawRef(law_id, self._short_by_id.get(law_id, law_id) if law_id else as_written)
+
+def _after_lawless_list(folded: str, head: re.Match[str]) -> int:
+    """
+    Where to look for the next citation after a head that gave none: past the numbers of a bare head ("y 1, 2 y 3"
+    with no law after them), whose every later number shares the list's end and so its missing law (reading each
+    again made a long list quadratic: "§§ 1 e 1 e 1 ..."); else the next character.
+    """
+    if head.group("bare") is not None and (parsed := _parse_items(folded, head.end(), "articulo", words=False)):
+        return max(parsed[1], head.start() + 1)
+    return head.start() + 1
+
 
 def _parse_items(folded: str, position: int, kind: str, *, words: bool) -> tuple[list[str], int] | None:
     """A list of article numbers ("40, 41 y 42", "14 a 16", "primera y segunda") at `position`: keys and end."""

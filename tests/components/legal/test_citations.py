@@ -281,6 +281,15 @@ def test_long_runs_of_spaces_commas_and_section_signs_are_read_in_linear_time(gr
         assert subdivisions("e o " + "\u00a7" * 1000 + " 2º?") == ([("paragrafo", "2")], [4, 1007])
 
 
+def test_a_long_list_of_numbers_with_no_law_is_read_in_linear_time(grammar):
+    # every "e" / "y" before a number may start a citation ("... y el 39 del ET"): each one read the rest of the
+    # list again to find no law after it (an uploaded statute of 80,000 characters took over ten minutes)
+    with linear_time():
+        for text in ("art. 1, §§ " + "1 e " * 10_000 + "e " + "1 e " * 10_000, "el " + "1 y " * 20_000 + "fin"):
+            found = grammar.extract_references(text)
+            assert [r["article"] for r in found][:1] == (["1"] if text.startswith("art.") else [])
+
+
 def test_a_disposition_of_a_texto_refundido_s_approving_decree_is_the_decree_s(grammar):
     def read(text):
         return [(c["law_id"], c["article"]) for c in grammar.extract(text)]
@@ -361,6 +370,35 @@ def test_pinpoint_of_a_list_names_no_one_subdivision(grammar):
         assert pinpoint(text, found["span"]) == []
     text = "artículo 4.2 del RD 2720/1998"  # the norm's number is no second item
     assert pinpoint(text, grammar.extract(text)[0]["span"]) == [("apartado", "2")]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("CLT, art. 477, §§ 6º e 8º", ("DEL-5452-1943", "477")),
+        ("art. 477, §§ 6º, 8º e 9º da CLT", ("DEL-5452-1943", "477")),
+        ("art. 477, § 6º e § 8º, da CLT", ("DEL-5452-1943", "477")),
+        ("art. 7º, incisos XIII e XIV, da CF", ("CF88", "7")),
+        ("artículo 37, apartados 3 y 4, del ET", ("BOE-A-2015-11430", "37")),
+        ("art. 49, letras a y b, del ET", ("BOE-A-2015-11430", "49")),
+        ("art. 482, alíneas a e b, da CLT", ("DEL-5452-1943", "482")),
+        ("artículo 49.1.b) y c) del ET", ("BOE-A-2015-11430", "49")),
+    ],
+)
+def test_a_list_of_subdivisions_is_one_citation_of_its_article(grammar, text, expected):
+    # "§§ 6º e 8º" was read as art. 477 and art. 8 of the CLT, "apartados 3 y 4, del ET" as ET arts. 37 and 4, and
+    # "49.1.b) y c) del ET" lost its law: each names one article, and no one subdivision of it
+    found = grammar.extract(text, colloquial=True)
+    assert [(c["law_id"], c["article"]) for c in found] == [expected]
+    assert pinpoint(text, found[0]["span"]) == []
+
+
+def test_a_statute_s_list_of_subdivisions_adds_no_article():
+    text = "lo dispuesto en el artículo 17, apartados 2 y 3, de la Ley del Estatuto de los Trabajadores."
+    refs = CitationGrammar().extract_references(text)
+    assert [(r["law"], r["article"]) for r in refs] == [("ET", "17")]
+    text = "nos termos do art. 6º, caput e § 1º, da Lei nº 5.107, de 13 de setembro de 1966;"
+    assert [(r["law"], r["article"]) for r in CitationGrammar().extract_references(text)] == [("Lei nº 5.107", "6")]
 
 
 def test_cited_articles_puts_a_law_less_article_under_the_laws_the_question_names(grammar):
