@@ -46,7 +46,7 @@ from components.legal.citations import (
 from components.legal.conversation import previous_questions, read_with_previous
 from components.legal.ids import REPEALED, SPECIAL_REGIME, cited_exactly
 from components.legal.jurisdiction import country_readings, without_countries
-from components.legal.legal_text import blank_spans, split_sentences, unit_range
+from components.legal.legal_text import blank_spans, repealed_provision, split_sentences, unit_range
 from components.legal.spelling import correct_spelling
 from components.legal.terms import (
     asks_for_definition,
@@ -361,8 +361,12 @@ def _quote(sentences: list[str], positions: list[int]) -> str:
     The chosen sentences in their order in the article; a gap between non-adjacent ones is marked. Enumerators are
     left out ("2. ", "a) "), except on the items quoted right after the sentence introducing them ("deberán contener:
     a) La denominación ... b) La delimitación ...") or after it and a gap ("Constituem justa causa ...: […] b)
-    incontinência de conduta": the letter is the subdivision asked about).
+    incontinência de conduta": the letter is the subdivision asked about). A repealed provision's bare marker
+    ("(Revogado).") is left out when the quote has other sentences.
     """
+    # a provision emptied by a later norm ("a) (revogado);" in the § 6º of CLT art. 477) says nothing the question
+    # asked: left out (its place marked as a gap) unless the quote holds nothing else
+    positions = [p for p in positions if not repealed_provision(sentences[p])] or positions
     parts, listing = [_clean(sentences[positions[0]])], False
     for previous, position in zip(positions, positions[1:]):
         adjacent = position == previous + 1

@@ -598,6 +598,23 @@ def split_sentences(text: str, lang: str = "es") -> list[str]:
 # to the next line that opens one as deep or shallower. Spanish: apartado > regla (an ordinal item, "7.ª" of CE art.
 # 149.1) > letra; Brazilian: parágrafo > inciso > alínea (kind "letra").
 UNIT_DEPTH: Final[dict[str, int]] = {"apartado": 1, "paragrafo": 1, "regla": 2, "inciso": 2, "letra": 3}
+
+# the whole text of a provision a later norm repealed, vetoed or emptied, which statutes keep in place under its
+# marker: "§ 7º (Revogado).", "a) (revogado);", "XII - (VETADO)", "4. (Suprimido).", "2. (Derogado)", "(Sin contenido)"
+REPEALED_PROVISION_RE: Final[re.Pattern[str]] = re.compile(
+    r"^(?:§\s*\d+\s*[º°o]?\.?|Par[áa]grafo\s+[úu]nico\.?|[IVXLCDM]+\s*[-–—]|[a-z]\)|\d+(?:\s+bis)?\.)?\s*"
+    r"\((?P<kind>revogad[oa]s?|suprimid[oa]s?|vetad[oa]s?|derogad[oa]s?|sin\s+contenido)\)\s*[.;]?$",
+    re.IGNORECASE,
+)
+
+
+def repealed_provision(text: str) -> str | None:
+    """
+    How a provision whose whole text is a repeal marker was emptied ("revogado", "vetado", "suprimido", "derogado",
+    "sin contenido", lower-cased as written), None for a provision with text of its own.
+    """
+    match = REPEALED_PROVISION_RE.match(text.strip())
+    return " ".join(match.group("kind").lower().split()) if match else None
 # the marker a subdivision's first line opens with: "2. ", "7.ª ", "1.º ", "b) ", "§ 8º ", "Parágrafo único.",
 # "XVII - " (and "1.El", as some consolidated BOE texts write it without the space)
 _UNIT_MARKER_RE: Final[re.Pattern[str]] = re.compile(

@@ -9,7 +9,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.legal.access import owner_key
 from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, IN_FORCE, PREAMBLE, REPEALED, repeated_key
-from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key
+from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key, repealed_provision
 
 logger = logging.getLogger(__name__)
 
@@ -98,12 +98,6 @@ _BR_BARE_MARKER_RE: Final[re.Pattern[str]] = re.compile(
     r"^(?P<marker>§\s*\d+\s*[º°o]?\.?|Par[áa]grafo\s+[úu]nico\.?|[IVXLCDM]+\s*[-–—]|[a-z]\))?\s*(?P<end>[.;:,]?)$"
 )
 _BR_GONE_NOTE_RE: Final[re.Pattern[str]] = re.compile(r"^(Revogad[oa]|Suprimid[oa])s?\b", re.IGNORECASE)
-# the whole text of a repealed / vetoed provision, once its notes are gone
-_BR_REPEALED_LINE_RE: Final[re.Pattern[str]] = re.compile(
-    r"^(?:§\s*\d+\s*[º°o]?\.?|Par[áa]grafo\s+[úu]nico\.?|[IVXLCDM]+\s*[-–—]|[a-z]\))?\s*"
-    r"\((?P<kind>revogad[oa]s?|suprimid[oa]s?|vetad[oa]s?)\)\s*[.;]?$",
-    re.IGNORECASE,
-)
 
 
 def split_br_notes(line: str) -> tuple[str, list[str]]:
@@ -324,7 +318,8 @@ def _strip_br_notes(unit: _Unit, law_status: str) -> dict[str, Any]:
     unit.heading = split_br_notes(unit.heading)[0]
     unit.heading_path = [split_br_notes(heading)[0] for heading in unit.heading_path]
     extra: dict[str, Any] = {"amendments": list(dict.fromkeys(notes))} if notes else {}
-    kinds = [match.group("kind").lower()[:3] for match in map(_BR_REPEALED_LINE_RE.match, lines) if match]
+    # the whole text of a repealed / vetoed provision, once its notes are gone
+    kinds = [kind[:3] for kind in map(repealed_provision, lines) if kind]
     if law_status == IN_FORCE and kinds and len(kinds) == sum(1 for line in lines if line.strip()):
         extra["status"] = "vetoed" if set(kinds) == {"vet"} else REPEALED
     return extra

@@ -751,3 +751,17 @@ def test_a_conversation_turn_is_matched_read_with_the_questions_before_it():
     generated = AnswerGenerator(chat_generator=None).run(prompt=[], question="¿y si soy el padre?", documents=docs,
                                                          history=history)["replies"][0].text
     assert quotes(generated) == read
+
+
+def test_a_repealed_provision_s_bare_marker_is_left_out_of_a_quote():
+    # CLT art. 477 § 6º is followed by its alíneas "a) (revogado); b) (revogado)": the quote ended "... término do
+    # contrato. (revogado);", the letter stripped
+    blocks = _clt_blocks(("DEL-5452-1943", "477", 1))
+    assert "(revogado);" in blocks[0].content and "§ 7º (Revogado)." in blocks[0].content
+    answer = ExtractiveAnswer().run(question="qual o prazo do art. 477, § 6º, da CLT?", documents=blocks)["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    assert "até dez dias contados a partir do término do contrato.»" in quote and "(CLT, art. 477, § 6º)" in quote
+    assert "revogado" not in quote.lower()
+    # a paragraph that is nothing but its marker is quoted as it stands when it is what the question cites
+    seventh = ExtractiveAnswer().run(question="art. 477, § 7º, da CLT", documents=blocks)["answer"]
+    assert "«§ 7º (Revogado).»" in seventh

@@ -11,6 +11,7 @@ from components.legal.legal_text import (
     leading_cardinal,
     detect_language,
     detect_query_language,
+    repealed_provision,
     fold_accents,
     normalize_article_key,
     ordinal_to_int,
@@ -510,3 +511,21 @@ def test_blank_spans_replaces_each_span_by_one_space_and_a_shared_span_once():
 )
 def test_unshout_reads_a_text_typed_in_capitals_in_lower_case(text, expected):
     assert unshout(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("§ 7º (Revogado).", "revogado"),
+        ("a) (revogado);", "revogado"),
+        ("XII - (VETADO)", "vetado"),
+        ("4. (Suprimido).", "suprimido"),
+        ("2. (Derogado)", "derogado"),
+        ("(Sin contenido)", "sin contenido"),
+        ("Parágrafo único. (Revogada)", "revogada"),
+        ("§ 6º A entrega ... até dez dias (revogado o prazo anterior).", None),
+        ("a) Por mutuo acuerdo de las partes.", None),
+    ],
+)
+def test_repealed_provision_reads_a_provision_that_is_only_its_repeal_marker(text, kind):
+    assert repealed_provision(text) == kind
