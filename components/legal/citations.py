@@ -1287,6 +1287,7 @@ class CitationGrammar:
                 return _LawRef(None, f"{original[match.start('alias'):match.end('alias')]} de {year.group('year')}")
         return _LawRef(law_id, self._short_by_id.get(law_id, law_id) if law_id else as_written)
 
+
 def _after_lawless_list(folded: str, head: re.Match[str]) -> int:
     """
     Where to look for the next citation after a head that gave none: past the numbers of a bare head ("y 1, 2 y 3"

@@ -615,6 +615,8 @@ def repealed_provision(text: str) -> str | None:
     """
     match = REPEALED_PROVISION_RE.match(text.strip())
     return " ".join(match.group("kind").lower().split()) if match else None
+
+
 # the marker a subdivision's first line opens with: "2. ", "7.ª ", "1.º ", "b) ", "§ 8º ", "Parágrafo único.",
 # "XVII - " (and "1.El", as some consolidated BOE texts write it without the space)
 _UNIT_MARKER_RE: Final[re.Pattern[str]] = re.compile(
