@@ -246,6 +246,8 @@ _UNIT_ITEM: Final[str] = (
     rf"(?:{_ROMAN_ANY_CASE}|\d+(?:\.[\u00ba\u00aa](?!\w)|\s?[\u00ba\u00aa\u00b0])?|[a-z]\)"
     r"|[a-z](?!\w)|[\"\u201c\u201d'][a-z][\"\u201c\u201d']|unico)"
 )
+# between two items of a list of subdivisions: "6º e 8º", "3, 4 y 5", "b), c)"
+_UNIT_LIST_SEPARATOR: Final[str] = r"(?:\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e)\s+)"
 # apartado / letra / inciso / parágrafo after the article number: part of the citation, not of the key
 _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
     # "52.c)", "49.1.b", "37.3.b bis", "149.1.7.ª", "37.3 b"
@@ -255,13 +257,13 @@ _SUBDIVISION_RE: Final[re.Pattern[str]] = re.compile(
     # a subdivision word after a comma or a list word ("§ 6º e § 8º"); a plural one heads a list of its own items
     # ("§§ 6º e 8º", "apartados 3 y 4", "incisos I e II"), not of articles
     r"(?:[^\S\n]*(?:,[^\S\n]*|(?:y|e)[^\S\n]+)?(?:(?:apartados|parrafos|letras|incisos|numeros|\u00a7\u00a7+|paragrafos"
-    rf"|alineas)\s*{_UNIT_ITEM}(?:(?:\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e)\s+){_UNIT_ITEM})*"
+    rf"|alineas)\s*{_UNIT_ITEM}(?:{_UNIT_LIST_SEPARATOR}{_UNIT_ITEM})*"
     r"|(?:apartados?|apdos?\.?|reglas?|parrafos?|letras?|incisos?|inc\.?|numeros?|num\.|\u00a7+"
     rf"|paragrafos?|alineas?)\s*{_UNIT_ITEM})"
     rf"|\s*,\s*(?:{_ROMAN_BARE}|[a-z]\)|caput(?!\w))|[^\S\n]+{_ROMAN_BARE}"
     r"|\s+(?:y|e)\s+(?:siguientes|ss\.|seguintes)(?!\w)"
     rf"|\s+(?:y|e)\s+{_ROMAN_BARE}"  # "art. 473, III e IV, da CLT"
-    r"|(?:\s*,\s*(?:(?:y|e)\s+)?|\s+(?:y|e)\s+)[a-z]\)"  # "49.1.b) y c)": a letter in parentheses is no article
+    rf"|{_UNIT_LIST_SEPARATOR}[a-z]\)"  # "49.1.b) y c)": a letter in parentheses is no article
     r"|\s*,\s*(?:[a-z]|[\"\u201c\u201d'][a-z][\"\u201c\u201d'])(?=\s*,|\s+(?:do|da|de|del|dos|das)(?!\w)))*",
     re.IGNORECASE,
 )
@@ -743,22 +745,6 @@ _ARTICLE_ALONE_LEAD_RE: Final[re.Pattern[str]] = re.compile(
     rf"(?:(?:(?:el|la|o|a)\s+)?(?:{_UNIT_NAMED})\s*(?:del?|do|da)|el|o)\s+",
     re.IGNORECASE,
 )
-# a follow-up naming a letter alone: "¿y la c?", "e a d)?", "¿y la letra c?" (the whole question)
-_LETTER_ALONE_RE: Final[re.Pattern[str]] = re.compile(
-    r"[\s\u00bf\u00a1]*(?:(?:y|e)\s+)?(?:la|a)\s+(?:(?:letra|alinea)\s+)?(?P<letter>[a-z])\)?[\s?!.]*",
-    re.IGNORECASE,
-)
-
-
-def letter_alone(text: str) -> tuple[str, list[int]] | None:
-    """
-    The letter a follow-up question names alone, the whole question being "¿y la c?", "e a alínea d?" or "¿y la
-    letra c)?": the letter and its span; None for any other text. Right after a question that named a letter of an
-    article, it is that article's letter of the same name.
-    """
-    folded = _fold(unicodedata.normalize("NFC", text or ""))
-    match = _LETTER_ALONE_RE.fullmatch(folded)
-    return (match.group("letter").lower(), list(match.span("letter"))) if match else None
 _ARTICLE_ALONE_TAIL_RE: Final[re.Pattern[str]] = re.compile(r"(?P<unit>(?:\.\d+)*(?:\.?[a-z]\))?)[\s?!.]*", re.I)
 
 
@@ -779,6 +765,24 @@ def article_alone(text: str) -> tuple[str, list[int]] | None:
     if tail is None:
         return None
     return normalize_article_key(number.group(0)), [number.start(), number.end() + len(tail.group("unit"))]
+
+
+# a follow-up naming a letter alone: "¿y la c?", "e a d)?", "¿y la letra c?" (the whole question)
+_LETTER_ALONE_RE: Final[re.Pattern[str]] = re.compile(
+    r"[\s\u00bf\u00a1]*(?:(?:y|e)\s+)?(?:la|a)\s+(?:(?:letra|alinea)\s+)?(?P<letter>[a-z])\)?[\s?!.]*",
+    re.IGNORECASE,
+)
+
+
+def letter_alone(text: str) -> tuple[str, list[int]] | None:
+    """
+    The letter a follow-up question names alone, the whole question being "¿y la c?", "e a alínea d?" or "¿y la
+    letra c)?": the letter and its span; None for any other text. Right after a question that named a letter of an
+    article, it is that article's letter of the same name.
+    """
+    folded = _fold(unicodedata.normalize("NFC", text or ""))
+    match = _LETTER_ALONE_RE.fullmatch(folded)
+    return (match.group("letter").lower(), list(match.span("letter"))) if match else None
 
 
 # "¿y el siguiente?", "¿qué dice el artículo anterior?", "e o próximo artigo?", "o artigo seguinte": the whole
@@ -957,8 +961,8 @@ class CitationGrammar:
         position = 0
         while head := _HEAD_RE.search(folded, position):
             group = self._parse_group(folded, original, head)
-            if group is None:
-                position = _after_lawless_list(folded, head)
+            if group is None or isinstance(group, int):
+                position = max(group or 0, head.start() + 1)
                 continue
             start, end, articles, law, scope = group
             found.extend((start, end, article, law, scope) for article in articles)
@@ -1200,10 +1204,12 @@ class CitationGrammar:
 
     def _parse_group(
         self, folded: str, original: str, head: re.Match[str]
-    ) -> tuple[int, int, list[str], _LawRef, str] | None:
+    ) -> tuple[int, int, list[str], _LawRef, str] | int | None:
         """
         One citation group from a head: its span, the article keys, the law (None fields when absent) and how the
-        law is named (`REFERENCE_SCOPES`).
+        law is named (`REFERENCE_SCOPES`). None when the head starts no citation; the end of its numbers when it is a
+        bare head ("y 1, 2 y 3") with no law after them: every later number of that list shares its end and so its
+        missing law, and is not read again (reading each again made a long list quadratic: "§§ 1 e 1 e 1 ...").
         """
         bare = head.group("bare") is not None
         if head.group("dabbr") and not original[head.start("dabbr"):head.end("dabbr")].replace(".", "").isupper():
@@ -1217,7 +1223,7 @@ class CitationGrammar:
         tail = self._tail_re.match(folded, end)
         law = self._interpret(tail, original) if tail else None
         if bare and (law is None or not (law.law_id or law.law)):
-            return None  # "el 10 de mayo": a bare number needs a known law after it
+            return end  # "el 10 de mayo": a bare number needs a known law after it
         start = head.end() if bare else head.start()
         if tail and law:
             if law.law_id and self._approves(tail, law.law_id):
@@ -1286,17 +1292,6 @@ class CitationGrammar:
                 # constitution is replaced, not amended, under a new year), which the corpus does not hold
                 return _LawRef(None, f"{original[match.start('alias'):match.end('alias')]} de {year.group('year')}")
         return _LawRef(law_id, self._short_by_id.get(law_id, law_id) if law_id else as_written)
-
-
-def _after_lawless_list(folded: str, head: re.Match[str]) -> int:
-    """
-    Where to look for the next citation after a head that gave none: past the numbers of a bare head ("y 1, 2 y 3"
-    with no law after them), whose every later number shares the list's end and so its missing law (reading each
-    again made a long list quadratic: "§§ 1 e 1 e 1 ..."); else the next character.
-    """
-    if head.group("bare") is not None and (parsed := _parse_items(folded, head.end(), "articulo", words=False)):
-        return max(parsed[1], head.start() + 1)
-    return head.start() + 1
 
 
 def _parse_items(folded: str, position: int, kind: str, *, words: bool) -> tuple[list[str], int] | None:
