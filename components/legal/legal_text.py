@@ -599,10 +599,13 @@ def split_sentences(text: str, lang: str = "es") -> list[str]:
 # 149.1) > letra; Brazilian: parágrafo > inciso > alínea (kind "letra").
 UNIT_DEPTH: Final[dict[str, int]] = {"apartado": 1, "paragrafo": 1, "regla": 2, "inciso": 2, "letra": 3}
 
+# the marker a Brazilian provision's line opens with, as a consolidated text writes it: "§ 2º", "Parágrafo único.",
+# "I -", "a)"
+BR_PROVISION_MARKER: Final[str] = r"§\s*\d+\s*[º°o]?\.?|Par[áa]grafo\s+[úu]nico\.?|[IVXLCDM]+\s*[-–—]|[a-z]\)"
 # the whole text of a provision a later norm repealed, vetoed or emptied, which statutes keep in place under its
 # marker: "§ 7º (Revogado).", "a) (revogado);", "XII - (VETADO)", "4. (Suprimido).", "2. (Derogado)", "(Sin contenido)"
 REPEALED_PROVISION_RE: Final[re.Pattern[str]] = re.compile(
-    r"^(?:§\s*\d+\s*[º°o]?\.?|Par[áa]grafo\s+[úu]nico\.?|[IVXLCDM]+\s*[-–—]|[a-z]\)|\d+(?:\s+bis)?\.)?\s*"
+    rf"^(?:{BR_PROVISION_MARKER}|\d+(?:\s+bis)?\.)?\s*"
     r"\((?P<kind>revogad[oa]s?|suprimid[oa]s?|vetad[oa]s?|derogad[oa]s?|sin\s+contenido)\)\s*[.;]?$",
     re.IGNORECASE,
 )

@@ -9,7 +9,13 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.legal.access import owner_key
 from components.legal.ids import ADCT_PREFIX, APPROVAL_PREFIX, IN_FORCE, PREAMBLE, REPEALED, repeated_key
-from components.legal.legal_text import LATIN_SUFFIXES, fold_accents, normalize_article_key, repealed_provision
+from components.legal.legal_text import (
+    BR_PROVISION_MARKER,
+    LATIN_SUFFIXES,
+    fold_accents,
+    normalize_article_key,
+    repealed_provision,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -94,9 +100,7 @@ _BR_NOTE_RE: Final[re.Pattern[str]] = re.compile(
     re.IGNORECASE,
 )
 # what is left of a provision whose only text was a note: its marker ("§ 2º", "Parágrafo único.", "I -", "a)")
-_BR_BARE_MARKER_RE: Final[re.Pattern[str]] = re.compile(
-    r"^(?P<marker>§\s*\d+\s*[º°o]?\.?|Par[áa]grafo\s+[úu]nico\.?|[IVXLCDM]+\s*[-–—]|[a-z]\))?\s*(?P<end>[.;:,]?)$"
-)
+_BR_BARE_MARKER_RE: Final[re.Pattern[str]] = re.compile(rf"^(?P<marker>{BR_PROVISION_MARKER})?\s*(?P<end>[.;:,]?)$")
 _BR_GONE_NOTE_RE: Final[re.Pattern[str]] = re.compile(r"^(Revogad[oa]|Suprimid[oa])s?\b", re.IGNORECASE)
 
 
