@@ -111,6 +111,7 @@ EXTRACTIVE_TEXTS = {
     "pt": EXTRACTIVE_TEXTS_PT,
 }
 MAX_SENTENCE_CHARS = 500
+MAX_UNIT_CHARS = 3000  # a cited subdivision is quoted whole up to this many characters (a longer one, its beginning)
 MAX_LEAD_IN_DISTANCE = 12  # sentences between a list item and the lead-in it is quoted with, at most
 ARTICLE_MIN_RATIO = 0.5  # a 2nd or 3rd article is quoted only when its best sentence scores at least this share
 
@@ -360,7 +361,7 @@ def _quote(sentences: list[str], positions: list[int]) -> str:
     """
     The chosen sentences in their order in the article; a gap between non-adjacent ones is marked. Enumerators are
     left out ("2. ", "a) "), except on the items quoted right after the sentence introducing them ("deberán contener:
-    a) La denominación ... b) La delimitación ...") or after it and a gap ("Constituem justa causa ...: […] b)
+    a) La denominación ... b) La delimitación ...", an item's second paragraph between them) or after it and a gap ("Constituem justa causa ...: […] b)
     incontinência de conduta": the letter is the subdivision asked about). A repealed provision's bare marker
     ("(Revogado).") is left out when the quote has other sentences.
     """
@@ -374,8 +375,11 @@ def _quote(sentences: list[str], positions: list[int]) -> str:
         # after a gap, an item of the list the lead-in opens (not a later apartado: "4. No obstante ...")
         lead_list = _item_kind(sentences[previous + 1]) if previous + 1 < len(sentences) else None
         opened = parts[-1].endswith(":") and (adjacent or kind == lead_list)
-        listing = ((adjacent and listing) or opened) and kind is not None
-        parts.append((" " if adjacent else GAP_MARK) + _clean(sentences[position], keep_enumerator=listing))
+        # a list stays open across an item's second paragraph: "d) ... Cuando el cumplimiento ... e) Para ..."
+        listing = (adjacent and listing) or opened
+        parts.append(
+            (" " if adjacent else GAP_MARK) + _clean(sentences[position], keep_enumerator=listing and kind is not None)
+        )
     return "".join(parts)
 
 
@@ -399,8 +403,8 @@ class ExtractiveAnswer:
     A question asking for the whole wording of what it cites ("dame el texto completo del artículo 38", "transcreva o
     art. 7º na íntegra", `asks_for_full_text`) gets the cited articles whole, as written, and nothing else.
     A citation that names a subdivision ("art. 477, § 8º, da CLT", "artículo 38.2 del ET", "inciso XVII do art. 7º")
-    gets that subdivision quoted, from its first sentence (after the sentence that introduces an inciso or a letter),
-    across the article's parts, and cited as such: "(CLT, art. 477, § 8º)". So does the constitutional basis of a
+    gets that subdivision quoted whole (up to `MAX_UNIT_CHARS`; after the sentence that introduces an inciso or a
+    letter), across the article's parts, and cited as such: "(CLT, art. 477, § 8º)". So does the constitutional basis of a
     quoted article (`BasisExpander`: `meta["basis_units"]`), quoted right after it: "(CF88, art. 7º, XVI)".
 
     The reply ends with the `===META===` block `AnswerMetaParser` reads: `USED|<the quoted blocks>` and `DROP|ninguno`
@@ -435,7 +439,8 @@ class ExtractiveAnswer:
 
         :param max_articles: Most articles quoted (one quote each, from any of its blocks), unless the question cites
             more: every cited article is quoted.
-        :param max_sentences: Most sentences quoted from each article.
+        :param max_sentences: Most sentences quoted from each article (a subdivision the question cites is quoted
+            whole).
         :raises ValueError: A parameter is < 1.
         """
         if max_articles < 1 or max_sentences < 1:
@@ -744,11 +749,15 @@ class ExtractiveAnswer:
                 unit_scores = self._scores(read_with_previous(question, previous), {0: article_sentences[start:end]},
                                            language)[0]
                 chosen = [start + p for p in (self._best_positions(unit_scores) if any(unit_scores) else [0])]
-            elif _clean(article_sentences[start]).endswith(":"):
-                # a unit that opens a list ("3. ... por el tiempo siguiente:"): its items follow (`_with_items`)
-                chosen = [start]
             else:
-                chosen = list(range(start, min(end, start + self.max_sentences)))
+                # the subdivision cited, whole ("art. 37.3 ET" is every permit it lists, not the first); a longer
+                # one from its beginning, as far as `MAX_UNIT_CHARS` goes
+                chosen, size = [start], len(_clean(article_sentences[start]))
+                for position in range(start + 1, end):
+                    size += len(_clean(article_sentences[position]))
+                    if size > MAX_UNIT_CHARS:
+                        break
+                    chosen.append(position)
             positions = ([lead] if lead is not None else []) + chosen
             if not basis:
                 positions = _with_items(article_sentences, positions)

@@ -3,7 +3,7 @@ from haystack import Document, Pipeline
 from haystack.dataclasses import ChatMessage
 
 from components.extractors.citation_detector import CitationDetector
-from components.generators.extractive_answer import EXTRACTIVE_INTRO, ExtractiveAnswer, citation
+from components.generators.extractive_answer import EXTRACTIVE_INTRO, MAX_UNIT_CHARS, ExtractiveAnswer, citation
 from components.legal.terms import stems
 from components.validators.answer_meta_parser import AnswerMetaParser
 from tests.corpus_helpers import CE, CORPUS, ET_2015, markdown_article
@@ -208,6 +208,30 @@ def test_a_cited_subdivision_that_opens_a_list_is_quoted_with_its_items():
     assert "El contrato de trabajo se extinguirá: a) Por mutuo acuerdo de las partes. b) Por las causas" in answer[
         "answer"]
     assert "c) Por expiración del tiempo convenido." in answer["answer"]
+
+
+def test_a_cited_subdivision_is_quoted_whole_with_the_letter_of_each_item():
+    # ET art. 37.3 lists the paid leaves a) to g); before, "art. 37.3 ET" quoted its lead-in and a) alone, so a
+    # question on moving house (c) got the wedding leave
+    leaves = [_et("37", "Descanso semanal, fiestas y permisos")]
+    for question in ("art. 37.3 ET", "¿cuántos días me dan por mudanza según el artículo 37.3 del ET?"):
+        quote = _first_quote(question, leaves[0])
+        assert quote.startswith("- «La persona trabajadora, previo aviso y justificación, podrá ausentarse")
+        assert "c) Un día por traslado del domicilio habitual." in quote
+        # e) follows two paragraphs of d) that are no item: its letter is kept all the same
+        assert "en la empresa. e) Para realizar funciones sindicales" in quote
+        assert "g) Hasta cuatro días por imposibilidad de acceder" in quote
+        assert "4. " not in quote and "lactancia" not in quote  # apartado 4 is not quoted
+        assert quote.endswith("(ET, art. 37, apartado 3)")
+
+
+def test_a_cited_subdivision_longer_than_the_limit_is_quoted_from_its_beginning_up_to_it():
+    sentences = [f"Regla número {i} del apartado sobre la materia{' que se alarga' * 40}." for i in range(1, 11)]
+    block = _block("ET", "99", "Artículo 99. Largo.\n\n1. Primero.\n\n2. " + " ".join(sentences) + "\n\n3. Fin.")
+    quote = _first_quote("art. 99.2 ET", block)
+    kept = [i for i in range(1, 11) if f"Regla número {i} " in quote]
+    assert kept == list(range(1, len(kept) + 1)) and 1 < len(kept) < 10  # its beginning, in order
+    assert len(quote) <= MAX_UNIT_CHARS + 100 and "Fin." not in quote and "Primero." not in quote
 
 
 def test_a_cited_subdivision_the_article_does_not_have_is_said_before_the_article():

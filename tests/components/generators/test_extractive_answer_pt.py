@@ -77,6 +77,16 @@ def test_a_cited_paragraph_is_quoted_and_cited_as_such(br, question):
     assert quote.endswith("(CLT, art. 477, § 8º)")
 
 
+def test_a_cited_paragraph_that_opens_lists_is_quoted_with_every_item(br):
+    # CF88 art. 14, § 1º: voting is compulsory (I) and optional (II a-c: from 16); before, the quote ended at "II -
+    # facultativos para:", without whom it is optional for
+    answer = ExtractiveAnswer().run(question="art. 14, § 1º, da CF", documents=[br[("CF88", "14")]])["answer"]
+    quote = next(line for line in answer.splitlines() if line.startswith("- «"))
+    assert quote.startswith("- «§ 1º O alistamento eleitoral e o voto são: I - obrigatórios para os maiores de")
+    assert "II - facultativos para: a) os analfabetos; b) os maiores de setenta anos; c) os maiores de dezesseis" in quote
+    assert "§ 2º" not in quote and quote.endswith("(CF88, art. 14, § 1º)")
+
+
 def test_a_subdivision_the_article_lacks_quotes_the_article_as_usual(br):
     answer = ExtractiveAnswer().run(question="art. 477, § 99, da CLT", documents=[br[("CLT", "477")]])["answer"]
     quote = next(line for line in answer.splitlines() if line.startswith("- «"))
