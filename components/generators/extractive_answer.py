@@ -711,7 +711,8 @@ class ExtractiveAnswer:
         """
         The articles whose citation names a subdivision found in their text: per (law_id, article), the blocks the
         quote comes from (the one opening the unit first), the article's sentences (its parts in order), the
-        positions to quote (the introducing sentence, then the unit's first `max_sentences`) and the subdivision.
+        positions to quote (the introducing sentence, then the unit whole, up to `MAX_UNIT_CHARS`) and the
+        subdivision.
         Then the constitutional bases (`BasisExpander`) that no citation pinned: the introducing sentence, then the
         unit's `max_sentences` that share most with the question, read with `previous` (the questions before it) in
         a conversation (none shares a word: its first, which states the right).

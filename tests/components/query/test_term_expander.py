@@ -184,6 +184,13 @@ def test_daily_working_hours_in_everyday_words_get_the_statutes_words():
         ("votar é obrigatório no Brasil?", "alistamento eleitoral voto obrigatórios"),
         ("¿es obligatorio votar en España?", "derecho a participar en los asuntos públicos"),
         ("quais dados sobre mim o governo pode ter?", "habeas data"),
+        # a death said with a verb, the hours of a year, the pieces of protective equipment, the medical check-ups
+        ("¿cuántos días me dan si se muere mi padre?", "fallecimiento"),
+        ("mi madre falleció ayer, ¿tengo permiso?", "fallecimiento"),
+        ("el convenio dice 1750 horas al año, ¿es legal?", "jornada máxima cómputo anual"),
+        ("mi jefe no me da el casco ni las botas, ¿es obligación suya?", "equipos de protección individual"),
+        ("¿la empresa me puede obligar a hacerme un reconocimiento médico?", "vigilancia de la salud"),
+        ("posso ser obrigado a me associar a um sindicato?", "filiar-se filiado"),
     ],
 )
 def test_everyday_words_for_a_dismissal_s_form_work_age_the_king_paternity_and_disconnection(query, terms):
