@@ -191,6 +191,9 @@ def test_daily_working_hours_in_everyday_words_get_the_statutes_words():
         ("mi jefe no me da el casco ni las botas, ¿es obligación suya?", "equipos de protección individual"),
         ("¿la empresa me puede obligar a hacerme un reconocimiento médico?", "vigilancia de la salud"),
         ("posso ser obrigado a me associar a um sindicato?", "filiar-se filiado"),
+        ("¿cuántos días de lactancia tengo?", "hora de ausencia"),
+        ("¿cuánto me tienen que avisar antes de acabar el contrato temporal?", "preaviso"),
+        ("me han despedido por email, ¿vale?", "notificado por escrito"),
     ],
 )
 def test_everyday_words_for_a_dismissal_s_form_work_age_the_king_paternity_and_disconnection(query, terms):
