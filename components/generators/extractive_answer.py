@@ -563,6 +563,11 @@ class ExtractiveAnswer:
         # art. 59") are left out of the sentence scoring, they would favour any block that merely names the law or
         # has a paragraph of that number
         previous = previous_questions(history)
+        if previous:
+            # the earlier questions read without their citations too: "¿y el 39?" after "¿qué dice el artículo 38
+            # del ET?" would otherwise favour every block that mentions an article 38
+            spans = [with_units_before(previous, c["span"]) for c in self._citations.extract(previous)]
+            previous = blank_spans(previous, spans) if spans else previous
         pinned, absent_units = self._pinned(question, found_citations, documents, sentences, language, previous)
         # a subdivision the cited article does not have ("art. 7º, inciso CXX, da CF"): said, before the article
         if absent_units:

@@ -777,6 +777,23 @@ def test_a_conversation_turn_is_matched_read_with_the_questions_before_it():
     assert quotes(generated) == read
 
 
+def test_a_follow_up_citing_another_article_quotes_it_as_the_same_question_asked_alone_does():
+    # "¿y el 39?" after "¿qué dice el artículo 38 del ET?": the earlier question's "38" was read as a word of the turn,
+    # so a block that mentions an article 38 was quoted after ET 39
+    mobility = _et("39", "Movilidad funcional")
+    mentions = _block("ET", "82", "Artículo 82. Concepto y eficacia.\n\n1. Lo dispuesto en el artículo 38 sobre el "
+                      "calendario de vacaciones se aplicará según el convenio colectivo.")
+    history = [ChatMessage.from_user("¿qué dice el artículo 38 del ET?"),
+               ChatMessage.from_assistant("«El periodo de vacaciones anuales retribuidas ...» (ET, art. 38)")]
+    cited = [{"law_id": "BOE-A-2015-11430", "law": "ET", "article": "39", "text": "39", "span": [6, 8],
+              "from_history": True}]
+    turn = ExtractiveAnswer().run(question="¿y el 39?", documents=[mobility, mentions], citations=cited,
+                                  history=history)["answer"]
+    alone = ExtractiveAnswer().run(question="¿qué dice el artículo 39 del ET?", documents=[mobility, mentions])
+    assert "(ET, art. 82)" not in turn and "(ET, art. 39)" in turn
+    assert turn.split("\n\n")[1] == alone["answer"].split("\n\n")[1]
+
+
 def test_a_repealed_provision_s_bare_marker_is_left_out_of_a_quote():
     # CLT art. 477 § 6º is followed by its alíneas "a) (revogado); b) (revogado)": the quote ended "... término do
     # contrato. (revogado);", the letter stripped
