@@ -185,8 +185,11 @@ class DecomposeQuery:
       it only: the carried blocks alone, graded by `CRAGRouter` on their
       similarity to words that name no matter, were refused as off-topic.
     - With the conversation alone (what a plain OpenAI-compatible chat client sends), the turn is searched under
-      both readings, as written and read with the question before it, and `MultiQueryRetriever` fuses the two
-      rankings; a turn that asks nothing new, or names one thing only, is searched read with the question before it.
+      both readings, read with the question before it and as written, and `MultiQueryRetriever` fuses the two
+      rankings; the conversation's reading comes first, so that its best block wins when each reading ranks a
+      different block first (as written, "e posso vender uma parte?" after a question on holidays finds the
+      Union's share of taxes); a turn that asks nothing new, or names one thing only, is searched read with the
+      question before it.
     - With carried-over blocks but no conversation: the turn's keywords plus their statutory terms.
     "The question before it" is, from the third turn on, the last two user questions: a third turn often goes on
     from a follow-up ("¿cuántos días de vacaciones tengo? / ¿y si me despiden antes de disfrutarlas? / ¿me las
@@ -431,8 +434,9 @@ class DecomposeQuery:
 
         A turn of a conversation (`previous`: what it goes on from, `previous_questions`: the last user question,
         from the third turn on the last two):
-        - without carried-over blocks: the turn as written, then the turn read with `previous`, for the retriever
-          to fuse; a turn that asks nothing new (only words that ask to go on): read with `previous` only;
+        - without carried-over blocks: the turn read with `previous`, then the turn as written, for the retriever
+          to fuse (the first query's best block wins a tie of the two rankings' first ranks); a turn that asks
+          nothing new (only words that ask to go on): read with `previous` only;
         - with them (`carryover`): the turn read with `previous`, then one query per concept, its keywords plus
           their statutory terms; nothing new: read with `previous` only;
         - either way, a turn naming only a country ("¿y en Brasil?"): `previous` without its countries, read with
@@ -459,7 +463,7 @@ class DecomposeQuery:
             # one word ("pagar", "padre") is no matter: searched alone, it finds any article that has the word
             return [read_with_previous(query, previous)]
         if previous is not None and not carryover:
-            return dedup([" ".join(query.split()), read_with_previous(query, previous)])[:limit]
+            return dedup([read_with_previous(query, previous), " ".join(query.split())])[:limit]
         queries = []
         for concept, words in zip(concepts, keywords):
             if words:
