@@ -442,11 +442,12 @@ def test_ask_answers_extractively_with_citations_and_carryover(indexed, no_llm):
         assert follow["fallbacks"]["decompose"] is False  # the LLM is not asked about a follow-up by default
         assert follow["trace"]["queries"][0] == "¿contrato de interinidad? ¿Y cuánto dura?"  # read with the question before
         # the conversation without the previous answer's blocks (a plain OpenAI chat client): both readings of a turn
-        # that names two things; one word ("dura") names no matter, and is read with the question before it only
+        # that names two things, the conversation's first; one word ("dura") names no matter, and is read with the
+        # question before it only
         conversation = [ChatMessage.from_user("¿contrato de interinidad?"), ChatMessage.from_assistant(result["answer"])]
         chat = lex.ask("¿Y cuánto dura como máximo?", history=conversation)
         assert chat["trace"]["queries"] == [
-            "¿Y cuánto dura como máximo?", "¿contrato de interinidad? ¿Y cuánto dura como máximo?"]
+            "¿contrato de interinidad? ¿Y cuánto dura como máximo?", "¿Y cuánto dura como máximo?"]
         assert chat["route"] == "ACCEPT" and chat["citations"][0]["law_id"] == "BOE-A-1999-346"
         short = lex.ask("¿Y cuánto dura?", history=conversation)
         assert short["trace"]["queries"] == ["¿contrato de interinidad? ¿Y cuánto dura?"]
