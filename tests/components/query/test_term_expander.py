@@ -196,6 +196,8 @@ def test_daily_working_hours_in_everyday_words_get_the_statutes_words():
         ("me han despedido por email, ¿vale?", "notificado por escrito"),
         ("quanto tempo tenho para entrar com processo trabalhista?", "prescrição"),
         ("a empresa pode mudar meu horário sem me avisar?", "mútuo consentimento"),
+        ("¿pueden bajarme de categoría?", "movilidad funcional funciones inferiores"),
+        ("¿puedo trabajar para otra empresa a la vez?", "concurrencia desleal"),
     ],
 )
 def test_everyday_words_for_a_dismissal_s_form_work_age_the_king_paternity_and_disconnection(query, terms):
