@@ -361,9 +361,9 @@ def _quote(sentences: list[str], positions: list[int]) -> str:
     """
     The chosen sentences in their order in the article; a gap between non-adjacent ones is marked. Enumerators are
     left out ("2. ", "a) "), except on the items quoted right after the sentence introducing them ("deberán contener:
-    a) La denominación ... b) La delimitación ...", an item's second paragraph between them) or after it and a gap ("Constituem justa causa ...: […] b)
-    incontinência de conduta": the letter is the subdivision asked about). A repealed provision's bare marker
-    ("(Revogado).") is left out when the quote has other sentences.
+    a) La denominación ... b) La delimitación ...", an item's second paragraph between them) or after it and a gap
+    ("Constituem justa causa ...: […] b) incontinência de conduta": the letter is the subdivision asked about). A
+    repealed provision's bare marker ("(Revogado).") is left out when the quote has other sentences.
     """
     # a provision emptied by a later norm ("a) (revogado);" in the § 6º of CLT art. 477) says nothing the question
     # asked: left out (its place marked as a gap) unless the quote holds nothing else
@@ -404,8 +404,8 @@ class ExtractiveAnswer:
     art. 7º na íntegra", `asks_for_full_text`) gets the cited articles whole, as written, and nothing else.
     A citation that names a subdivision ("art. 477, § 8º, da CLT", "artículo 38.2 del ET", "inciso XVII do art. 7º")
     gets that subdivision quoted whole (up to `MAX_UNIT_CHARS`; after the sentence that introduces an inciso or a
-    letter), across the article's parts, and cited as such: "(CLT, art. 477, § 8º)". So does the constitutional basis of a
-    quoted article (`BasisExpander`: `meta["basis_units"]`), quoted right after it: "(CF88, art. 7º, XVI)".
+    letter), across the article's parts, and cited as such: "(CLT, art. 477, § 8º)". So does the constitutional
+    basis of a quoted article (`BasisExpander`: `meta["basis_units"]`), quoted right after it: "(CF88, art. 7º, XVI)".
 
     The reply ends with the `===META===` block `AnswerMetaParser` reads: `USED|<the quoted blocks>` and `DROP|ninguno`
     (with no documents: `USED|` and `DROP|ninguno`, which parses as valid metadata with nothing used).

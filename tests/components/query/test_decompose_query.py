@@ -353,7 +353,9 @@ def test_a_conversation_turn_is_searched_as_written_and_read_with_the_question_b
     result = decomposer.run(query=follow_up, history=history)
     assert result["queries"] == [read_with_previous, follow_up] and result["trace"]["mode"] == "follow_up"
     assert decomposer.run(query="¿Cuánto dura el periodo de prueba?", history=history)["queries"] == [
-        "¿Cuántos días de vacaciones tengo al año? ¿Cuánto dura el periodo de prueba?", "¿Cuánto dura el periodo de prueba?"]
+        "¿Cuántos días de vacaciones tengo al año? ¿Cuánto dura el periodo de prueba?",
+        "¿Cuánto dura el periodo de prueba?",
+    ]
     # with the previous answer's blocks carried over: read with the question before it, then its keywords
     carried = decomposer.run(query=follow_up, history=history, carryover=["c1"])["queries"]
     assert carried[0] == read_with_previous and len(carried) > 1 and "pagar" in carried[1]
