@@ -139,6 +139,11 @@ def _clean(sentence: str, *, keep_enumerator: bool = False) -> str:
     return text if len(text) <= MAX_SENTENCE_CHARS else text[:MAX_SENTENCE_CHARS].rsplit(" ", 1)[0] + "…"
 
 
+def _without_citations(text: str, citations: list[dict[str, Any]]) -> str:
+    """`text` with each citation blanked, with the subdivision named before it ("§ 1º do art. 59 da CLT")."""
+    return blank_spans(text, [with_units_before(text, c["span"]) for c in citations])
+
+
 def _checked_citations(citations: Any, question: str) -> list[dict[str, Any]]:
     """
     `citations` as given, after checking they can be read: a list of dicts, each with a `span` (start, end) inside
@@ -566,13 +571,12 @@ class ExtractiveAnswer:
         if previous:
             # the earlier questions read without their citations too: "¿y el 39?" after "¿qué dice el artículo 38
             # del ET?" would otherwise favour every block that mentions an article 38
-            spans = [with_units_before(previous, c["span"]) for c in self._citations.extract(previous)]
-            previous = blank_spans(previous, spans) if spans else previous
+            previous = _without_citations(previous, self._citations.extract(previous))
         pinned, absent_units = self._pinned(question, found_citations, documents, sentences, language, previous)
         # a subdivision the cited article does not have ("art. 7º, inciso CXX, da CF"): said, before the article
         if absent_units:
             notice += [neutralize(ABSENT_UNIT_NOTES[language].format(units="; ".join(absent_units))), ""]
-        question = blank_spans(question, [with_units_before(question, c["span"]) for c in found_citations])
+        question = _without_citations(question, found_citations)
         # its words misspelled as they sound read as the words they sound like, as the retrieval read them: a
         # sentence on "vacaciones" matches "bacaciones"
         question = correct_spelling(question)[0]
