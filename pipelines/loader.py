@@ -27,6 +27,7 @@ PRUNING_WRITER_TYPE = "components.writers.pruning_writer.PruningDocumentWriter"
 INDEXING_WRITER_TYPES = (PRUNING_WRITER_TYPE, "haystack.components.writers.document_writer.DocumentWriter")
 METADATA_ROUTER_TYPE = "haystack.components.routers.metadata_router.MetadataRouter"
 OPENSEARCH_WRITER_NAME = "opensearch_writer"
+OPENSEARCH_ROUTER_NAME = "opensearch_router"  # the child chunks, for the OpenSearch writer
 OPENSEARCH_RRF_K = 60  # RRF rank constant of the dense + OpenSearch BM25 fusion (the k=60)
 
 
@@ -112,24 +113,28 @@ def _add_opensearch_writer(data: dict[str, Any], settings: Settings) -> None:
         spec.get("type") in INDEXING_WRITER_TYPES for spec in components.values()
     ):
         return
-    routers = [
-        name
-        for name, spec in components.items()
-        if spec.get("type") == METADATA_ROUTER_TYPE
-        and "children" in (spec.get("init_parameters", {}).get("rules") or {})
+    writers = {name for name, spec in components.items() if spec.get("type") in INDEXING_WRITER_TYPES}
+    senders = [
+        c["sender"] for c in data.get("connections", [])
+        if c.get("receiver", "").partition(".")[0] in writers and c["receiver"].endswith(".documents")
     ]
-    if len(routers) != 1:
+    if len(set(senders)) != 1:
         raise ValueError(
-            "LEXHAY_OPENSEARCH_URL is set, but the indexing pipeline needs exactly one MetadataRouter with a "
-            f"'children' output to send the child chunks to OpenSearch; found {routers or 'none'}"
+            "LEXHAY_OPENSEARCH_URL is set, but the indexing pipeline needs exactly one component sending documents "
+            f"to its writer, whose child chunks go to OpenSearch too; found {sorted(set(senders)) or 'none'}"
         )
+    components[OPENSEARCH_ROUTER_NAME] = {
+        "type": METADATA_ROUTER_TYPE,
+        "init_parameters": {"rules": {"children": {"field": "meta.level", "operator": "==", "value": "child"}}},
+    }
     components[OPENSEARCH_WRITER_NAME] = {
         "type": PRUNING_WRITER_TYPE,
         "init_parameters": {"document_store": _opensearch_store_dict(settings), "strip_embeddings": True},
     }
-    data.setdefault("connections", []).append(
-        {"sender": f"{routers[0]}.children", "receiver": f"{OPENSEARCH_WRITER_NAME}.documents"}
-    )
+    data.setdefault("connections", []).extend([
+        {"sender": senders[0], "receiver": f"{OPENSEARCH_ROUTER_NAME}.documents"},
+        {"sender": f"{OPENSEARCH_ROUTER_NAME}.children", "receiver": f"{OPENSEARCH_WRITER_NAME}.documents"},
+    ])
 
 
 def _chat_generator_dict(settings: Settings | None = None) -> dict[str, Any] | None:

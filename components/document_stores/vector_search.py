@@ -110,6 +110,48 @@ def similarity_by_id(
     return {hit.id: float(hit.score) for hit in hits if hit.score is not None}
 
 
+def best_passage_similarity(
+    document_store: Any,
+    embedding: list[float],
+    parent_ids: list[str],
+    *,
+    filters: dict[str, Any] | None = None,
+    per_parent: int = 8,
+) -> dict[str, float]:
+    """
+    The best similarity of a query vector to the passages (child chunks with a dense vector) of each parent block.
+
+    One dense search restricted to the children of `parent_ids`, reading no payload on the embedded store (the
+    hits carry their `parent_id` alone). Up to `per_parent` hits per parent are read, best first, so each parent's
+    best passage is among them unless its passages rank below `per_parent * len(parent_ids)` others.
+
+    :param document_store: An `EdgeDocumentStore` or a qdrant-haystack `QdrantDocumentStore`.
+    :param embedding: The query vector.
+    :param parent_ids: Parent block ids.
+    :param filters: Haystack filters the children must also pass.
+    :param per_parent: Hits read per parent.
+    :returns: parent id -> best passage similarity, for each parent with at least one passage vector.
+    """
+    unique = list(dict.fromkeys(parent_ids))
+    if not unique:
+        return {}
+    restriction = and_filters(
+        {"operator": "AND", "conditions": [
+            {"field": "meta.level", "operator": "==", "value": "child"},
+            {"field": "meta.parent_id", "operator": "in", "value": unique},
+        ]},
+        filters,
+    )
+    request = {"mode": "dense", "embedding": list(embedding), "filters": restriction, "top_k": per_parent * len(unique)}
+    meta_fields = ["parent_id"] if hasattr(document_store, "query_batch") else None
+    best: dict[str, float] = {}
+    for hit in search_batch(document_store, [request], meta_fields=meta_fields)[0]:
+        parent = hit.meta.get("parent_id")
+        if parent is not None and hit.score is not None and float(hit.score) > best.get(parent, float("-inf")):
+            best[parent] = float(hit.score)
+    return best
+
+
 def stored_vectors(document_store: Any, ids: list[str]) -> dict[str, tuple[dict[str, Any], list[float] | None]]:
     """
     The meta and the stored dense vector of each of `ids` the store holds.

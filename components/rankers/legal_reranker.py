@@ -16,6 +16,7 @@ from components.legal.ids import (
     IN_FORCE,
     LEFT_OUT,
     PARTIALLY_REPEALED,
+    PASSAGE_SCORE,
     PREAMBLE,
     REPEALED,
     SPECIAL_REGIME,
@@ -78,7 +79,9 @@ class LegalReranker:
       carry `meta["dense_score"]` (the cosine of the query and the block's stored full-length vector, which
       `HybridRetriever` records for every fused block), it is blended in as the `embedding` backend blends its
       cosine: `retrieval_blend * retrieval + (1 - retrieval_blend) * cosine`, each over the best candidate's
-      (0.5 by default): the `embedding` relevance without embedding anything at query time.
+      (0.5 by default): the `embedding` relevance without embedding anything at query time. A block that also
+      carries `meta["passage_score"]` (its best passage's similarity, from late-chunked child vectors) takes as
+      its cosine `(1 - passage_share) * dense + passage_share * passage`.
     - `embedding` (the best offline backend on the dev sets, benchmarks/README.md): cosine of the query and each
       whole block re-embedded per query by the dense model (`max_length` 512 tokens), blended half and half with
       the retrieval score (`retrieval_blend` 0.5): what the stored full-length vectors now give at no query cost.
@@ -172,6 +175,7 @@ class LegalReranker:
         vigencia_weight: float = 0.05,
         today: str | None = None,
         retrieval_blend: float | None = None,
+        passage_share: float = 0.5,
         model: str | None = None,
         chat_generator: Any | None = None,
         batch_size: int = 16,
@@ -203,6 +207,12 @@ class LegalReranker:
             score beside the stored dense cosine (`meta["dense_score"]`; 1.0 = the fused score alone). `None`: the
             default chosen on the dev sets, 0.5 for `embedding` and `retrieval` (see above), 0.0 (the backend
             alone) for the others.
+        :param passage_share: For `retrieval`: the share of the block's best passage similarity
+            (`meta["passage_score"]`, late-chunked child vectors) in its dense similarity, the whole block's
+            (`meta["dense_score"]`) being the rest; a block without a passage score keeps its whole-block one.
+            A question in the words of one paragraph of a long article is close to that paragraph and less to the
+            article's mean; a colloquial one is about the whole article. Half and half: the dev sets are level
+            from 0.2 to 0.6 (benchmarks/README.md). 0 ignores the passages.
         :param model: `cross_encoder`: the cross-encoder (local folder, registry or hub name; required).
             `embedding`: the dense model (`None` = the deployment's embedder, as the retrieval pipeline's).
         :param chat_generator: `llm`: the Haystack chat generator (required for that backend).
@@ -242,6 +252,8 @@ class LegalReranker:
             dt.date.fromisoformat(today)  # raises ValueError with the offending value
         if retrieval_blend is not None and not 0.0 <= retrieval_blend <= 1.0:
             raise ValueError(f"retrieval_blend must be in [0, 1], got {retrieval_blend}")
+        if not 0.0 <= passage_share <= 1.0:
+            raise ValueError(f"passage_share must be in [0, 1], got {passage_share}")
         if relevance == "cross_encoder" and not model:
             raise ValueError("relevance='cross_encoder' needs `model`: a local cross-encoder folder or a hub name")
         if relevance == "llm" and chat_generator is None:
@@ -261,6 +273,7 @@ class LegalReranker:
         self.vigencia_weight = vigencia_weight
         self.today = today
         self.retrieval_blend = retrieval_blend
+        self.passage_share = passage_share
         self.model = model
         self.chat_generator = chat_generator
         self.batch_size = batch_size
@@ -299,6 +312,14 @@ class LegalReranker:
             )
         return None
 
+    def _dense_similarity(self, meta: dict[str, Any]) -> float:
+        """A block's dense similarity: the whole block's, blended with its best passage's when it has one."""
+        block = float(meta.get(DENSE_SCORE) or 0.0)
+        passage = meta.get(PASSAGE_SCORE)
+        if not isinstance(passage, (int, float)) or DENSE_SCORE not in meta:
+            return block
+        return (1.0 - self.passage_share) * block + self.passage_share * float(passage)
+
     def to_dict(self) -> dict[str, Any]:
         """Serialize this component to a dictionary."""
         return default_to_dict(
@@ -311,6 +332,7 @@ class LegalReranker:
             vigencia_weight=self.vigencia_weight,
             today=self.today,
             retrieval_blend=self.retrieval_blend,
+            passage_share=self.passage_share,
             model=self.model,
             chat_generator=generator_to_dict(self.chat_generator),
             batch_size=self.batch_size,
@@ -403,7 +425,7 @@ class LegalReranker:
             relevance = self._blend(raw, retrieval, stats)
         elif any(isinstance(d.meta.get(DENSE_SCORE), (int, float)) for d in head):
             # the stored full-length block vectors' cosine, recorded by retrieval: blended like `embedding`'s
-            cosines = [max(0.0, float(d.meta.get(DENSE_SCORE) or 0.0)) for d in head]
+            cosines = [max(0.0, self._dense_similarity(d.meta)) for d in head]
             relevance = self._blend(cosines, retrieval, stats)
             stats["path"] = "retrieval+dense"
         today = dt.date.fromisoformat(self.today) if self.today else dt.date.today()

@@ -4,10 +4,14 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.document_stores.vector_search import similarity_by_id, supports_vector_search
+from components.document_stores.vector_search import (
+    best_passage_similarity,
+    similarity_by_id,
+    supports_vector_search,
+)
 from components.legal.access import and_filters
 from components.legal.answer_format import block_part
-from components.legal.ids import DENSE_SCORE, PARENT_FILTER, parent_key
+from components.legal.ids import DENSE_SCORE, PARENT_FILTER, PASSAGE_SCORE, parent_key
 
 logger = logging.getLogger(__name__)
 
@@ -27,7 +31,9 @@ class BlockFetcher:
       that public name is kept, the ids are parent block ids); a parent is returned as is, a child id is replaced
       by its parent (`meta["parent_id"]`). Unknown ids are skipped with a log line. These blocks carry
       `meta["carried_over"] = True` and, given the new question's `query_embedding`, their own dense similarity
-      to it in `meta["dense_score"]` (read from the stored block vectors by one dense search restricted to them):
+      to it in `meta["dense_score"]` (read from the stored block vectors by one dense search restricted to them)
+      and their best passage's in `meta["passage_score"]` (their children's late-chunked vectors), as the
+      retriever records them for the blocks it finds, so the re-ranker weighs both kinds of block alike:
       `CRAGRouter` grades a carried-over block on that, never on its fixed score, so carried-over ids cannot by
       themselves make an off-topic question look answerable.
     - `select`: Haystack filters (e.g. a detected citation: `law_id` + `article`), AND-ed with
@@ -115,9 +121,10 @@ class BlockFetcher:
             similarity = self._similarity([d.id for d in carried], query_embedding, filters)
             for doc in carried:
                 meta = {**doc.meta, "carried_over": True}
-                meta.pop(DENSE_SCORE, None)  # only a similarity to this question counts
-                if doc.id in similarity:
-                    meta[DENSE_SCORE] = similarity[doc.id]
+                for key in (DENSE_SCORE, PASSAGE_SCORE):
+                    meta.pop(key, None)  # only a similarity to this question counts
+                    if doc.id in similarity[key]:
+                        meta[key] = similarity[key][doc.id]
                 found.setdefault(doc.id, Document(id=doc.id, content=doc.content, meta=meta, score=doc.score))
         if select:
             selected = self.document_store.filter_documents(and_filters(select, PARENT_FILTER, filters))
@@ -140,15 +147,22 @@ class BlockFetcher:
 
     def _similarity(
         self, ids: list[str], query_embedding: list[float] | None, filters: dict[str, Any] | None
-    ) -> dict[str, float]:
-        """Dense similarity of blocks `ids` to the query, from their stored vectors (one search restricted to them)."""
+    ) -> dict[str, dict[str, float]]:
+        """
+        Dense similarity of blocks `ids` to the query from their stored vectors (`dense_score`), and of their best
+        passage (`passage_score`), as `HybridRetriever` records them for the blocks it finds.
+        """
+        none: dict[str, dict[str, float]] = {DENSE_SCORE: {}, PASSAGE_SCORE: {}}
         if not ids or not query_embedding or not supports_vector_search(self.document_store):
-            return {}
+            return none
         try:
-            return similarity_by_id(self.document_store, query_embedding, ids, filters=filters)
+            return {
+                DENSE_SCORE: similarity_by_id(self.document_store, query_embedding, ids, filters=filters),
+                PASSAGE_SCORE: best_passage_similarity(self.document_store, query_embedding, ids, filters=filters),
+            }
         except ValueError as error:  # e.g. an embedding of another model's dimension: no evidence, no failure
             logger.warning("BlockFetcher: carried-over blocks not scored: {error}", error=str(error))
-            return {}
+            return none
 
     def _read_ids(self, ids: list[str], filters: dict[str, Any] | None) -> list[Document]:
         """Documents of `ids` the restriction lets through (all of them without one)."""

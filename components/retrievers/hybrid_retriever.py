@@ -7,9 +7,16 @@ from typing import Any
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 from haystack.dataclasses import SparseEmbedding
 
-from components.document_stores.vector_search import search_batch, similarity_by_id
+from components.document_stores.vector_search import best_passage_similarity, search_batch, similarity_by_id
 from components.legal.access import and_filters
-from components.legal.ids import DEFAULT_COLLECTION_WEIGHTS, DENSE_SCORE, check_named_laws, parent_key
+from components.legal.ids import (
+    DEFAULT_COLLECTION_WEIGHTS,
+    DENSE_SCORE,
+    NOT_CHILD_FILTER,
+    PASSAGE_SCORE,
+    check_named_laws,
+    parent_key,
+)
 from components.legal.legal_text import detect_query_language
 from components.legal.terms import lexical_coverage
 from components.utils.fusion import rrf_scores
@@ -116,6 +123,7 @@ class HybridRetriever:
         dense_share: float = 0.7,
         coverage_pivot: float | None = 0.5,
         light_hits: bool = False,
+        passage_scores: bool = True,
     ) -> None:
         """
         Create a HybridRetriever.
@@ -149,6 +157,11 @@ class HybridRetriever:
             and `dense_score`, for a `ParentResolver`, which reads the blocks it keeps. The embedded store then reads
             no payload for the 100-odd hits it ranks (`EdgeDocumentStore.query_batch(meta_fields=...)`), the
             largest share of a search's time; a Qdrant server's and OpenSearch's hits come whole either way.
+        :param passage_scores: Record in `meta["passage_score"]` the best similarity of the query to the passages
+            of each returned hit's parent block (its child chunks' late-chunked vectors, see
+            `DenseDocumentEmbedder(passages=True)`; one more dense search, restricted to those children). A question
+            in the words of one paragraph of a long article is close to that paragraph, less to the article's mean:
+            the re-ranker blends both. A store without passage vectors gives no score.
         """
         if top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
@@ -190,6 +203,7 @@ class HybridRetriever:
         self.dense_share = dense_share
         self.coverage_pivot = coverage_pivot
         self.light_hits = light_hits
+        self.passage_scores = passage_scores
         self._lexical_retriever: Any | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -210,6 +224,7 @@ class HybridRetriever:
             dense_share=self.dense_share,
             coverage_pivot=self.coverage_pivot,
             light_hits=self.light_hits,
+            passage_scores=self.passage_scores,
             # only when set, so the canonical YAML files (no OpenSearch) stay exactly what this serializes to
             **({"lexical_store": self.lexical_store} if self.lexical_store is not None else {}),
         )
@@ -316,11 +331,22 @@ class HybridRetriever:
             within = {"field": "meta.law_id", "operator": "in", "value": absent}
             best = self._merged(names, search([and_filters(f, within) for f in per_collection]), best)
             ranked = sorted(best.values(), key=lambda pair: pair[0], reverse=True)[:top_k]
-        documents = [
-            Document(id=doc.id, content=doc.content, meta=doc.meta, score=score, embedding=doc.embedding)
-            for score, doc in ranked
-        ]
+        passages = self._passage_scores([doc for _, doc in ranked], query_embedding, base)
+        documents = []
+        for score, doc in ranked:
+            passage = passages.get(parent_key(doc))
+            meta = doc.meta if passage is None else {**doc.meta, PASSAGE_SCORE: passage}
+            documents.append(Document(id=doc.id, content=doc.content, meta=meta, score=score, embedding=doc.embedding))
         return {"documents": documents}
+
+    def _passage_scores(
+        self, hits: list[Document], query_embedding: list[float] | None, filters: dict[str, Any] | None
+    ) -> dict[str, float]:
+        """The best passage similarity of each hit's parent block (`passage_scores`; none without an embedding)."""
+        if not self.passage_scores or query_embedding is None or not hits:
+            return {}
+        return best_passage_similarity(self.document_store, query_embedding, [parent_key(d) for d in hits],
+                                       filters=filters)
 
     def _search_collections(
         self,
@@ -516,7 +542,7 @@ class HybridRetriever:
                 "mode": mode,
                 "embedding": embedding if mode != "sparse" else None,
                 "sparse_embedding": sparse if mode != "dense" else None,
-                "filters": f,
+                "filters": and_filters(f, NOT_CHILD_FILTER) if mode == "dense" else f,
                 "top_k": top_k,
                 **({"prefetch_k": prefetch_k} if mode == "hybrid" else {}),
             }

@@ -4,7 +4,7 @@ from typing import Any
 
 from haystack import Document, component, default_from_dict, default_to_dict, logging
 
-from components.legal.ids import DENSE_SCORE, parent_key
+from components.legal.ids import DENSE_SCORE, PASSAGE_SCORE, parent_key
 
 logger = logging.getLogger(__name__)
 
@@ -18,7 +18,7 @@ class ParentResolver:
     reader and the LLM get. Several hits of one parent return that parent once, with the best score among its
     hits; a hit that is itself a parent counts for itself. The ids of the chunks that matched are kept in the
     parent's `meta["matched_chunk_ids"]` (traceability); the best `meta["dense_score"]` of its hits (the absolute
-    dense similarity `HybridRetriever` records) is kept too.
+    dense similarity `HybridRetriever` records) and the best `meta["passage_score"]` (its passages' best) are kept too.
 
     Why not Haystack's `AutoMergingRetriever`: it swaps leaves for their parent only when more than `threshold`
     of the parent's children were retrieved, over the tree `HierarchicalDocumentSplitter` writes (`__parent_id`,
@@ -77,11 +77,12 @@ class ParentResolver:
         best: dict[str, float] = {}
         matched: dict[str, list[str]] = {}
         known: dict[str, Document] = {}
-        cosine: dict[str, float] = {}
+        similarity: dict[str, dict[str, float]] = {DENSE_SCORE: {}, PASSAGE_SCORE: {}}  # best per parent
         for doc in documents:
             parent_id = parent_key(doc)
-            if isinstance(doc.meta.get(DENSE_SCORE), (int, float)):
-                cosine[parent_id] = max(cosine.get(parent_id, doc.meta[DENSE_SCORE]), doc.meta[DENSE_SCORE])
+            for key, best_of in similarity.items():
+                if isinstance(doc.meta.get(key), (int, float)):
+                    best_of[parent_id] = max(best_of.get(parent_id, doc.meta[key]), doc.meta[key])
             if doc.id == parent_id and doc.content is not None:  # a light hit (no content): its block is read
                 known[doc.id] = doc
             score = doc.score or 0.0
@@ -100,8 +101,7 @@ class ParentResolver:
                 logger.warning("Parent {parent_id} not found in the store or not readable", parent_id=pid)
                 continue
             meta = {**doc.meta, "matched_chunk_ids": matched[pid]}
-            if pid in cosine:
-                meta[DENSE_SCORE] = cosine[pid]
+            meta.update({key: best_of[pid] for key, best_of in similarity.items() if pid in best_of})
             out.append(Document(id=doc.id, content=doc.content, meta=meta, score=best[pid]))
         return {"documents": out}
 

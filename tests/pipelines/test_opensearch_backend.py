@@ -216,7 +216,11 @@ def test_apply_settings_wires_opensearch_into_indexing_and_retrieval():
     assert store["init_parameters"]["hosts"] == ["http://os1:9200", "http://os2:9200"]
     assert store["init_parameters"]["index"] == "lex2"
     assert store["init_parameters"]["mappings"] == OPENSEARCH_MAPPINGS
-    assert {"sender": "level_router.children", "receiver": "opensearch_writer.documents"} in indexing["connections"]
+    edges = indexing["connections"]
+    assert {"sender": "dense_embedder.documents", "receiver": "opensearch_router.documents"} in edges
+    assert {"sender": "opensearch_router.children", "receiver": "opensearch_writer.documents"} in edges
+    rules = indexing["components"]["opensearch_router"]["init_parameters"]["rules"]
+    assert rules == {"children": {"field": "meta.level", "operator": "==", "value": "child"}}
     retriever = _loaded("retrieval", settings)["components"]["retriever"]["init_parameters"]
     assert retriever["lexical_store"] == store and retriever["rrf_k"] == 60
     chain = _loaded("query", settings)["components"]["retriever"]["init_parameters"]["chain"]["init_parameters"]
@@ -227,10 +231,10 @@ def test_apply_settings_wires_opensearch_into_indexing_and_retrieval():
     assert _loaded("indexing", settings) == indexing  # idempotent
 
 
-def test_apply_settings_refuses_an_indexing_pipeline_without_a_children_router():
+def test_apply_settings_refuses_an_indexing_pipeline_whose_writer_has_no_single_sender():
     data = yaml.safe_load(pipeline_path("indexing").read_text(encoding="utf-8"))
-    data["components"]["level_router"]["init_parameters"]["rules"].pop("children")
-    with pytest.raises(ValueError, match="children"):
+    data["connections"].append({"sender": "topic_tagger.documents", "receiver": "writer.documents"})
+    with pytest.raises(ValueError, match="exactly one component sending documents"):
         apply_settings(data, Settings(opensearch_url="http://os:9200"))
 
 

@@ -5,6 +5,7 @@ from haystack.document_stores.in_memory import InMemoryDocumentStore
 
 from components.document_stores.edge_document_store import EdgeDocumentStore
 from components.document_stores.vector_search import (
+    best_passage_similarity,
     search_batch,
     search_dense,
     similarity_by_id,
@@ -90,6 +91,26 @@ def test_similarity_by_id_scores_exactly_the_named_blocks_on_both_stores(store):
     # a block the filters exclude gets no score; no ids, no search
     assert set(similarity_by_id(store, [1, 0, 0, 0], ["despido", "ferias"], filters=PORTUGUESE)) == {"ferias"}
     assert similarity_by_id(store, [1, 0, 0, 0], []) == {}
+
+
+def test_best_passage_similarity_reads_each_blocks_children_on_both_stores(store):
+    # two blocks' child chunks with passage vectors; "huelga" (a block without children) gets no score
+    children = [
+        Document(id=f"{parent}-{n}", content=f"{parent} {n}", embedding=vector,
+                 meta={"level": "child", "parent_id": parent, "lang": lang})
+        for parent, n, vector, lang in [
+            ("vacaciones", 0, [1, 0, 0, 0], "es"), ("vacaciones", 1, [0, 1, 0, 0], "es"),
+            ("ferias", 0, [0, 0.6, 0, 0.8], "pt"),
+        ]
+    ]
+    store.write_documents(SparseDocumentEmbedder().run(documents=children)["documents"])
+    scores = best_passage_similarity(store, [0, 1, 0, 0], ["vacaciones", "ferias", "huelga", "vacaciones"])
+    assert scores == pytest.approx({"vacaciones": 1.0, "ferias": 0.6}, abs=1e-4)  # the best child of each
+    assert best_passage_similarity(store, [0, 1, 0, 0], ["vacaciones", "ferias"], filters=PORTUGUESE) == \
+        pytest.approx({"ferias": 0.6}, abs=1e-4)
+    assert best_passage_similarity(store, [0, 1, 0, 0], []) == {}
+    # the parents themselves are never counted as passages, whatever their vectors
+    assert best_passage_similarity(store, [0, 0, 1, 0], ["huelga"]) == {}
 
 
 def test_stored_vectors_reads_meta_and_vector_on_both_stores(store):

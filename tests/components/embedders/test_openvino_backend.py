@@ -306,3 +306,30 @@ def test_float_layers_keeps_the_layers_with_outlier_inputs_and_those_after_pooli
     x[0, 2, 3] = 20.0  # within OUTLIER_FACTOR_LIMIT: quantized
     model = ov.Model([head], [tokens, mask])
     assert openvino_backend.float_layers(model, samples) == ["head"]
+
+
+def test_the_converted_model_gives_its_token_states_and_passage_vectors(tiny_dense_model, monkeypatch):
+    """Late chunking on the converted model: the pooling's input found, passages pooled from the same pass."""
+    import openvino as ov  # noqa: PLC0415
+
+    from components.embedders.late_chunking import locate_passages  # noqa: PLC0415
+
+    encoder = OpenVINOEncoder(tiny_dense_model, weights="float")
+    graph = ov.Core().read_model(str(openvino_dir(tiny_dense_model) / "model.xml"))
+    states = openvino_backend.token_states_output(graph)
+    assert states is not None and len(states.get_partial_shape()) == 3
+    assert encoder._with_states is None  # compiled for passages only, on first use
+    assert encoder.passages_supported and encoder._with_states is not None
+    texts = ["el contrato de los trabajador. las vacaciones de la empresa.", "el salario"]
+    spans = [locate_passages(texts[0], ["el contrato de los trabajador.", "las vacaciones de la empresa."]), [None]]
+    vectors, passages = encoder.encode_passages(texts, spans, prompt_name="document")
+    plain = encoder.encode(texts, prompt_name="document")  # the plain model: the same vectors up to rounding
+    assert all(float(a @ b) > 0.999 for a, b in zip(vectors, plain, strict=True))
+    assert passages[1] == [None] and len(passages[0]) == 2
+    assert all(abs(float(np.linalg.norm(p)) - 1.0) < 1e-5 for p in passages[0])
+    assert float(passages[0][0] @ passages[0][1]) < 0.999
+    with pytest.raises(ValueError, match="passage lists"):
+        encoder.encode_passages(texts, spans[:1])
+    encoder.head, encoder._states_checked = None, True
+    with pytest.raises(RuntimeError, match="no mean-pooled token states"):
+        encoder.encode_passages(texts, spans)

@@ -243,6 +243,26 @@ def test_retrieval_relevance_blends_the_stored_dense_cosine():
     assert LegalReranker(**weights).run(documents=plain)["stats"]["path"] == "retrieval"
 
 
+def test_retrieval_relevance_blends_a_blocks_best_passage_into_its_dense_similarity():
+    """A block whose best passage is close to the question (`passage_score`) rises; half and half by default."""
+    from haystack import Document as Doc  # noqa: PLC0415
+
+    weights = {"hierarchy_weight": 0.0, "recency_weight": 0.0, "vigencia_weight": 0.0, "relevance_weight": 1.0}
+    docs = [Doc(id="whole", content="a", score=1.0, meta={"dense_score": 0.60}),
+            Doc(id="paragraph", content="b", score=1.0, meta={"dense_score": 0.50, "passage_score": 0.80})]
+    ranked = LegalReranker(**weights).run(documents=docs)["documents"]
+    assert [d.id for d in ranked] == ["paragraph", "whole"]
+    assert ranked[0].score == pytest.approx(0.5 * 1.0 + 0.5 * 1.0)  # (0.5 * 0.5 + 0.5 * 0.8) = 0.65 is the best
+    assert ranked[1].score == pytest.approx(0.5 * 1.0 + 0.5 * 0.60 / 0.65)
+    blocks_only = LegalReranker(passage_share=0.0, **weights).run(documents=docs)["documents"]
+    assert [d.id for d in blocks_only] == ["whole", "paragraph"]
+    assert LegalReranker(passage_share=0.3).to_dict()["init_parameters"]["passage_share"] == 0.3
+    assert LegalReranker.from_dict(LegalReranker(passage_share=0.3).to_dict()).passage_share == 0.3
+    for share in (-0.1, 1.5):
+        with pytest.raises(ValueError, match="passage_share"):
+            LegalReranker(passage_share=share)
+
+
 # --- jurisdiction first -------------------------------------------------------------------------------------------
 
 ET_38 = {**ET2015, "country": "es", "lang": "es", "law_short": "ET"}

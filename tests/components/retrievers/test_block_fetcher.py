@@ -176,3 +176,24 @@ def test_the_block_limit_takes_every_article_s_first_part_before_any_second(monk
     assert sorted((d.meta["article"], d.meta["part"]) for d in two) == [("37", 1), ("48", 1), ("51", 1)]
     monkeypatch.setattr("components.retrievers.block_fetcher.MAX_CITED_ARTICLES", 2)  # ... up to that bound
     assert len(BlockFetcher(document_store=memory, max_documents=1).run(select=cited)["documents"]) == 2
+
+
+def test_carried_over_blocks_get_their_best_passages_similarity_too(tmp_path):
+    from haystack import Document
+
+    from components.document_stores.edge_document_store import EdgeDocumentStore
+
+    store = EdgeDocumentStore(path=str(tmp_path / "passages"))
+    store.write_documents([
+        Document(id="P", content="Artículo 27. Educación. Control de los centros.", embedding=[1.0, 0.2, 0.0],
+                 meta={"level": "parent", "law_id": "CE", "article": "27"}),
+        Document(id="P0", content="Artículo 27. Educación.", embedding=[1.0, 0.0, 0.0],
+                 meta={"level": "child", "parent_id": "P", "law_id": "CE"}),
+        Document(id="P1", content="Control de los centros.", embedding=[0.0, 1.0, 0.0],
+                 meta={"level": "child", "parent_id": "P", "law_id": "CE"}),
+    ])
+    carried = BlockFetcher(document_store=store).run(ids=["P"], query_embedding=[0.0, 1.0, 0.0])["documents"]
+    assert [d.id for d in carried] == ["P"]
+    assert carried[0].meta["passage_score"] == pytest.approx(1.0)  # P1, the passage in the question's words
+    assert carried[0].meta["dense_score"] == pytest.approx(0.2 / (1.04 ** 0.5), abs=1e-4)
+    store.close()

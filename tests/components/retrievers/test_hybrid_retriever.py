@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
@@ -268,12 +269,13 @@ def test_each_fused_list_is_searched_to_max_top_k_50_unless_set(store, top_k, pr
     requests = []
     original = store.query_batch
 
-    def recording(batch):
+    def recording(batch, **kwargs):
         requests.extend(batch)
-        return original(batch)
+        return original(batch, **kwargs)
 
     store.query_batch = recording
-    r = HybridRetriever(document_store=store, top_k=top_k, prefetch_k=prefetch_k, collections={"normativa": 1.0})
+    r = HybridRetriever(document_store=store, top_k=top_k, prefetch_k=prefetch_k, collections={"normativa": 1.0},
+                        passage_scores=False)
     docs = r.run(query_embedding=[1, 0, 0, 0], query_sparse_embedding=_sparse("vacaciones anuales"))["documents"]
     assert docs[0].id == "v-norm"
     assert sorted(q["mode"] for q in requests) == ["dense", "sparse"]
@@ -407,3 +409,43 @@ def test_light_hits_round_trip(store):
     assert data["init_parameters"]["light_hits"] is True
     assert HybridRetriever.from_dict(data).light_hits is True
     assert HybridRetriever(document_store=store).light_hits is False
+
+
+@pytest.fixture
+def passage_store(tmp_path):
+    """Two blocks whose own vectors lean to vacations, and the child chunks of one carrying passage vectors."""
+    docs = [
+        Document(id="A", content="Artículo 27. Educación. Control y gestión de los centros.",
+                 embedding=[0.9, 0.1, 0.3, 0],
+                 meta={"collection": "normativa", "level": "parent", "law_id": "CE", "article": "27", "lang": "es"}),
+        Document(id="B", content="Artículo 38. Vacaciones anuales.", embedding=[1, 0, 0, 0],
+                 meta={"collection": "normativa", "level": "parent", "law_id": "ET", "article": "38", "lang": "es"}),
+        Document(id="A0", content="Artículo 27. Educación.", embedding=[1, 0, 0, 0],
+                 meta={"collection": "normativa", "level": "child", "parent_id": "A", "law_id": "CE", "lang": "es"}),
+        Document(id="A1", content="Control y gestión de los centros.", embedding=[0, 0, 1, 0],
+                 meta={"collection": "normativa", "level": "child", "parent_id": "A", "law_id": "CE", "lang": "es"}),
+        Document(id="B0", content="Vacaciones anuales.", embedding=None,
+                 meta={"collection": "normativa", "level": "child", "parent_id": "B", "law_id": "ET", "lang": "es"}),
+    ]
+    docs = SparseDocumentEmbedder().run(documents=docs)["documents"]
+    s = EdgeDocumentStore(path=str(tmp_path / "passages"))
+    s.write_documents(docs)
+    yield s
+    s.close()
+
+
+def test_dense_search_ranks_blocks_and_records_each_blocks_best_passage(passage_store):
+    r = HybridRetriever(document_store=passage_store, collections={"normativa": 1.0})
+    query = [0, 0, 1, 0]  # the words of block A's second passage
+    dense = r.run(query_embedding=query, mode="dense")["documents"]
+    assert [d.id for d in dense] == ["A", "B"]  # never a child chunk, though A1 is the nearest vector
+    assert dense[0].meta["passage_score"] == pytest.approx(1.0)  # A1
+    assert "passage_score" not in dense[1].meta  # B's child has no passage vector
+    hybrid = r.run(query_embedding=query, query_sparse_embedding=_sparse("control gestión centros"))["documents"]
+    by_id = {d.id: d for d in hybrid}
+    assert by_id["A1"].meta["passage_score"] == pytest.approx(1.0)  # the BM25 child carries its block's best
+    assert by_id["A1"].meta["dense_score"] == pytest.approx(0.3 / np.linalg.norm([0.9, 0.1, 0.3]), abs=1e-4)
+    off = HybridRetriever(document_store=passage_store, collections={"normativa": 1.0}, passage_scores=False)
+    assert all("passage_score" not in d.meta for d in off.run(query_embedding=query, mode="dense")["documents"])
+    assert off.to_dict()["init_parameters"]["passage_scores"] is False
+    assert HybridRetriever.from_dict(off.to_dict()).passage_scores is False

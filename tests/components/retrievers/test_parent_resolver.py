@@ -66,6 +66,15 @@ def test_run_keeps_the_best_dense_similarity_of_a_parents_hits(store):
     assert "dense_score" not in docs["p14"].meta
 
 
+def test_run_keeps_the_best_passage_similarity_of_a_parents_hits(store):
+    hits = [_child("c1", "p38", 0.9), _child("c2", "p38", 0.5), _child("c3", "p14", 0.4)]
+    hits[0].meta["passage_score"], hits[1].meta["passage_score"] = 0.62, 0.48
+    hits[2].meta["dense_score"] = 0.3
+    docs = {d.id: d for d in ParentResolver(document_store=store).run(documents=hits)["documents"]}
+    assert docs["p38"].meta["passage_score"] == 0.62 and "dense_score" not in docs["p38"].meta
+    assert "passage_score" not in docs["p14"].meta and docs["p14"].meta["dense_score"] == 0.3
+
+
 def test_run_reads_parents_through_the_access_filter(tmp_path):
     from components.legal.access import access_filter
 
