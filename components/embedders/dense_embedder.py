@@ -422,26 +422,31 @@ class DenseDocumentEmbedder:
                 if span is not None:
                     digest = f"{hashes[parent]}\x00passage\x00{documents[k].content}"
                     hashes[k] = hashlib.blake2b(digest.encode("utf-8"), digest_size=12).hexdigest()
-        order = sorted(hashes)
-        found = self._stored_vectors([documents[i] for i in order], [hashes[i] for i in order])
-        stored = {order[j]: vector for j, vector in found.items()}
-        # a parent is embedded again unless it and every passage of it with a span kept their stored vectors
+        found = (
+            stored_vectors(self.document_store, [documents[i].id for i in hashes]) if self.document_store else {}
+        )
+        # stored with the same hash: a vector, or none (a passage past the token limit has no tokens to pool)
+        matched = {i for i in hashes if (found.get(documents[i].id, (None, None))[0] or {}).get(EMBEDDING_HASH)
+                   == hashes[i]}
+        stored = {i: found[documents[i].id][1] for i in matched}
+        # a parent is embedded again unless it and every passage of it with a span are stored unchanged
         todo = [
             i for i in position.values()
-            if i not in stored or any(k in hashes and k not in stored for k in children.get(i, []))
+            if stored.get(i) is None or any(k in hashes and k not in matched for k in children.get(i, []))
         ]
         redo = set(todo).union(*(children.get(i, []) for i in todo))
         vectors: dict[int, Any] = {i: vector for i, vector in stored.items() if i not in redo}
-        self.reused = len(vectors)
+        self.reused = sum(1 for vector in vectors.values() if vector is not None)
         if todo:
             vectors.update(self._embed_with_passages(documents, todo, children, spans))
         out = []
         for i, doc in enumerate(documents):
-            vector = vectors.get(i)
-            if vector is None:
+            if i not in hashes:
                 out.append(doc)  # a child whose passage could not be placed, or a model without token states
-            else:
-                out.append(replace(doc, embedding=list(vector), meta={**doc.meta, EMBEDDING_HASH: hashes[i]}))
+                continue
+            vector = vectors.get(i)
+            meta = {**doc.meta, EMBEDDING_HASH: hashes[i]}
+            out.append(replace(doc, embedding=None if vector is None else list(vector), meta=meta))
         return out
 
     def _embed_with_passages(

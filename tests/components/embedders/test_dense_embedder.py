@@ -526,3 +526,25 @@ def test_a_child_whose_text_is_not_in_its_parent_gets_no_vector(tiny_dense_model
     docs = _family(("el contrato de los trabajador.", "salario de elecciones"))
     out = DenseDocumentEmbedder(model=str(tiny_dense_model), passages=True).run(documents=docs)["documents"]
     assert out[1].embedding is not None and out[2].embedding is None
+
+
+def test_a_passage_past_the_token_limit_has_no_vector_and_does_not_force_re_embedding(tiny_dense_model, monkeypatch,
+                                                                                        tmp_path):
+    from components.document_stores.edge_document_store import EdgeDocumentStore  # noqa: PLC0415
+
+    monkeypatch.setenv("LEXHAY_DENSE_BACKEND", "torch")
+    store = EdgeDocumentStore(path=str(tmp_path / "store"))
+    embedder = DenseDocumentEmbedder(model=str(tiny_dense_model), passages=True, document_store=store,
+                                     max_seq_length=10)  # the prompt and the first child's words only
+    first = embedder.run(documents=_family())["documents"]
+    assert first[1].embedding is not None and first[2].embedding is None
+    assert first[2].meta["embedding_hash"]  # known to have no vector for this text and limit
+    store.write_documents(first)
+
+    def no_model(*args, **kwargs):
+        raise AssertionError("nothing changed: nothing is embedded again")
+
+    monkeypatch.setattr(embedder, "_embed_with_passages", no_model)
+    again = embedder.run(documents=_family())["documents"]
+    assert embedder.reused == 2 and again[2].embedding is None and again[1].embedding == first[1].embedding
+    store.close()
