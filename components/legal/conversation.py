@@ -30,3 +30,14 @@ def previous_questions(history: list[ChatMessage] | None) -> str | None:
 def read_with_previous(turn: str, previous: str | None) -> str:
     """A turn read with the question(s) before it (`previous_questions`), on one line; `turn` itself without them."""
     return " ".join(f"{previous} {turn}".split()) if previous else turn
+
+
+def reads_earlier_turns(query: str | None, question: str | None) -> bool:
+    """
+    Whether a search `query` is `question` read with the turns before it (`read_with_previous`): longer than the
+    question and ending with it, whitespace aside. Such a query holds two questions in one text.
+    """
+    if not query or not question:
+        return False
+    turn, text = " ".join(question.split()), " ".join(query.split())
+    return bool(turn) and len(text) > len(turn) and text.endswith(turn)

@@ -11,6 +11,7 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.generators.llm_backends import generator_to_dict, with_deserialized_generator
 from components.legal.citations import CitationGrammar
+from components.legal.conversation import reads_earlier_turns
 from components.legal.ids import (
     DENSE_SCORE,
     IN_FORCE,
@@ -212,7 +213,9 @@ class LegalReranker:
             (`meta["dense_score"]`) being the rest; a block without a passage score keeps its whole-block one.
             A question in the words of one paragraph of a long article is close to that paragraph and less to the
             article's mean; a colloquial one is about the whole article. Half and half: the dev sets are level
-            from 0.2 to 0.6 (benchmarks/README.md). 0 ignores the passages.
+            from 0.2 to 0.6 (benchmarks/README.md). 0 ignores the passages; so does a `query` that reads the
+            `question` with earlier turns (`components.legal.conversation.reads_earlier_turns`), whose best passage
+            is often the earlier question's.
         :param model: `cross_encoder`: the cross-encoder (local folder, registry or hub name; required).
             `embedding`: the dense model (`None` = the deployment's embedder, as the retrieval pipeline's).
         :param chat_generator: `llm`: the Haystack chat generator (required for that backend).
@@ -312,11 +315,11 @@ class LegalReranker:
             )
         return None
 
-    def _dense_similarity(self, meta: dict[str, Any]) -> float:
+    def _dense_similarity(self, meta: dict[str, Any], *, passages: bool = True) -> float:
         """A block's dense similarity: the whole block's, blended with its best passage's when it has one."""
         block = float(meta.get(DENSE_SCORE) or 0.0)
         passage = meta.get(PASSAGE_SCORE)
-        if not isinstance(passage, (int, float)) or DENSE_SCORE not in meta:
+        if not passages or not isinstance(passage, (int, float)) or DENSE_SCORE not in meta:
             return block
         return (1.0 - self.passage_share) * block + self.passage_share * float(passage)
 
@@ -425,7 +428,10 @@ class LegalReranker:
             relevance = self._blend(raw, retrieval, stats)
         elif any(isinstance(d.meta.get(DENSE_SCORE), (int, float)) for d in head):
             # the stored full-length block vectors' cosine, recorded by retrieval: blended like `embedding`'s
-            cosines = [max(0.0, self._dense_similarity(d.meta)) for d in head]
+            # a query that reads the question with the turns before it holds two questions: its best passage is
+            # often the earlier question's, so only the whole block's similarity counts there
+            passages = not reads_earlier_turns(query, question)
+            cosines = [max(0.0, self._dense_similarity(d.meta, passages=passages)) for d in head]
             relevance = self._blend(cosines, retrieval, stats)
             stats["path"] = "retrieval+dense"
         today = dt.date.fromisoformat(self.today) if self.today else dt.date.today()

@@ -256,6 +256,13 @@ def test_retrieval_relevance_blends_a_blocks_best_passage_into_its_dense_similar
     assert ranked[1].score == pytest.approx(0.5 * 1.0 + 0.5 * 0.60 / 0.65)
     blocks_only = LegalReranker(passage_share=0.0, **weights).run(documents=docs)["documents"]
     assert [d.id for d in blocks_only] == ["whole", "paragraph"]
+    # a query that reads the question with the turn before it: its best passage may be the earlier question's
+    turn = "¿y entre un día y el siguiente?"
+    reading = LegalReranker(**weights).run(documents=docs, query=f"¿Cuántas horas a la semana? {turn}",
+                                            question=turn)["documents"]
+    assert [d.id for d in reading] == ["whole", "paragraph"]
+    as_written = LegalReranker(**weights).run(documents=docs, query=turn, question=turn)["documents"]
+    assert [d.id for d in as_written] == ["paragraph", "whole"]
     assert LegalReranker(passage_share=0.3).to_dict()["init_parameters"]["passage_share"] == 0.3
     assert LegalReranker.from_dict(LegalReranker(passage_share=0.3).to_dict()).passage_share == 0.3
     for share in (-0.1, 1.5):
