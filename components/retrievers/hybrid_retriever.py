@@ -53,9 +53,14 @@ class HybridRetriever:
     best chunk of each parent from each list is returned with the fused score. Why: chunk-level RRF lets the far
     more numerous BM25 children crowd out the dense parent hits; parent-level fusion keeps hybrid at or above the
     better single retriever (benchmarks/README.md).
-    `fuse_by_parent=False` uses the store's own chunk-level RRF (Qdrant's fusion). RRF only measures rank agreement,
-    so each fused chunk also carries its parent's best dense similarity in `meta["dense_score"]` (when the dense
-    search found it): an absolute relevance signal for `CRAGRouter`.
+    `fuse_by_parent=False` uses the store's own chunk-level RRF (Qdrant's fusion), whose dense side also ranks the
+    child chunks that carry passage vectors. RRF only measures rank agreement, so each fused chunk also carries its
+    parent's best dense similarity in `meta["dense_score"]` (when the dense search found it): an absolute relevance
+    signal for `CRAGRouter`.
+
+    Passages (`passage_scores`): the dense searches rank blocks only (`meta.level != child`); child chunks indexed
+    with late-chunked passage vectors are read per block instead, after fusion: each returned hit carries its
+    parent's best passage similarity in `meta["passage_score"]`, which `LegalReranker` blends with the block's own.
 
     Lexical coverage (`coverage_pivot`): how far a BM25 ranking can be trusted shows in its best hit. A question in
     the statute's own words ("¿Quién nombra y separa a los miembros del Gobierno?") finds most of its content words
