@@ -7,6 +7,7 @@ from typing import Any
 import yaml
 from haystack import Pipeline
 
+from components.legal.ids import CHILD_FILTER
 from components.utils.templates import compile_templates_once
 from lexhay_resources import resource_dir
 from pipelines.settings import ALLOWED_MODULES, KNOWN_COSINE_RANGES, Settings, current_settings, setup_environment
@@ -109,11 +110,9 @@ def _add_opensearch_writer(data: dict[str, Any], settings: Settings) -> None:
     `PruningDocumentWriter` as the main store's, text only, so a re-indexed law leaves no stale chunk there either.
     """
     components = data.get("components", {})
-    if OPENSEARCH_WRITER_NAME in components or not any(
-        spec.get("type") in INDEXING_WRITER_TYPES for spec in components.values()
-    ):
-        return
     writers = {name for name, spec in components.items() if spec.get("type") in INDEXING_WRITER_TYPES}
+    if OPENSEARCH_WRITER_NAME in components or not writers:
+        return
     senders = [
         c["sender"] for c in data.get("connections", [])
         if c.get("receiver", "").partition(".")[0] in writers and c["receiver"].endswith(".documents")
@@ -125,7 +124,7 @@ def _add_opensearch_writer(data: dict[str, Any], settings: Settings) -> None:
         )
     components[OPENSEARCH_ROUTER_NAME] = {
         "type": METADATA_ROUTER_TYPE,
-        "init_parameters": {"rules": {"children": {"field": "meta.level", "operator": "==", "value": "child"}}},
+        "init_parameters": {"rules": {"children": dict(CHILD_FILTER)}},
     }
     components[OPENSEARCH_WRITER_NAME] = {
         "type": PRUNING_WRITER_TYPE,

@@ -5,6 +5,7 @@ from typing import Any
 from haystack import Document
 
 from components.legal.access import and_filters
+from components.legal.ids import CHILD_FILTER
 
 MODES = ("dense", "sparse", "hybrid")
 
@@ -135,13 +136,7 @@ def best_passage_similarity(
     unique = list(dict.fromkeys(parent_ids))
     if not unique:
         return {}
-    restriction = and_filters(
-        {"operator": "AND", "conditions": [
-            {"field": "meta.level", "operator": "==", "value": "child"},
-            {"field": "meta.parent_id", "operator": "in", "value": unique},
-        ]},
-        filters,
-    )
+    restriction = and_filters(CHILD_FILTER, {"field": "meta.parent_id", "operator": "in", "value": unique}, filters)
     request = {"mode": "dense", "embedding": list(embedding), "filters": restriction, "top_k": per_parent * len(unique)}
     meta_fields = ["parent_id"] if hasattr(document_store, "query_batch") else None
     best: dict[str, float] = {}

@@ -380,7 +380,7 @@ class DenseDocumentEmbedder:
         if self.passages:
             return {"documents": self._run_with_passages(documents)}
         hashes = [self.embedding_hash(doc) for doc in documents]
-        stored = self._stored_vectors(documents, hashes)
+        stored = {i: v for i, v in self._stored_vectors(documents, hashes).items() if v is not None}
         self.reused = len(stored)
         todo = [i for i in range(len(documents)) if i not in stored]
         embedded = self._embed([documents[i] for i in todo]) if todo else []
@@ -422,17 +422,14 @@ class DenseDocumentEmbedder:
                 if span is not None:
                     digest = f"{hashes[parent]}\x00passage\x00{documents[k].content}"
                     hashes[k] = hashlib.blake2b(digest.encode("utf-8"), digest_size=12).hexdigest()
-        found = (
-            stored_vectors(self.document_store, [documents[i].id for i in hashes]) if self.document_store else {}
-        )
+        order = list(hashes)
         # stored with the same hash: a vector, or none (a passage past the token limit has no tokens to pool)
-        matched = {i for i in hashes if (found.get(documents[i].id, (None, None))[0] or {}).get(EMBEDDING_HASH)
-                   == hashes[i]}
-        stored = {i: found[documents[i].id][1] for i in matched}
+        stored = {order[j]: vector for j, vector in
+                  self._stored_vectors([documents[i] for i in order], [hashes[i] for i in order]).items()}
         # a parent is embedded again unless it and every passage of it with a span are stored unchanged
         todo = [
             i for i in position.values()
-            if stored.get(i) is None or any(k in hashes and k not in matched for k in children.get(i, []))
+            if stored.get(i) is None or any(k in hashes and k not in stored for k in children.get(i, []))
         ]
         redo = set(todo).union(*(children.get(i, []) for i in todo))
         vectors: dict[int, Any] = {i: vector for i, vector in stored.items() if i not in redo}
@@ -530,15 +527,18 @@ class DenseDocumentEmbedder:
             pooled.append(head.passages(states, token_ranges(offsets, shifted)))
         return blocks, pooled
 
-    def _stored_vectors(self, documents: list[Document], hashes: list[str]) -> dict[int, list[float]]:
-        """Vectors the store already holds for these documents with the same embedding hash, by position."""
+    def _stored_vectors(self, documents: list[Document], hashes: list[str]) -> dict[int, list[float] | None]:
+        """
+        By position, the vector the store holds for each of these documents stored with the same embedding hash:
+        `None` for one stored without a vector (a passage past the token limit).
+        """
         if self.document_store is None:
             return {}
         found = stored_vectors(self.document_store, [doc.id for doc in documents])
         out = {}
         for i, (doc, digest) in enumerate(zip(documents, hashes, strict=True)):
             meta, vector = found.get(doc.id, (None, None))
-            if vector is not None and meta and meta.get(EMBEDDING_HASH) == digest:
+            if meta and meta.get(EMBEDDING_HASH) == digest:
                 out[i] = vector
         return out
 

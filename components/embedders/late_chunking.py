@@ -128,7 +128,8 @@ class PoolingHead:
         kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
         if "Pooling" not in kinds:
             return None
-        pooling = modules[kinds.index("Pooling")]
+        at = kinds.index("Pooling")
+        pooling = modules[at]
         try:
             config = json.loads((folder / pooling.get("path", "") / "config.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -140,8 +141,7 @@ class PoolingHead:
             return None
         layers: list[tuple[np.ndarray, np.ndarray | None, Any]] = []
         normalize = False
-        for module, kind in zip(modules[kinds.index("Pooling") + 1 :], kinds[kinds.index("Pooling") + 1 :],
-                                strict=True):
+        for module, kind in zip(modules[at + 1 :], kinds[at + 1 :], strict=True):
             if kind == "Normalize" and not normalize:
                 normalize = True
                 continue

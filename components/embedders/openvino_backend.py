@@ -34,7 +34,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -567,23 +567,46 @@ class OpenVINOEncoder:
         """
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
+        encoded, _ = self._tokenized(texts, prompt_name, max_length)
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, vector, _ in self._passes(encoded["input_ids"], batch_size, progress_bar, desc="Embedding (OpenVINO)"):
+            out[i] = vector
+        return out
+
+    def _tokenized(
+        self, texts: Sequence[str], prompt_name: str | None, max_length: int | None, *, offsets: bool = False
+    ) -> tuple[Any, int]:
+        """The texts tokenized as sentence-transformers does (prompt prepended, truncated), and the prompt's length."""
         prefix = self.prompts.get(prompt_name, "") if prompt_name else ""
         limit = min(max_length or self.max_seq_length, self.max_seq_length, MAX_EXPORT_TOKENS)
-        encoded = self.tokenizer([prefix + t for t in texts], truncation=True, max_length=limit,
-                                 verbose=False)["input_ids"]
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        starts: Any = _length_batches(encoded, batch_size)
+        extra = {"return_offsets_mapping": True} if offsets else {}
+        encoded = self.tokenizer([prefix + t for t in texts], truncation=True, max_length=limit, verbose=False, **extra)
+        return encoded, len(prefix)
+
+    def _passes(
+        self, ids: list[list[int]], batch_size: int, progress_bar: bool, *, desc: str, states: bool = False
+    ) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
+        """
+        Each row's vector (and with `states` its token states, padding cut), from batches of rows of like length
+        (`_length_batches`); never a NaN vector: such a row is run again alone, without padding.
+        """
+        batches: Any = _length_batches(ids, batch_size)
         if progress_bar:
             from tqdm import tqdm  # noqa: PLC0415
 
-            starts = tqdm(starts, desc="Embedding (OpenVINO)", unit="batch")
-        for rows in starts:
-            vectors = self._run([encoded[i] for i in rows])
-            broken = [r for r in range(len(rows)) if not np.isfinite(vectors[r]).all()]
-            for r in broken:  # never a NaN vector: the row alone, without padding
-                vectors[r] = self._run([encoded[rows[r]]], multiple=1)[0]
-            out[rows] = vectors
-        return out
+            batches = tqdm(batches, desc=desc, unit="batch")
+        for rows in batches:
+            batch = [ids[i] for i in rows]
+            vectors, tokens = self._run(batch, states=True) if states else (self._run(batch), None)
+            for r, i in enumerate(rows):
+                vector, row_states = vectors[r], None if tokens is None else tokens[r]
+                if not np.isfinite(vector).all():
+                    if states:
+                        alone, alone_states = self._run([ids[i]], multiple=1, states=True)
+                        vector, row_states = alone[0], alone_states[0]
+                    else:
+                        vector = self._run([ids[i]], multiple=1)[0]
+                yield i, vector, None if row_states is None else row_states[: len(ids[i])]
 
     @property
     def passages_supported(self) -> bool:
@@ -635,31 +658,18 @@ class OpenVINOEncoder:
             raise RuntimeError(f"{self.model_path.name}: no mean-pooled token states to pool passage vectors from")
         if len(passages) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(passages)} passage lists")
-        prefix = self.prompts.get(prompt_name, "") if prompt_name else ""
-        limit = min(max_length or self.max_seq_length, self.max_seq_length, MAX_EXPORT_TOKENS)
-        encoded = self.tokenizer([prefix + t for t in texts], truncation=True, max_length=limit, verbose=False,
-                                 return_offsets_mapping=True)
-        shift = len(prefix)
+        encoded, shift = self._tokenized(texts, prompt_name, max_length, offsets=True)
         ranges = [
             token_ranges(offsets, [None if s is None else (s[0] + shift, s[1] + shift) for s in spans])
             for offsets, spans in zip(encoded["offset_mapping"], passages, strict=True)
         ]
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         pooled: list[list[np.ndarray | None]] = [[] for _ in texts]
-        batches: Any = _length_batches(encoded["input_ids"], batch_size)
-        if progress_bar:
-            from tqdm import tqdm  # noqa: PLC0415
-
-            batches = tqdm(batches, desc="Embedding (OpenVINO, with passages)", unit="batch")
-        for rows in batches:
-            outputs = self._run([encoded["input_ids"][i] for i in rows], states=True)
-            for r, i in enumerate(rows):
-                vector, states = outputs[0][r], outputs[1][r]
-                if not np.isfinite(vector).all():  # never a NaN vector: the row alone, without padding
-                    alone = self._run([encoded["input_ids"][i]], multiple=1, states=True)
-                    vector, states = alone[0][0], alone[1][0]
-                vectors[i] = vector
-                pooled[i] = self.head.passages(states[: len(encoded["input_ids"][i])], ranges[i])
+        passes = self._passes(encoded["input_ids"], batch_size, progress_bar, states=True,
+                              desc="Embedding (OpenVINO, with passages)")
+        for i, vector, states in passes:
+            vectors[i] = vector
+            pooled[i] = self.head.passages(states, ranges[i])
         return vectors, pooled
 
     def _run(self, rows: list[list[int]], multiple: int = PAD_MULTIPLE, states: bool = False) -> Any:

@@ -22,6 +22,7 @@ PREAMBLE: Final[str] = "preambulo"  # article key of a norm's preamble (exposici
 # Blocks. Parents (an article, or one part of a long article) are what readers and the LLM get; children are the
 # search unit. `meta.level` is "parent" or "child"; a child's `meta.parent_id` names its block.
 PARENT_FILTER = {"field": "meta.level", "operator": "==", "value": "parent"}
+CHILD_FILTER = {"field": "meta.level", "operator": "==", "value": "child"}
 DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the query (absolute relevance signal)
 # meta key: the best dense similarity to the query of a block's passages (its child chunks' late-chunked vectors)
 PASSAGE_SCORE = "passage_score"
