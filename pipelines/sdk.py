@@ -611,6 +611,8 @@ class LexHay:
         # every value along an edge (the query vector, element by element); traced stage by stage all the same
         stages, connections = pipeline_stages(pipe)
         search_mode = "hybrid" if mode == "full" else mode
+        # the re-ranker judges its whole pool (20 blocks) whatever the number asked for, then keeps `top_k`
+        pool = stages["reranker"].candidates_for(top_k) if reranked else top_k
         result = run_stages(
             {name: stage for name, stage in stages.items() if name not in skipped},
             {
@@ -623,12 +625,12 @@ class LexHay:
                 "retriever": {
                     "query": question,
                     "filters": filters,
-                    "top_k": stages["retriever"].chunks_for_blocks(top_k, search_mode),
+                    "top_k": stages["retriever"].chunks_for_blocks(pool, search_mode),
                     "mode": search_mode,
                     "collections": collections,
                 },
-                "parent_resolver": {"top_k": top_k, "filters": filters},
-                "reranker": {"query": question},
+                "parent_resolver": {"top_k": pool, "filters": filters},
+                "reranker": {"query": question, "top_n": pool, "top_k": top_k},
                 "basis_expander": {"filters": filters},
             },
             connections,

@@ -11,7 +11,6 @@ from haystack import Document, component, default_from_dict, default_to_dict, lo
 
 from components.generators.llm_backends import generator_to_dict, with_deserialized_generator
 from components.legal.citations import CitationGrammar
-from components.legal.conversation import reads_earlier_turns
 from components.legal.ids import (
     DENSE_SCORE,
     IN_FORCE,
@@ -213,9 +212,8 @@ class LegalReranker:
             (`meta["dense_score"]`) being the rest; a block without a passage score keeps its whole-block one.
             A question in the words of one paragraph of a long article is close to that paragraph and less to the
             article's mean; a colloquial one is about the whole article. Half and half: the dev sets are level
-            from 0.2 to 0.6 (benchmarks/README.md). 0 ignores the passages; so does a `query` that reads the
-            `question` with earlier turns (`components.legal.conversation.reads_earlier_turns`), whose best passage
-            is often the earlier question's.
+            from 0.2 to 0.6 (benchmarks/README.md). 0 ignores the passages. (A query that reads the question
+            with earlier turns has none: `RetrievalChain` does not search them for it.)
         :param model: `cross_encoder`: the cross-encoder (local folder, registry or hub name; required).
             `embedding`: the dense model (`None` = the deployment's embedder, as the retrieval pipeline's).
         :param chat_generator: `llm`: the Haystack chat generator (required for that backend).
@@ -315,11 +313,11 @@ class LegalReranker:
             )
         return None
 
-    def _dense_similarity(self, meta: dict[str, Any], *, passages: bool = True) -> float:
+    def _dense_similarity(self, meta: dict[str, Any]) -> float:
         """A block's dense similarity: the whole block's, blended with its best passage's when it has one."""
         block = float(meta.get(DENSE_SCORE) or 0.0)
         passage = meta.get(PASSAGE_SCORE)
-        if not passages or not isinstance(passage, (int, float)) or DENSE_SCORE not in meta:
+        if not isinstance(passage, (int, float)) or DENSE_SCORE not in meta:
             return block
         return (1.0 - self.passage_share) * block + self.passage_share * float(passage)
 
@@ -375,6 +373,7 @@ class LegalReranker:
         cited: list[Document] | None = None,
         named_laws: list[str] | None = None,
         question: str | None = None,
+        top_k: int | None = None,
     ) -> dict[str, Any]:
         """
         Re-rank documents.
@@ -391,7 +390,10 @@ class LegalReranker:
         :param question: The user's question `query` was made from (a decomposed or follow-up query such as
             "pagar"): the question's jurisdiction is read from it, since a fragment often gives no evidence of its
             language; None = from `query`.
-        :returns: `documents`: the re-ranked head followed by the unchanged tail; `stats`: `backend`, `path`
+        :param top_k: At most this many documents returned (None: all of them). A caller that wants `top_k` blocks
+            gives the re-ranker `candidates_for(top_k)` to judge, so the first `top_k` are chosen among as many
+            candidates as the re-ranker was tuned with, whatever `top_k`.
+        :returns: `documents`: the re-ranked head followed by the unchanged tail (at most `top_k`); `stats`: `backend`, `path`
             (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
             `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`,
             `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
@@ -411,9 +413,11 @@ class LegalReranker:
                                  "superseded": [], "left_out": [], "special": [], "special_first": [], "named": [],
                                  "cited": []}
         exact = [d for d in cited or [] if cited_exactly(d.meta)]
+        if top_k is not None and top_k <= 0:
+            raise ValueError(f"top_k must be > 0, got {top_k}")
         if not head:
             stats["cited"] = [d.id for d in exact]
-            return {"documents": list(exact), "stats": self._finish(stats, started)}
+            return {"documents": list(exact)[:top_k], "stats": self._finish(stats, started)}
         if self._scorer is not None and (not isinstance(query, str) or not query.strip()):
             raise ValueError(
                 f"LegalReranker(relevance={self.relevance!r}) needs the question: connect it to the reranker's "
@@ -428,10 +432,7 @@ class LegalReranker:
             relevance = self._blend(raw, retrieval, stats)
         elif any(isinstance(d.meta.get(DENSE_SCORE), (int, float)) for d in head):
             # the stored full-length block vectors' cosine, recorded by retrieval: blended like `embedding`'s
-            # a query that reads the question with the turns before it holds two questions: its best passage is
-            # often the earlier question's, so only the whole block's similarity counts there
-            passages = not reads_earlier_turns(query, question)
-            cosines = [max(0.0, self._dense_similarity(d.meta, passages=passages)) for d in head]
+            cosines = [max(0.0, self._dense_similarity(d.meta)) for d in head]
             relevance = self._blend(cosines, retrieval, stats)
             stats["path"] = "retrieval+dense"
         today = dt.date.fromisoformat(self.today) if self.today else dt.date.today()
@@ -475,7 +476,20 @@ class LegalReranker:
         if exact:
             ranked = _first(exact, ranked)
             stats["cited"] = [d.id for d in exact]
-        return {"documents": ranked, "stats": self._finish(stats, started)}
+        return {"documents": ranked[:top_k], "stats": self._finish(stats, started)}
+
+    def candidates_for(self, top_k: int) -> int:
+        """
+        How many candidates to re-rank when `top_k` blocks are wanted: at least `top_n`, the pool the re-ranker's
+        defaults were chosen with. Re-ranking only `top_k` of them would make the best block depend on how many the
+        caller asked for (with 1, the retrieval's first would always stay first).
+
+        :param top_k: Blocks wanted.
+        :returns: `max(top_k, top_n)`.
+        """
+        if top_k <= 0:
+            raise ValueError(f"top_k must be > 0, got {top_k}")
+        return max(top_k, self.top_n)
 
     def _named_laws(self, query: str) -> list[str]:
         """The law ids of the norms the question names, in its order (the citation grammar's)."""

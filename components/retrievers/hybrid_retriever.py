@@ -282,6 +282,7 @@ class HybridRetriever:
         collections: list[str] | None = None,
         query: str | None = None,
         named_laws: list[str] | None = None,
+        passage_scores: bool | None = None,
     ) -> dict[str, list[Document]]:
         """
         Retrieve chunks for one query.
@@ -296,6 +297,9 @@ class HybridRetriever:
         :param query: The query text: the BM25 query on the `lexical_store` (needed by `sparse` and `hybrid` there).
         :param named_laws: Law ids of the norms the question names (`CitationDetector.named_laws`): each collection
             is also searched within them (see the class docstring).
+        :param passage_scores: Overrides the init `passage_scores` for this query: `RetrievalChain` turns it off
+            for a query that reads the question with the turns before it, whose best passage is often the earlier
+            question's (`components.legal.conversation.reads_earlier_turns`).
         :returns: `documents`: chunks sorted by weighted score, unique by id.
         """
         mode = mode or self.mode
@@ -336,7 +340,8 @@ class HybridRetriever:
             within = {"field": "meta.law_id", "operator": "in", "value": absent}
             best = self._merged(names, search([and_filters(f, within) for f in per_collection]), best)
             ranked = sorted(best.values(), key=lambda pair: pair[0], reverse=True)[:top_k]
-        passages = self._passage_scores([doc for _, doc in ranked], query_embedding, base)
+        wanted = self.passage_scores if passage_scores is None else passage_scores
+        passages = self._passage_scores([doc for _, doc in ranked], query_embedding, base) if wanted else {}
         documents = []
         for score, doc in ranked:
             passage = passages.get(parent_key(doc))
@@ -347,8 +352,8 @@ class HybridRetriever:
     def _passage_scores(
         self, hits: list[Document], query_embedding: list[float] | None, filters: dict[str, Any] | None
     ) -> dict[str, float]:
-        """The best passage similarity of each hit's parent block (`passage_scores`; none without an embedding)."""
-        if not self.passage_scores or query_embedding is None or not hits:
+        """The best passage similarity of each hit's parent block (none without an embedding)."""
+        if query_embedding is None or not hits:
             return {}
         return best_passage_similarity(self.document_store, query_embedding, [parent_key(d) for d in hits],
                                        filters=filters)

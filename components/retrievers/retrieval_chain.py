@@ -7,6 +7,7 @@ from haystack.core.serialization import component_to_dict
 from haystack.core.super_component import SuperComponent
 from haystack.core.super_component.utils import _delegate_default
 
+from components.legal.conversation import reads_earlier_turns
 from components.utils.nested import nested_init_parameters
 from components.utils.stage_runner import run_stages
 
@@ -53,7 +54,8 @@ INPUT_MAPPING = {
     "dense_text": ["spelling_corrector.dense_text", "text_embedder.text"],
     # parents and cited blocks are read with the access filter too
     "filters": ["citation_fetcher.filters", "retriever.filters", "parent_resolver.filters", "basis_expander.filters"],
-    "top_k": ["parent_resolver.top_k", "reranker.top_n"],
+    # `run` widens the first two to the re-ranker's pool when fewer blocks are asked for (`candidates_for`)
+    "top_k": ["parent_resolver.top_k", "reranker.top_n", "reranker.top_k"],
     "mode": ["retriever.mode"],
     "collections": ["retriever.collections"],
     # the norms the question names, when the chain has no citation stages of its own (the query pipeline's)
@@ -79,12 +81,13 @@ class RetrievalChain(SuperComponent):
     Inputs: `text` (read by every stage as the `spelling_corrector` corrects it, when the chain has one; embedded on
     both sides, the query of the retriever and the re-ranker; with a `term_expander`,
     the BM25 side gets it followed by the statutory terms of its colloquial expressions), `dense_text` (optional:
-    embedded on the dense side instead of `text`, e.g. a HyDE passage), `filters`, `top_k` (parent blocks kept),
+    embedded on the dense side instead of `text`, e.g. a HyDE passage), `filters`, `top_k` (parent blocks kept;
+    with a re-ranker they are chosen among at least its `top_n` candidates, `LegalReranker.candidates_for`),
     `mode` (`hybrid`, `dense`, `sparse`), `collections`, `named_laws` (the norms the question names, searched within
     as well: a chain without citation stages of its own gets them from its caller), `question` (the user's question
     when `text` is a query made from it: the re-ranker puts that question's jurisdiction first). Outputs: `documents`
-    (re-ranked parent blocks, their bases in place) and, with a re-ranker, `candidates` (the parent blocks before
-    re-ranking).
+    (re-ranked parent blocks, their bases in place) and, with a re-ranker, `candidates` (the parent blocks it
+    re-ranked).
 
     ### Usage example
 
@@ -134,7 +137,7 @@ class RetrievalChain(SuperComponent):
         :param sparse_text_embedder: BM25 query embedder (`SparseTextEmbedder`).
         :param retriever: `HybridRetriever` (dense + BM25 search, fused by RRF).
         :param parent_resolver: `ParentResolver` (chunk hits -> parent blocks); its `top_k` is how many blocks the
-            re-ranker gets.
+            re-ranker gets when the run asks for no `top_k`.
         :param reranker: Optional `LegalReranker`; None ends the chain at the parent blocks.
         :param citation_detector: Optional `CitationDetector`: the articles the question cites ...
         :param citation_fetcher: ... fetched directly by a `BlockFetcher` (within `filters`) ...
@@ -210,7 +213,10 @@ class RetrievalChain(SuperComponent):
 
         The stages are called directly (`run_stages`) rather than through `Pipeline.run`, which deep-copies every
         value passed along an edge: for the query vector that copy (element by element) costs more than the search
-        itself, and the chain runs once per query of every request.
+        itself, and the chain runs once per query of every request. Two decisions are taken here, on top of the
+        wrapped pipeline's edges: a `top_k` below the re-ranker's `top_n` still has `top_n` candidates re-ranked
+        (`LegalReranker.candidates_for`), and a `text` that reads `question` with earlier turns is searched without
+        passage scores (`components.legal.conversation.reads_earlier_turns`).
 
         :param kwargs: `text` (required), `dense_text`, `filters`, `top_k`, `mode`, `collections`, `named_laws`,
             `question`.
@@ -230,6 +236,17 @@ class RetrievalChain(SuperComponent):
                 for path in paths:
                     stage, socket = path.split(".", 1)
                     inputs.setdefault(stage, {})[socket] = kwargs[name]
+        # a query that reads the question with the turns before it holds two questions: its best passage is often
+        # the earlier question's, so its blocks are weighed by the whole block's similarity (no passage search)
+        top_k = kwargs.get("top_k")
+        if self.reranker is not None and isinstance(top_k, int) and top_k > 0:
+            # the re-ranker judges its whole pool whatever the number of blocks asked for
+            pool = self.reranker.candidates_for(top_k)
+            inputs["parent_resolver"]["top_k"] = pool
+            inputs.setdefault("reranker", {})["top_n"] = pool
+        question = kwargs.get("question")
+        if question is not _delegate_default and reads_earlier_turns(kwargs["text"], question):
+            inputs.setdefault("retriever", {})["passage_scores"] = False
         outputs = run_stages({name: getattr(self, name) for name in STAGES}, inputs, self._connections)
         mapped = {}
         for path, name in self.output_mapping.items():

@@ -273,6 +273,20 @@ def test_sdk_retrieve_returns_parents_with_scores_and_filters(indexed):
         lex.retrieve("x", mode="turbo")
 
 
+def test_sdk_retrieve_reranks_the_same_pool_whatever_top_k(indexed, monkeypatch):
+    """`retrieve(top_k=1)` is the first of `retrieve(top_k=8)`: the re-ranker judges its 20 candidates either way."""
+    lex, _, _ = indexed
+    reranker = lex.pipeline("retrieval").get_component("reranker")
+    seen = []
+    run = reranker.run
+    monkeypatch.setattr(reranker, "run", lambda **kw: seen.append((len(kw["documents"]), kw.get("top_k"))) or run(**kw))
+    lex.clear_caches()
+    one = lex.retrieve("contrato para obra o servicio determinado", top_k=1)
+    eight = lex.retrieve("contrato para obra o servicio determinado", top_k=8)
+    assert len(one) == 1 and [(d.id, d.score) for d in one] == [(d.id, d.score) for d in eight[:1]]
+    assert seen[0][0] == seen[1][0] > 1 and [top_k for _, top_k in seen] == [1, 8]
+
+
 def test_sdk_retrieve_full_puts_the_cited_article_first(indexed):
     lex, _, _ = indexed
     question = "contrato de interinidad según el art. 7 del RD 2720/1998"

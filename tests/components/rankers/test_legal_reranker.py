@@ -65,6 +65,21 @@ def test_run_reranks_only_the_head_and_keeps_scores_monotone():
     assert LegalReranker().run(documents=[])["documents"] == []
 
 
+def test_top_k_keeps_the_first_of_the_reranked_pool():
+    """`top_k` cuts the re-ranked list; the pool to re-rank for it is `candidates_for(top_k)`, at least `top_n`."""
+    docs = [Document(id=f"d{i}", content="x", meta=dict(ET2015), score=1.0 - i * 0.1) for i in range(5)]
+    docs[0] = Document(id="old", content="x", meta=dict(ET1995), score=1.0)  # the repealed twin goes down
+    reranker = LegalReranker(top_n=4, today="2026-11-21")
+    whole = [d.id for d in reranker.run(documents=docs)["documents"]]
+    assert whole[0] == "d1" and whole.index("old") > 0
+    assert [d.id for d in reranker.run(documents=docs, top_k=2)["documents"]] == whole[:2]
+    assert reranker.candidates_for(1) == 4 and reranker.candidates_for(9) == 9
+    with pytest.raises(ValueError, match="top_k"):
+        reranker.run(documents=docs, top_k=0)
+    with pytest.raises(ValueError, match="top_k"):
+        reranker.candidates_for(0)
+
+
 # --- relevance backends --------------------------------------------------------------------------------------------
 
 QUERY = "¿Cuántos días de vacaciones tengo?"
@@ -256,13 +271,6 @@ def test_retrieval_relevance_blends_a_blocks_best_passage_into_its_dense_similar
     assert ranked[1].score == pytest.approx(0.5 * 1.0 + 0.5 * 0.60 / 0.65)
     blocks_only = LegalReranker(passage_share=0.0, **weights).run(documents=docs)["documents"]
     assert [d.id for d in blocks_only] == ["whole", "paragraph"]
-    # a query that reads the question with the turn before it: its best passage may be the earlier question's
-    turn = "¿y entre un día y el siguiente?"
-    reading = LegalReranker(**weights).run(documents=docs, query=f"¿Cuántas horas a la semana? {turn}",
-                                            question=turn)["documents"]
-    assert [d.id for d in reading] == ["whole", "paragraph"]
-    as_written = LegalReranker(**weights).run(documents=docs, query=turn, question=turn)["documents"]
-    assert [d.id for d in as_written] == ["paragraph", "whole"]
     assert LegalReranker(passage_share=0.3).to_dict()["init_parameters"]["passage_share"] == 0.3
     assert LegalReranker.from_dict(LegalReranker(passage_share=0.3).to_dict()).passage_share == 0.3
     for share in (-0.1, 1.5):

@@ -449,3 +449,9 @@ def test_dense_search_ranks_blocks_and_records_each_blocks_best_passage(passage_
     assert all("passage_score" not in d.meta for d in off.run(query_embedding=query, mode="dense")["documents"])
     assert off.to_dict()["init_parameters"]["passage_scores"] is False
     assert HybridRetriever.from_dict(off.to_dict()).passage_scores is False
+    # the run input overrides the init parameter either way, for that query only
+    assert all("passage_score" not in d.meta
+               for d in r.run(query_embedding=query, mode="dense", passage_scores=False)["documents"])
+    assert off.run(query_embedding=query, mode="dense", passage_scores=True)["documents"][0].meta[
+        "passage_score"] == pytest.approx(1.0)
+    assert "passage_score" in r.run(query_embedding=query, mode="dense")["documents"][0].meta

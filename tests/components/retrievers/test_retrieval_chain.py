@@ -100,7 +100,7 @@ def test_to_dict_from_dict_round_trip(tmp_path):
 def test_run_retrieves_parent_blocks_and_reranks(indexed):
     out = indexed.run(text="contrato de interinidad", top_k=3)
     docs, candidates = out["documents"], out["candidates"]
-    assert 1 <= len(docs) <= 3 and len(candidates) <= 3
+    assert 1 <= len(docs) <= 3 and 3 < len(candidates) <= indexed.reranker.candidates_for(3)  # its whole pool
     assert docs[0].meta["law_id"] == RD_ID and docs[0].meta["article"] == "4"
     assert all(d.meta["level"] == "parent" for d in docs)
     assert "retrieval_score" in docs[0].meta and "retrieval_score" not in candidates[0].meta  # re-ranked
@@ -142,10 +142,40 @@ def test_run_reads_the_named_norms_once_for_the_retriever_and_the_reranker(index
     assert seen_plain == [[RD_ID]]
 
 
+def test_the_reranker_judges_its_whole_pool_whatever_top_k(indexed, monkeypatch):
+    """Asking for 1 block re-ranks as many candidates as asking for 8: the first is the same."""
+    seen = []
+    reranker_run = indexed.reranker.run
+    monkeypatch.setattr(indexed.reranker, "run",
+                        lambda **kw: seen.append((len(kw["documents"]), kw["top_n"], kw["top_k"])) or reranker_run(**kw))
+    one = indexed.run(text="contrato de interinidad", top_k=1)
+    eight = indexed.run(text="contrato de interinidad", top_k=8)
+    assert [(d.id, d.score) for d in one["documents"]] == [(d.id, d.score) for d in eight["documents"][:1]]
+    assert [d.id for d in one["candidates"]] == [d.id for d in eight["candidates"]]
+    pool = indexed.reranker.candidates_for(1)
+    assert pool == indexed.reranker.top_n == 20 and indexed.reranker.candidates_for(30) == 30
+    assert seen[0][1:] == (pool, 1) and seen[1][1:] == (pool, 8) and seen[0][0] == seen[1][0] > 1
+
+
+def test_a_conversation_reading_is_searched_without_passages(indexed, monkeypatch):
+    """The question read with the turn before it holds two questions: no passage search for that query."""
+    seen = []
+    retriever_run = indexed.retriever.run
+    monkeypatch.setattr(indexed.retriever, "run",
+                        lambda **kw: seen.append(kw.get("passage_scores")) or retriever_run(**kw))
+    turn = "¿y si es un contrato de interinidad?"
+    reading = indexed.run(text=f"¿Cuánto dura un contrato eventual? {turn}", question=turn, top_k=3)["documents"]
+    indexed.run(text=turn, question=turn, top_k=3)  # the turn as written
+    indexed.run(text="contrato eventual", top_k=3)  # a first question
+    assert seen == [False, None, None]
+    assert reading  # searched all the same
+
+
 def test_run_matches_the_wrapped_pipeline_run(indexed):
     from haystack.core.super_component import SuperComponent
 
-    for kwargs in ({"text": "contrato eventual", "top_k": 4},
+    # (a `top_k` below the re-ranker's `top_n` is widened by `run` alone: see the pool test)
+    for kwargs in ({"text": "contrato eventual", "top_k": 20}, {"text": "contrato eventual"},
                    {"text": "contrato eventual", "dense_text": "sustituir a un trabajador", "mode": "dense"}):
         direct, piped = indexed.run(**kwargs), SuperComponent.run(indexed, **kwargs)  # Pipeline.run
         assert set(direct) == set(piped) == {"documents", "candidates"}
@@ -198,8 +228,9 @@ def test_term_expander_feeds_the_bm25_side_only(indexed, tmp_path):
     # the dense side still embeds the question as written
     dense = [d.id for d in chain.run(text=question, mode="dense", top_k=3)["candidates"]]
     assert dense == [d.id for d in indexed.run(text=question, mode="dense", top_k=3)["candidates"]]
-    piped = SuperComponent.run(chain, text=question, mode="sparse", top_k=3)["candidates"]  # Pipeline.run
-    assert [(d.id, d.score) for d in piped] == [(d.id, d.score) for d in expanded]
+    piped = SuperComponent.run(chain, text=question, mode="sparse", top_k=20)["candidates"]  # Pipeline.run
+    assert [(d.id, d.score) for d in piped] == [(d.id, d.score) for d in chain.run(
+        text=question, mode="sparse", top_k=20)["candidates"]]
     data = chain.to_dict()
     assert data["init_parameters"]["term_expander"]["init_parameters"]["equivalences_file"] == str(table)
     assert RetrievalChain.from_dict(data).to_dict() == data
