@@ -1,6 +1,7 @@
 """The benchmark scripts' own helpers that decide what a benchmark measures."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 import yaml
@@ -54,8 +55,9 @@ def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
     assert [p.stem for p in follow_ups] == [
         "follow-up-country", "follow-up-go-on", "follow-up-holdout", "follow-up-new-topic", "follow-up-third-turn",
         "follow-up"]
-    items = [item for path in [*sets, *follow_ups] for item in load_labelled(path)]
-    assert len(items) == 207 and len({item["id"] for item in items}) == 207
+    quotes = ROOT / "benchmarks" / "questions" / "quotes" / "quotes.jsonl"
+    items = [item for path in [*sets, *follow_ups, quotes] for item in load_labelled(path)]
+    assert len(items) == 284 and len({item["id"] for item in items}) == 284
     laws = {law for item in items for law, _ in item["relevant"]}
     files = [path for path in sorted((ROOT / "data" / "corpus").glob("*.md"))
              if path.stem in laws or path.stem == "CLT"]
@@ -66,6 +68,27 @@ def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
     assert laws <= {law for law, _ in held}
     missing = sorted({key for item in items for key in item["relevant"]} - held)
     assert not missing, f"labels without an article in data/corpus: {missing}"
+    # the quote benchmark's words are in the article each question labels
+    text: dict = {}
+    for doc in articles:
+        key = article_key(doc.meta["law_id"], doc.meta["article"])
+        text[key] = text.get(key, "") + " " + " ".join((doc.content or "").split()).lower()
+    for line in quotes.read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        (label,) = item["expected"]
+        assert " ".join(item["quote"].split()).lower() in text[article_key(label["law"], label["article"])], item["id"]
+
+
+def test_quote_bench_scores_the_cited_article_and_the_quoted_words():
+    bench = _bench("quote_bench")
+    item = {"relevant": {("BOE-A-2015-11430", "38")}, "quote": "treinta días  naturales"}
+    reply = {"citations": [{"law_id": "BOE-A-2015-11724", "article": "147"}, {"law_id": "BOE-A-2015-11430",
+                                                                             "article": "38"}],
+             "answer": "«... En ningún caso la duración será inferior a Treinta días\nnaturales.» (ET, art. 38)"}
+    assert bench.outcome(item, reply) == {"cited": 1.0, "first": 0.0, "quoted": 1.0}
+    assert bench.outcome(item, {"citations": [], "answer": "treinta días"}) == {"cited": 0.0, "first": 0.0,
+                                                                                 "quoted": 0.0}
+    assert bench.language({"expected": [{"law": "DEL-5452-1943", "article": "59"}]}) == "pt"
 
 
 def test_the_named_norm_questions_name_the_norm_of_their_labels():
