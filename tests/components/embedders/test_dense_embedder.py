@@ -483,6 +483,34 @@ def test_passages_pool_each_child_from_its_parents_pass(tiny_dense_model, monkey
     assert _cosine(out[1].embedding, alone[1].embedding) < 0.999
 
 
+def test_torch_passages_of_blocks_of_different_lengths_batched_together(tiny_dense_model, monkeypatch):
+    """One padded pass for several blocks gives each the passage vectors of its own pass alone."""
+    monkeypatch.setenv("LEXHAY_DENSE_BACKEND", "torch")
+    long_text = "el salario de la empresa. " * 6 + "las vacaciones de los trabajador."
+    second = [Document(id="Q", content=long_text, meta={"level": "parent"}),
+              Document(id="D0", content="las vacaciones de los trabajador.",
+                       meta={"level": "child", "parent_id": "Q", "chunk_index": 0})]
+    family = [Document(id=d.id, content=d.content, meta={k: v for k, v in d.meta.items() if k != "article_title"})
+              for d in _family()]
+    embedder = DenseDocumentEmbedder(model=str(tiny_dense_model), passages=True, batch_size=4)
+    embedder.warm_up()
+    model = embedder._embedder.embedding_backend.model
+    passes = []
+    forward = model.forward
+    monkeypatch.setattr(model, "forward", lambda features, **kw: passes.append(len(features["input_ids"]))
+                        or forward(features, **kw))
+    out = {d.id: d.embedding for d in embedder.run(documents=[*family, *second])["documents"]}
+    assert passes == [2]  # both blocks in one pass
+    start = long_text.index("las vacaciones")
+    for child, text, span in [("C0", FAMILY_TEXT, (0, FAMILY_TEXT.index("trabajador.") + 11)),
+                              ("C1", FAMILY_TEXT, (FAMILY_TEXT.index("las vacaciones"), len(FAMILY_TEXT))),
+                              ("D0", long_text, (start, len(long_text)))]:
+        (expected,) = _expected_passages(tiny_dense_model, text, [span])
+        assert _cosine(out[child], expected) > 0.999, child
+    alone = DenseDocumentEmbedder(model=str(tiny_dense_model)).run(documents=[second[0]])["documents"][0]
+    assert _cosine(out["Q"], alone.embedding) > 0.999  # the padded pass leaves the block's own vector as it is
+
+
 def test_passages_reuse_the_stored_vectors_of_an_unchanged_family(tiny_dense_model, monkeypatch, tmp_path):
     from components.document_stores.edge_document_store import EdgeDocumentStore  # noqa: PLC0415
 

@@ -319,7 +319,7 @@ def test_the_converted_model_gives_its_token_states_and_passage_vectors(tiny_den
     states = openvino_backend.token_states_output(graph)
     assert states is not None and len(states.get_partial_shape()) == 3
     assert encoder._with_states is None  # compiled for passages only, on first use
-    assert encoder.passages_supported and encoder._with_states is not None
+    assert encoder.supports_passages() and encoder._with_states is not None
     texts = ["el contrato de los trabajador. las vacaciones de la empresa.", "el salario"]
     spans = [locate_passages(texts[0], ["el contrato de los trabajador.", "las vacaciones de la empresa."]), [None]]
     vectors, passages = encoder.encode_passages(texts, spans, prompt_name="document")
