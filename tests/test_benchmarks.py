@@ -223,3 +223,18 @@ def test_spelling_bench_misspells_by_sound_alike_errors_only():
         if word != changed:  # one error each: at most two letters apart, in length at most one
             assert abs(len(word) - len(changed)) <= 1 and word.islower(), (word, changed)
     assert bench.misspell(question, random.Random(3), rate=0.0) == question
+
+
+def test_multi_question_bench_pairs_single_questions_without_a_common_label_and_scores_both():
+    bench = _bench("multi_question_bench")
+    items = [{"id": f"q{i}", "question": f"¿pregunta número {i}?", "relevant": {("ET", str(i % 3))}} for i in range(8)]
+    items.append({"id": "two", "question": "¿una? ¿y otra?", "relevant": {("ET", "9")}})
+    pairs = bench.pairs(items, seed=1, limit=10)
+    assert pairs == bench.pairs(items, seed=1, limit=10)  # seeded
+    assert all(a["relevant"].isdisjoint(b["relevant"]) and "two" not in (a["id"], b["id"]) for a, b in pairs)
+    assert len(bench.pairs(items, seed=1, limit=1)) <= 1
+    first, second = {"relevant": {("ET", "38")}}, {"relevant": {("ET", "37")}}
+    reply = {"citations": [{"law_id": "ET", "article": "38"}, {"law_id": "LGSS", "article": "147"}]}
+    assert bench.outcome(first, second, reply) == {"both": 0.0, "first": 1.0, "second": 0.0, "citations": 2.0}
+    reply["citations"].append({"law_id": "ET", "article": "37"})
+    assert bench.outcome(first, second, reply)["both"] == 1.0

@@ -405,10 +405,47 @@ MAX_ALTERNATIVE_KEYWORDS = 3  # "X o Y" is split only when both sides are short,
 _QUALIFIER = re.compile(r"(?:ivo|iva|ario|aria|al|ente|ante|ado|ada|ido|ida|ico|ica|oso|osa|ble|ulo|ula|vel)s?$")
 
 
+# a message asking several questions: each part ending with "?" that holds at least this many content words is a
+# question of its own; a shorter one ("isso vale?", "de quanto?", "quantas vezes?") goes on from the one before
+MIN_QUESTION_KEYWORDS = 3
+_QUESTION_END = re.compile(r"(?<=\?)\s+")
+# a part that points back at the one before ("o que eu recebo nesse caso?", "¿y eso es legal?") goes on from it
+_REFERS_BACK = re.compile(r"\b(?:(?:en\s+)?(?:ese|este|esse|nesse|neste)\s+caso|isso|isto|disso|nisso|eso|esto|ello)\b")
+
+
+def split_questions(message: str) -> list[str]:
+    """
+    The questions of a message that asks several ("¿Cuántos días de vacaciones tengo? ¿Me pueden obligar a trabajar
+    los domingos?"): its parts ending with a question mark, each with at least `MIN_QUESTION_KEYWORDS` content words
+    (`extract_keywords`) and no word pointing back at the one before ("nesse caso", "eso"); any other part, and
+    anything after the last question mark, stays with the part before it ("tenho direito a algum adicional por
+    isso? de quanto?" is one question).
+
+    :param message: The user's message.
+    :returns: The questions as written (stripped), or `[message]` when it asks one.
+    """
+    language = "pt" if detect_query_language(message, default="es") == "pt" else "es"
+    questions: list[str] = []
+    for part in _QUESTION_END.split(message.strip()):
+        asks = (part.rstrip().endswith("?") and not _REFERS_BACK.search(part.lower())
+                and len(extract_keywords(part, language=language)) >= MIN_QUESTION_KEYWORDS)
+        if questions and not asks:
+            questions[-1] = f"{questions[-1]} {part}"
+        elif questions and not questions[-1].rstrip().endswith("?"):
+            questions[-1] = f"{questions[-1]} {part}"  # what came before the first question is its context
+        else:
+            questions.append(part)
+    # a first part too short to stand alone ("¿es legal?") goes on with the next one
+    if len(questions) > 1 and len(extract_keywords(questions[0], language=language)) < MIN_QUESTION_KEYWORDS:
+        questions[:2] = [f"{questions[0]} {questions[1]}"]
+    return questions if len(questions) > 1 else [message.strip()]
+
+
 def split_concepts(question: str) -> list[str]:
     """
-    The concepts a question asks about: the items of a comparison ("diferencia entre X y Y", "X vs Y", "comparar X
-    con Y", "diferença entre X e Y") or the short alternatives of "X o Y" ("X ou Y"); otherwise the whole question.
+    The concepts a question asks about: each question of a message that asks several (`split_questions`), else the
+    items of a comparison ("diferencia entre X y Y", "X vs Y", "comparar X con Y", "diferença entre X e Y") or the
+    short alternatives of "X o Y" ("X ou Y"); otherwise the whole question.
     Separators are the question's language's (`detect_query_language`): a Portuguese "o" is an article.
 
     A one-word item that qualifies the head noun of the first item inherits it: "despido objetivo y
@@ -417,6 +454,9 @@ def split_concepts(question: str) -> list[str]:
     :param question: The question.
     :returns: One text per concept (lowercased, without ¿?¡!).
     """
+    questions = split_questions(question)
+    if len(questions) > 1:
+        return [" ".join(re.sub(r"[¿?¡!]", " ", q.lower()).split()) for q in questions]
     text = re.sub(r"[¿?¡!]", " ", question.lower()).strip()
     language = "pt" if detect_query_language(question, default="es") == "pt" else "es"
     items: list[str] = []

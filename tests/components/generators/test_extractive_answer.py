@@ -126,6 +126,17 @@ def test_a_comparison_gets_each_concepts_best_block_quoted():
     cited = [line.rsplit("(", 1)[1] for line in ExtractiveAnswer(max_articles=2).run(
         question=question, documents=docs)["answer"].splitlines() if line.startswith("- «")]
     assert cited == ["ET, art. 53)", "ET, art. 54)"]
+    # a message asking two questions was searched once per question: each question's best block is quoted
+    message = "¿Cuánto dura el despido objetivo? ¿Qué plazo hay para impugnar un despido disciplinario?"
+    first, second = "cuánto dura el despido objetivo", "qué plazo hay para impugnar un despido disciplinario"
+    ranks = {"53": {message: 0, first: 0, second: 2}, "55": {message: 1, first: 1, second: 1},
+             "54": {message: 2, first: 3, second: 0}}
+    docs = [Document(content=_et(number, "").content, score=0.9 - 0.1 * i,
+                     meta={**_et(number, "").meta, "query_ranks": ranks[number]})
+            for i, number in enumerate(("53", "55", "54"))]
+    cited = [line.rsplit("(", 1)[1] for line in ExtractiveAnswer(max_articles=2).run(
+        question=message, documents=docs)["answer"].splitlines() if line.startswith("- «")]
+    assert cited == ["ET, art. 53)", "ET, art. 54)"]
     # a question about two countries was searched once per country: each country's best block is quoted
     both = "¿Cuántos días de vacaciones hay en España y en Brasil?"
     clt = Document(content="Art. 130. Após cada período de 12 meses de vigência do contrato de trabalho, o empregado "

@@ -10,6 +10,7 @@ from components.legal.terms import (
     lexical_coverage,
     load_equivalences,
     split_concepts,
+    split_questions,
 )
 
 
@@ -181,6 +182,29 @@ def test_lexical_coverage_is_the_share_of_the_question_words_a_text_holds():
     # the forms of "to be" are function words in both languages: only the content words count
     assert lexical_coverage("somos setenta, ¿son vacaciones retribuidas?", article) == pytest.approx(2 / 3)
     assert lexical_coverage("sou porteiro, são férias vencidas?", clt, "pt") == pytest.approx(2 / 3)
+
+
+def test_split_questions_reads_each_question_of_a_message():
+    two = "¿Cuántos días de vacaciones tengo al año? ¿Y me pueden obligar a trabajar los domingos?"
+    assert split_questions(two) == ["¿Cuántos días de vacaciones tengo al año?",
+                                    "¿Y me pueden obligar a trabajar los domingos?"]
+    # the context before the first question mark is the first question's
+    assert split_questions("trabajo de interna cuidando a una señora mayor, ¿tengo derecho a librar el fin de "
+                           "semana? y cuantas horas tengo que descansar entre dia y dia?") == [
+        "trabajo de interna cuidando a una señora mayor, ¿tengo derecho a librar el fin de semana?",
+        "y cuantas horas tengo que descansar entre dia y dia?"]
+    # a short part, or one pointing back at the one before, goes on from it: one question
+    for one in ("tenho direito a algum adicional por isso? de quanto?", "posso faltar para doar sangue? quantas vezes?",
+                "da pra fazer um acordo com o patrão? o que eu recebo nesse caso?", "Me han despedido. ¿Es legal?",
+                "¿Es legal? me han despedido estando de baja", "ele pode fazer isso??", "¿cuántos días de vacaciones?"):
+        assert split_questions(one) == [one]
+    # "¿es legal?" first, too short alone: it goes with the question after it
+    assert split_questions("¿Es legal? ¿Me pueden despedir estando de baja médica? ¿Cuánto tiempo tengo para "
+                           "reclamar el despido?") == ["¿Es legal? ¿Me pueden despedir estando de baja médica?",
+                                                     "¿Cuánto tiempo tengo para reclamar el despido?"]
+    # each question is a concept of its own: searched on its own and quoted by its own best article
+    assert split_concepts(two) == ["cuántos días de vacaciones tengo al año",
+                                   "y me pueden obligar a trabajar los domingos"]
 
 
 def test_split_concepts():

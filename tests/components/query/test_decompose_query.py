@@ -280,6 +280,11 @@ def test_fallback_without_llm_on_real_questions():
     assert dismissals == [DISMISSALS, "despido objetivo", "despido disciplinario"]
     assert DecomposeQuery(max_queries=2).run(query=DISMISSALS)["queries"] == dismissals[:2]
 
+    # a message asking two questions: the message, then each question on its own
+    two = "¿Cuántos días de vacaciones tengo al año? ¿Y me pueden obligar a trabajar los domingos?"
+    assert decomposer.run(query=two)["queries"] == [
+        two, "cuántos días de vacaciones tengo al año", "y me pueden obligar a trabajar los domingos"]
+
     # whitespace normalised, nothing else: the question a plain retrieval would search
     assert decomposer.run(query="  ¿Qué dice el  art. 14 de la Constitución?")["queries"] == [
         "¿Qué dice el art. 14 de la Constitución?"
