@@ -2,7 +2,8 @@
 """
 Query decomposition: a user's question in colloquial Spanish or Portuguese -> 1-4 search queries.
 
-`DecomposeQuery` searches a first question as the user wrote it (one more query per concept it compares), and a turn
+`DecomposeQuery` searches a first question as the user wrote it (one more query per concept it compares, or per
+question of a message that asks several), and a turn
 of a conversation read with the question before it (see the class docstring). A chat generator, where a deployment
 asks for it, adds keyword queries after the deterministic ones; when the call fails the deterministic queries are
 used alone. The colloquial -> legal equivalence table (`components/legal/data/equivalences.yaml`, read through the
@@ -167,7 +168,8 @@ class DecomposeQuery:
     Turns a question into 1-4 search queries for hybrid retrieval, deterministically or with an LLM.
 
     First question: the question as the user wrote it; a comparison ("diferencia entre X y Y", "X o Y") then
-    gets one more query per concept, the concept's words. No LLM is asked unless `llm_on_first_question` is set;
+    gets one more query per concept, the concept's words, and a message asking several questions one more per
+    question (`components.legal.terms.split_questions`: searched as one text, the second question was mostly lost). No LLM is asked unless `llm_on_first_question` is set;
     then the LLM's keyword queries follow the deterministic ones. Why: the dense side embeds each query, and the
     embedding model reads a natural question far better than a bag of keywords, so a keyword query ranks the
     governing article lower than the question it came from, and a query an LLM rewrote lower still
@@ -429,8 +431,8 @@ class DecomposeQuery:
     ) -> list[str]:
         """
         Deterministic queries. A first question: the question as written, then, when it names several countries,
-        one reading per country (`country_readings`), else, when it compares concepts, one query per concept (its
-        words).
+        one reading per country (`country_readings`), else, when it compares concepts or asks several questions,
+        one query per concept or question (`split_concepts`, its words).
 
         A turn of a conversation (`previous`: what it goes on from, `previous_questions`: the last user question,
         from the third turn on the last two):
