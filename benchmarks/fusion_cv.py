@@ -41,6 +41,7 @@ from pipelines.evaluation import (  # noqa: E402
     article_ranking,
     best_per_article,
     format_ci,
+    format_paired,
     load_labelled,
     paired_bootstrap,
     per_query_scores,
@@ -192,7 +193,7 @@ def main() -> int:
             values = scores[config][name]["nDCG@5"]
             hit1 = statistics.mean(scores[config][name]["hit@1"])
             diff = paired_bootstrap(values, scores[DEFAULT][name]["nDCG@5"])
-            delta = "" if config == DEFAULT else f" d {diff['diff']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]"
+            delta = "" if config == DEFAULT else " d " + format_paired(diff)
             cells.append(f"{format_ci(values)} {hit1:.2f}{delta}")
         full.add_row(config, *cells)
     console.print(full)

@@ -38,7 +38,13 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from components.utils.hardware import cpu_summary  # noqa: E402
-from pipelines.evaluation import article_key, format_ci, load_labelled, paired_bootstrap  # noqa: E402
+from pipelines.evaluation import (  # noqa: E402
+    article_key,
+    format_ci,
+    format_paired,
+    load_labelled,
+    paired_bootstrap,
+)
 from pipelines.sdk import LexHay  # noqa: E402
 
 QUESTIONS = Path(__file__).resolve().parent / "questions"
@@ -103,7 +109,7 @@ def main() -> int:
         if previous:
             shared = [row for row in members if row["id"] in previous]
             diff = paired_bootstrap([row["both"] for row in shared], [previous[row["id"]]["both"] for row in shared])
-            cells.append(f"{diff['diff']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]")
+            cells.append(format_paired(diff))
         table.add_row(name, str(len(members)), *cells)
     console.print(table)
     console.print(f"ask p50 {statistics.median(latencies):.1f} ms (caches emptied before each message)")

@@ -39,7 +39,13 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from components.utils.hardware import cpu_summary  # noqa: E402
-from pipelines.evaluation import article_key, format_ci, load_labelled, paired_bootstrap  # noqa: E402
+from pipelines.evaluation import (  # noqa: E402
+    article_key,
+    format_ci,
+    format_paired,
+    load_labelled,
+    paired_bootstrap,
+)
 from pipelines.sdk import LexHay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,7 +114,7 @@ def main() -> int:
         if previous:
             shared = [it["id"] for it in members if it["id"] in previous]
             diff = paired_bootstrap([by_id[i]["quoted"] for i in shared], [previous[i]["quoted"] for i in shared])
-            cells.append(f"{diff['diff']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]")
+            cells.append(format_paired(diff))
         table.add_row(name, str(len(members)), *cells)
     console.print(table)
     console.print(f"ask p50 {statistics.median(latencies):.1f} ms (caches emptied before each question)")

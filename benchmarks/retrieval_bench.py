@@ -51,6 +51,7 @@ from pipelines.evaluation import (  # noqa: E402
     COUNTRY_METRIC,
     evaluate_mode,
     format_ci,
+    format_paired,
     paired_bootstrap,
     load_labelled,
     percentile,
@@ -171,7 +172,7 @@ def main() -> int:
             values = per_query[system][name]["nDCG@5"]
             diff = paired_bootstrap(values, reference[name]["nDCG@5"])
             cells += [format_ci(values), "-" if system == "lexhay full" else
-                      f"{diff['diff']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]"]
+                      format_paired(diff)]
         intervals.add_row(system, *cells)
     console.print(intervals)
     console.print(f"load average at the end: {os.getloadavg()[0]:.1f}")

@@ -32,6 +32,7 @@ from rich.table import Table  # noqa: E402
 from pipelines.evaluation import (  # noqa: E402
     article_ranking,
     format_ci,
+    format_paired,
     load_labelled,
     paired_bootstrap,
     per_query_scores,
@@ -104,7 +105,7 @@ def main() -> int:
             diff = paired_bootstrap(scores[True]["nDCG@5"], scores[False]["nDCG@5"])
             table.add_row(
                 path.stem, kind, str(len(items)), str(changed), format_ci(scores[False]["nDCG@5"]),
-                format_ci(scores[True]["nDCG@5"]), f"{diff['diff']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]",
+                format_ci(scores[True]["nDCG@5"]), format_paired(diff),
                 format_ci(scores[False]["hit@1"], 2), format_ci(scores[True]["hit@1"], 2),
             )
             console.print(f"{path.stem} {kind}: done", style="dim")

@@ -219,6 +219,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from pipelines.evaluation import (
         bootstrap_ci,
         evaluate_mode,
+        format_paired,
         load_labelled,
         mode_retriever,
         paired_bootstrap,
@@ -272,7 +273,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                     ci_cells.append("-")
                 else:
                     diff = paired_bootstrap(per_query[name]["nDCG@5"], per_mode[modes[0]][name]["nDCG@5"])
-                    ci_cells.append(f"{diff['diff']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}]")
+                    ci_cells.append(format_paired(diff))
             intervals.add_row(mode, *ci_cells)
     Console(width=max(out.width, 20 + 18 * len(table.columns))).print(table)  # never truncate the numbers
     Console(width=max(out.width, 20 + 24 * len(intervals.columns))).print(intervals)

@@ -138,6 +138,11 @@ def paired_bootstrap(
             "high": float(np.percentile(means, 100 - tail)), "p": float(min(1.0, 2 * share))}
 
 
+def format_paired(diff: dict[str, float], digits: int = 3) -> str:
+    """`+diff [+low, +high]` of a `paired_bootstrap` result."""
+    return f"{diff['diff']:+.{digits}f} [{diff['low']:+.{digits}f}, {diff['high']:+.{digits}f}]"
+
+
 def format_ci(values: Sequence[float], digits: int = 3) -> str:
     """`mean [low, high]` of per-query values with the 95% bootstrap interval."""
     low, high = bootstrap_ci(values)

@@ -169,12 +169,12 @@ class DecomposeQuery:
 
     First question: the question as the user wrote it; a comparison ("diferencia entre X y Y", "X o Y") then
     gets one more query per concept, the concept's words, and a message asking several questions one more per
-    question (`components.legal.terms.split_questions`: searched as one text, the second question was mostly lost). No LLM is asked unless `llm_on_first_question` is set;
-    then the LLM's keyword queries follow the deterministic ones. Why: the dense side embeds each query, and the
-    embedding model reads a natural question far better than a bag of keywords, so a keyword query ranks the
-    governing article lower than the question it came from, and a query an LLM rewrote lower still
-    (benchmarks/answer_bench.py measures them against the plain question). The statute's vocabulary reaches BM25
-    through the retrieval chain's `TermExpander`, for every query.
+    question (`components.legal.terms.split_questions`: searched as one text, the second question was mostly lost).
+    No LLM is asked unless `llm_on_first_question` is set; then the LLM's keyword queries follow the deterministic
+    ones. Why: the dense side embeds each query, and the embedding model reads a natural question far better than a
+    bag of keywords, so a keyword query ranks the governing article lower than the question it came from, and a
+    query an LLM rewrote lower still (benchmarks/answer_bench.py measures them against the plain question). The
+    statute's vocabulary reaches BM25 through the retrieval chain's `TermExpander`, for every query.
 
     A turn of a conversation (`history` holds an earlier user question, or `carryover` the chunk ids of the
     previous answer) may go on from the previous question ("¿y me las pueden pagar?") or ask a new one ("¿cuánto

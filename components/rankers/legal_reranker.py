@@ -393,10 +393,10 @@ class LegalReranker:
         :param top_k: At most this many documents returned (None: all of them). A caller that wants `top_k` blocks
             gives the re-ranker `candidates_for(top_k)` to judge, so the first `top_k` are chosen among as many
             candidates as the re-ranker was tuned with, whatever `top_k`.
-        :returns: `documents`: the re-ranked head followed by the unchanged tail (at most `top_k`); `stats`: `backend`, `path`
-            (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their retrieval relevance),
-            `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`, `ms`,
-            `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
+        :returns: `documents`: the re-ranked head followed by the unchanged tail (at most `top_k` in all); `stats`:
+            `backend`, `path` (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their
+            retrieval relevance), `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`,
+            `ms`, `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
             ids of the repealed norms' blocks put last), `special` (the special regimes' blocks put after the others,
             "<law id> <article> (<group>)"), `left_out` (the laws whose blocks were marked as not governing a group
             the question names, "<law id> (<group>)"), `special_first` (a named group's rule put right before the

@@ -89,7 +89,7 @@ def test_bootstrap_interval_brackets_the_mean_and_narrows_with_more_questions():
 
 
 def test_paired_bootstrap_calls_a_difference_only_when_it_is_consistent():
-    from pipelines.evaluation import format_ci, paired_bootstrap  # noqa: PLC0415
+    from pipelines.evaluation import format_ci, format_paired, paired_bootstrap  # noqa: PLC0415
 
     base = [0.0, 1.0, 0.5, 0.2] * 15
     better = [min(1.0, x + 0.3) for x in base]
@@ -101,3 +101,5 @@ def test_paired_bootstrap_calls_a_difference_only_when_it_is_consistent():
     with pytest.raises(ValueError, match="same questions"):
         paired_bootstrap([1.0], [1.0, 0.0])
     assert format_ci([1.0, 0.0] * 10).startswith("0.500 [")
+    assert format_paired({"diff": 0.0375, "low": -0.01, "high": 0.08}) == "+0.037 [-0.010, +0.080]"
+    assert format_paired({"diff": -0.2, "low": -0.31, "high": -0.1}, digits=2) == "-0.20 [-0.31, -0.10]"

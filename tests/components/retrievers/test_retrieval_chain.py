@@ -146,8 +146,8 @@ def test_the_reranker_judges_its_whole_pool_whatever_top_k(indexed, monkeypatch)
     """Asking for 1 block re-ranks as many candidates as asking for 8: the first is the same."""
     seen = []
     reranker_run = indexed.reranker.run
-    monkeypatch.setattr(indexed.reranker, "run",
-                        lambda **kw: seen.append((len(kw["documents"]), kw["top_n"], kw["top_k"])) or reranker_run(**kw))
+    monkeypatch.setattr(indexed.reranker, "run", lambda **kw: seen.append((len(kw["documents"]), kw["top_n"],
+                                                                          kw["top_k"])) or reranker_run(**kw))
     one = indexed.run(text="contrato de interinidad", top_k=1)
     eight = indexed.run(text="contrato de interinidad", top_k=8)
     assert [(d.id, d.score) for d in one["documents"]] == [(d.id, d.score) for d in eight["documents"][:1]]
