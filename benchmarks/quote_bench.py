@@ -23,7 +23,6 @@ while a change was being tried, the second was written afterwards and only measu
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 import time
@@ -82,10 +81,9 @@ def main() -> int:
     if os.environ.get("LEXHAY_LLM", "").lower() != "none":
         console.print("[yellow]LEXHAY_LLM is not 'none': an LLM answers, and its wording is not the quote's[/yellow]")
 
-    items = load_labelled(args.questions)
-    raw = {json.loads(line)["id"]: json.loads(line) for line in Path(args.questions).read_text().splitlines() if line}
+    items = load_labelled(args.questions)  # each item keeps its `quote` and `half`
     for item in items:
-        item.update(quote=raw[item["id"]]["quote"], half=raw[item["id"]].get("half", "all"))
+        item.setdefault("half", "all")
     console.print(f"{cpu_summary()}; load {os.getloadavg()[0]:.1f}; {len(items)} questions")
     rows, latencies = [], []
     with LexHay(store_path=args.store) as lex:

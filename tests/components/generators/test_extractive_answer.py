@@ -112,6 +112,19 @@ def test_run_quotes_the_retrievals_best_block_even_when_other_blocks_share_more_
     assert "(LGSS, art. 229)" in answer and "ET1995" not in answer
 
 
+def _ranked_et_blocks(numbers, ranks):
+    """ET blocks in retrieval order, each with its rank in every query's own search (`meta["query_ranks"]`)."""
+    return [Document(content=_et(number, "").content, score=0.9 - 0.1 * i,
+                     meta={**_et(number, "").meta, "query_ranks": ranks[number]})
+            for i, number in enumerate(numbers)]
+
+
+def _quoted(question, documents, max_articles=2):
+    """The citations of the answer's quotes, in order ("ET, art. 53)")."""
+    answer = ExtractiveAnswer(max_articles=max_articles).run(question=question, documents=documents)["answer"]
+    return [line.rsplit("(", 1)[1] for line in answer.splitlines() if line.startswith("- «")]
+
+
 def test_a_comparison_gets_each_concepts_best_block_quoted():
     # "despido objetivo y disciplinario" was searched as written and once per concept (DecomposeQuery): ET 53 is
     # the best block of the question and of "despido objetivo", ET 54 of "despido disciplinario"; ET 54 shares only
@@ -120,23 +133,14 @@ def test_a_comparison_gets_each_concepts_best_block_quoted():
     ranks = {"53": {question: 0, "despido objetivo": 0, "despido disciplinario": 2},
              "54": {question: 1, "despido objetivo": 3, "despido disciplinario": 0},
              "55": {question: 2, "despido objetivo": 2, "despido disciplinario": 1}}
-    docs = [Document(content=_et(number, "").content, score=0.9 - 0.1 * i,
-                     meta={**_et(number, "").meta, "query_ranks": ranks[number]})
-            for i, number in enumerate(("53", "54", "55"))]
-    cited = [line.rsplit("(", 1)[1] for line in ExtractiveAnswer(max_articles=2).run(
-        question=question, documents=docs)["answer"].splitlines() if line.startswith("- «")]
-    assert cited == ["ET, art. 53)", "ET, art. 54)"]
+    docs = _ranked_et_blocks(("53", "54", "55"), ranks)
+    assert _quoted(question, docs) == ["ET, art. 53)", "ET, art. 54)"]
     # a message asking two questions was searched once per question: each question's best block is quoted
     message = "¿Cuánto dura el despido objetivo? ¿Qué plazo hay para impugnar un despido disciplinario?"
     first, second = "cuánto dura el despido objetivo", "qué plazo hay para impugnar un despido disciplinario"
     ranks = {"53": {message: 0, first: 0, second: 2}, "55": {message: 1, first: 1, second: 1},
              "54": {message: 2, first: 3, second: 0}}
-    docs = [Document(content=_et(number, "").content, score=0.9 - 0.1 * i,
-                     meta={**_et(number, "").meta, "query_ranks": ranks[number]})
-            for i, number in enumerate(("53", "55", "54"))]
-    cited = [line.rsplit("(", 1)[1] for line in ExtractiveAnswer(max_articles=2).run(
-        question=message, documents=docs)["answer"].splitlines() if line.startswith("- «")]
-    assert cited == ["ET, art. 53)", "ET, art. 54)"]
+    assert _quoted(message, _ranked_et_blocks(("53", "55", "54"), ranks)) == ["ET, art. 53)", "ET, art. 54)"]
     # a question about two countries was searched once per country: each country's best block is quoted
     both = "¿Cuántos días de vacaciones hay en España y en Brasil?"
     clt = Document(content="Art. 130. Após cada período de 12 meses de vigência do contrato de trabalho, o empregado "
@@ -146,9 +150,7 @@ def test_a_comparison_gets_each_concepts_best_block_quoted():
     spain = Document(content=_et("38", "").content, meta={**_et("38", "").meta, "query_ranks": {
         both: 0, "¿Cuántos días de vacaciones hay en España y en ?": 0}})
     other = Document(content=_et("37", "").content, meta={**_et("37", "").meta, "query_ranks": {both: 1}})
-    cited = [line.rsplit("(", 1)[1] for line in ExtractiveAnswer(max_articles=2).run(
-        question=both, documents=[spain, other, clt])["answer"].splitlines() if line.startswith("- «")]
-    assert cited == ["ET, art. 38)", "CLT, art. 130)"]
+    assert _quoted(both, [spain, other, clt]) == ["ET, art. 38)", "CLT, art. 130)"]
     # a question comparing nothing: a search query's best block is not quoted for that alone
     plain = "¿Qué pasa si me despiden?"
     docs = [Document(content=d.content, score=d.score, meta={**d.meta, "query_ranks": {plain: 0, "otra": 0}})
