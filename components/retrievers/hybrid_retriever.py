@@ -79,10 +79,11 @@ class HybridRetriever:
 
     Named norms (`named_laws`): a question that names a norm ("¿dónde dice la Constitución que tenemos derecho a
     vacaciones?") asks what that norm says, but the norms with more and longer text on the topic (the labour
-    statutes) can fill every place of an unrestricted search. When none of the hits is from a named norm, each
-    collection is searched again within the missing ones and those lists are merged like a collection's: their
-    best chunks rank beside the overall best ones, so the re-ranker (which puts a named norm's blocks first) has
-    them to rank. A named norm already among the hits changes nothing.
+    statutes) can fill every place of an unrestricted search. When none of the blocks the parent resolver will
+    keep (the hits' first `top_k / chunks_for_blocks` parents; a hit further down is dropped there) is from a
+    named norm, each collection is searched again within the missing ones and those lists are merged like a
+    collection's: their best chunks rank beside the overall best ones, so the re-ranker (which puts a named norm's
+    blocks first) has them to rank. A named norm already among those blocks changes nothing.
 
     Works with the embedded `EdgeDocumentStore` (one `query_batch` call for all collections) and with
     qdrant-haystack's `QdrantDocumentStore` for a Qdrant server (through qdrant-haystack's own hybrid /
@@ -268,8 +269,11 @@ class HybridRetriever:
         """
         if blocks <= 0:
             raise ValueError(f"blocks must be > 0, got {blocks}")
-        per_block = 2 if (mode or self.mode) == "hybrid" and self.fuse_by_parent else 4
-        return max(per_block * blocks, 40)
+        return max(self._chunks_per_block(mode) * blocks, 40)
+
+    def _chunks_per_block(self, mode: str | None) -> int:
+        """The chunks `chunks_for_blocks` asks for per wanted block in `mode`."""
+        return 2 if (mode or self.mode) == "hybrid" and self.fuse_by_parent else 4
 
     @component.output_types(documents=list[Document])
     def run(
@@ -333,8 +337,10 @@ class HybridRetriever:
         )
         best = self._merged(names, search(per_collection))
         ranked = sorted(best.values(), key=lambda pair: pair[0], reverse=True)[:top_k]
-        # the norms the question names that none of the hits is from: every collection searched again within them
-        present = {d.meta.get("law_id") for _, d in ranked}
+        # the norms the question names that none of the blocks kept downstream is from (the first top_k / chunks
+        # per block parents: a named norm's hit further down is dropped by the parent resolver): every collection
+        # searched again within them
+        present = _laws_of_first_parents(ranked, max(1, top_k // self._chunks_per_block(mode)))
         absent = [law for law in dict.fromkeys(named_laws or ()) if law not in present]
         if absent:
             within = {"field": "meta.law_id", "operator": "in", "value": absent}
@@ -559,6 +565,20 @@ class HybridRetriever:
             for mode, f in searches
         ]
         return search_batch(self.document_store, requests, meta_fields=list(HIT_FIELDS) if self.light_hits else None)
+
+
+def _laws_of_first_parents(ranked: list[tuple[float, Document]], parents: int) -> set[Any]:
+    """The law ids of the first `parents` distinct parent blocks of `ranked` (score, chunk) pairs, best first."""
+    laws: set[Any] = set()
+    seen: set[str] = set()
+    for _, doc in ranked:
+        key = parent_key(doc)
+        if key not in seen:
+            if len(seen) == parents:
+                break
+            seen.add(key)
+            laws.add(doc.meta.get("law_id"))
+    return laws
 
 
 def _ranked(

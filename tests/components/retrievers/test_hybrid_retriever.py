@@ -334,6 +334,19 @@ def test_named_laws_are_searched_within_when_no_hit_is_from_them(store):
         r.run(**query, named_laws="L-h-norm")
 
 
+def test_a_named_norm_past_the_blocks_kept_downstream_is_searched_within(store):
+    # 4 fused chunks = 2 parent blocks kept by the resolver (chunks_for_blocks: 2 a block); the strike passage is
+    # the 4th hit: among the chunks, but past the 2 blocks the resolver keeps, so it counts as absent
+    r = HybridRetriever(document_store=store, collections={"normativa": 1.0})
+    query = {"query_embedding": [1, 0.2, 0.02, 0.1], "query_sparse_embedding": _sparse("vacaciones"), "top_k": 4}
+    plain = r.run(**query)["documents"]
+    assert [d.id for d in plain] == ["v-norm", "d-norm", "j-norm", "h-norm"]
+    named = r.run(**query, named_laws=["L-h-norm"])["documents"]
+    assert [d.id for d in named][:2] == ["v-norm", "h-norm"]
+    # a named norm within the kept blocks changes nothing
+    assert [d.id for d in r.run(**query, named_laws=["L-d-norm"])["documents"]] == [d.id for d in plain]
+
+
 def test_the_bm25_weight_follows_the_share_of_the_question_its_best_hit_holds(store):
     r = HybridRetriever(document_store=store)  # sparse_weight 1.0 at coverage 0.5
 
