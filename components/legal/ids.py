@@ -18,6 +18,8 @@ logger = logging.getLogger(__name__)
 ADCT_PREFIX: Final[str] = "adct-"
 APPROVAL_PREFIX: Final[str] = "rd-"
 PREAMBLE: Final[str] = "preambulo"  # article key of a norm's preamble (exposición de motivos): explains, not law
+# article keys of a "disposición transitoria" ("dt", "dt11", "dt35-2", "dt9 bis"; the approving decree's "rd-dt1")
+_TRANSITIONAL_KEY_RE: Final[re.Pattern[str]] = re.compile(rf"(?:{APPROVAL_PREFIX})?dt(?![a-z])")
 
 # Blocks. Parents (an article, or one part of a long article) are what readers and the LLM get; children are the
 # search unit. `meta.level` is "parent" or "child"; a child's `meta.parent_id` names its block.
@@ -63,6 +65,16 @@ DEFAULT_COLLECTION_WEIGHTS: Final[dict[str, float]] = {"normativa": 1.0, "senten
 def cited_exactly(meta: dict[str, Any]) -> bool:
     """Whether a block (its `meta`) is an exact hit of an article the question cites (`LexicalFirstGate`)."""
     return meta.get(LEXICAL_MATCH) == EXACT_MATCH
+
+
+def is_transitional(article: Any) -> bool:
+    """
+    Whether article key `article` is a Spanish "disposición transitoria": a provision that governs the passage from
+    the old rule to the new one (contracts signed before a reform, a retirement age reached year by year), not the
+    rule itself. The articles of the CF88's transitional act (ADCT) are not: its art. 10 (the 40% FGTS fine, the
+    pregnant employee's job security) has governed since 1988, the law it awaits never having been passed.
+    """
+    return isinstance(article, str) and _TRANSITIONAL_KEY_RE.match(article) is not None
 
 
 def repeated_key(key: str, occurrence: int) -> str:

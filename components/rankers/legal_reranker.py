@@ -22,6 +22,7 @@ from components.legal.ids import (
     SPECIAL_REGIME,
     check_named_laws,
     cited_exactly,
+    is_transitional,
 )
 from components.legal.jurisdiction import in_jurisdiction, question_jurisdiction
 from components.legal.regimes import load_special_regimes
@@ -111,6 +112,16 @@ class LegalReranker:
     not by the preamble's paragraph on training. A preamble among the candidates goes after the provisions. Never
     removed.
 
+    Transitional provisions (`permanent_first`, on by default): a law's transitional provisions (its "disposiciones
+    transitorias": `components.legal.ids.is_transitional`) govern the passage from the old rule to the new one
+    (contracts signed before a reform, a retirement age reached year by year), in the words of the rule they phase
+    in, so relevance alone often puts one above the rule itself: "¿cómo se calcula la base reguladora de la pensión
+    de jubilación?" is answered first by LGSS art. 209, the rule, then by the transitional provisions on who still
+    computes it the old way. A transitional provision goes right after the next permanent provision of its own
+    law below it among the candidates, so the rule comes first and its transition right after it, whichever one the
+    question's case falls under (a provision with none of its law's below keeps its place). Never removed; a
+    question that cites one gets it first, as any cited article.
+
     Special regimes (`special_regimes_last`, on by default): a statute's special parts govern one group of workers
     only (lex specialis): the railway's overtime (CLT art. 241), women's night work (CLT art. 381), the rest between
     shifts at sea (RD 1561/1995 art. 17). They say nearly what the general rule says, in its words, so relevance
@@ -189,6 +200,7 @@ class LegalReranker:
         superseded_last: bool = True,
         named_first: bool = True,
         provisions_first: bool = True,
+        permanent_first: bool = True,
         special_regimes_last: bool = True,
         regimes_file: str | None = None,
     ) -> None:
@@ -234,6 +246,8 @@ class LegalReranker:
         :param named_first: Put the blocks of the norms the question names before the others (see above); needs
             the `query` input.
         :param provisions_first: Put a norm's preamble after the provisions among the candidates (see above).
+        :param permanent_first: Put each transitional provision right after the next permanent provision of its
+            law among the candidates (see above).
         :param special_regimes_last: Put the blocks of a special regime after the others unless the question names
             its group (see above); needs the `query` input.
         :param regimes_file: The table of special regimes (layout of `components/legal/data/special_regimes.yaml`);
@@ -287,6 +301,7 @@ class LegalReranker:
         self.jurisdiction_first = jurisdiction_first
         self.superseded_last = superseded_last
         self.provisions_first = provisions_first
+        self.permanent_first = permanent_first
         self.named_first = named_first
         self.special_regimes_last = special_regimes_last
         self.regimes_file = regimes_file
@@ -347,6 +362,7 @@ class LegalReranker:
             superseded_last=self.superseded_last,
             named_first=self.named_first,
             provisions_first=self.provisions_first,
+            permanent_first=self.permanent_first,
             special_regimes_last=self.special_regimes_last,
             regimes_file=self.regimes_file,
         )
@@ -397,7 +413,8 @@ class LegalReranker:
             `backend`, `path` (`retrieval`, the backend's name, `<backend>+fallback` when some blocks kept their
             retrieval relevance), `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`,
             `ms`, `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
-            ids of the repealed norms' blocks put last), `special` (the special regimes' blocks put after the others,
+            ids of the repealed norms' blocks put last), `transitional` (the ids of the transitional provisions put
+            after a permanent one of their law), `special` (the special regimes' blocks put after the others,
             "<law id> <article> (<group>)"), `left_out` (the laws whose blocks were marked as not governing a group
             the question names, "<law id> (<group>)"), `special_first` (a named group's rule put right before the
             general rule it displaces, "<law id> <article> before <article> (<group>)"), `named` (the law ids of the
@@ -410,7 +427,7 @@ class LegalReranker:
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
                                  "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
-                                 "superseded": [], "left_out": [], "special": [], "special_first": [], "named": [],
+                                 "superseded": [], "transitional": [], "left_out": [], "special": [], "special_first": [], "named": [],
                                  "cited": []}
         exact = [d for d in cited or [] if cited_exactly(d.meta)]
         if top_k is not None and top_k <= 0:
@@ -466,6 +483,8 @@ class LegalReranker:
             ranked, stats["superseded"] = self._superseded_last(named, ranked)
         if self.provisions_first:  # a preamble explains the norm; its articles are the law
             ranked = _last(ranked, [d for d in ranked if d.meta.get("article") == PREAMBLE])
+        if self.permanent_first:  # a transitional provision phases its law's rule in; the rule comes first
+            ranked, stats["transitional"] = _permanent_first(ranked)
         asker = question if isinstance(question, str) and question.strip() else query
         if self.jurisdiction_first and isinstance(asker, str) and asker.strip():
             ranked, stats["jurisdiction"] = self._jurisdiction_first(asker, named, ranked, query=query)
@@ -698,6 +717,41 @@ def _first(leading: list[Document], ranked: list[Document]) -> list[Document]:
         unique.setdefault(doc.id, doc)
     rest = [d for d in ranked if d.id not in unique]
     return _below(list(unique.values()), rest)[: max(len(ranked), len(unique))]
+
+
+def _permanent_first(documents: list[Document]) -> tuple[list[Document], list[str]]:
+    """
+    `documents` with each transitional provision (`is_transitional`) right after the next permanent provision of
+    its law below it (where there is one), the others in their order; a moved block's score is lowered to the one
+    before it so scores stay monotone along the list. Returns the list and the ids of the moved blocks.
+    """
+    below: dict[Any, int] = {}  # per law, its permanent provisions not yet placed
+    for doc in documents:
+        if not is_transitional(doc.meta.get("article")):
+            below[doc.meta.get("law_id")] = below.get(doc.meta.get("law_id"), 0) + 1
+    ranked: list[Document] = []
+    held: dict[Any, list[Document]] = {}
+    moved: list[str] = []
+    for doc in documents:
+        law = doc.meta.get("law_id")
+        if not is_transitional(doc.meta.get("article")):
+            ranked.append(doc)
+            below[law] -= 1
+            ranked.extend(_capped(d, doc.score or 0.0) for d in held.pop(law, ()))
+        elif below.get(law, 0):
+            held.setdefault(law, []).append(doc)
+            moved.append(doc.id)
+        else:
+            ranked.append(doc)
+    return ranked, moved
+
+
+def _capped(document: Document, score: float) -> Document:
+    """`document` itself when its score is at most `score`, else a copy scored `score`."""
+    if (document.score or 0.0) <= score:
+        return document
+    return Document(id=document.id, content=document.content, meta=document.meta, score=score,
+                    embedding=document.embedding)
 
 
 def _last(documents: list[Document], moved: list[Document]) -> list[Document]:

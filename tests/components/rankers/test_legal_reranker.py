@@ -434,6 +434,42 @@ def test_provisions_first_puts_a_preamble_after_the_norms_articles():
     assert data["init_parameters"]["provisions_first"] is False and LegalReranker.from_dict(data).to_dict() == data
 
 
+def test_permanent_first_puts_a_transitional_provision_after_its_law_s_rule():
+    lgss = {"law_id": "BOE-A-2015-11724", "law_short": "LGSS", "rank": 2, "status": "in_force", "country": "es",
+            "lang": "es", "last_updated": "2025-01-01"}
+    et = {**ET2015, "country": "es", "lang": "es"}
+
+    def block(doc_id, meta, article, score):
+        return Document(id=doc_id, content=f"{article} ...", meta={**meta, "article": article}, score=score)
+
+    candidates = [
+        block("lgss-dt8", lgss, "dt8", 0.95),  # "Normas transitorias sobre base reguladora de la pensión de jubilación"
+        block("et-dt9", et, "dt9", 0.92),
+        block("lgss-209", lgss, "209", 0.90),  # the rule: base reguladora de la pensión de jubilación
+        block("et-86", et, "86", 0.85),
+        block("lgss-210", lgss, "210", 0.80),
+        block("lgss-dt40", lgss, "dt40", 0.75),  # no article of its law below it: stays
+        block("ce-dt1", {**CE, "country": "es", "lang": "es"}, "dt1", 0.70),  # no article of its law: stays
+    ]
+    question = "¿Cómo se calcula la base reguladora de la pensión de jubilación?"
+    out = LegalReranker(today="2026-01-01", jurisdiction_first=False).run(documents=candidates, query=question)
+    # each right after the next permanent provision of its own law, the others in their order
+    assert [d.id for d in out["documents"]] == ["lgss-209", "lgss-dt8", "et-86", "et-dt9", "lgss-210", "lgss-dt40",
+                                                "ce-dt1"]
+    assert out["stats"]["transitional"] == ["lgss-dt8", "et-dt9"]
+    scores = [d.score for d in out["documents"]]
+    assert scores == sorted(scores, reverse=True)
+    # a question that cites the transitional provision gets it first
+    cited = LegalReranker(today="2026-01-01").run(
+        documents=candidates, query="¿qué dice la disposición transitoria octava de la LGSS?",
+        cited=[_cited("lgss-dt8", {**lgss, "article": "dt8"})])
+    assert cited["documents"][0].id == "lgss-dt8"
+    off = LegalReranker(today="2026-01-01", jurisdiction_first=False, permanent_first=False)
+    assert off.run(documents=candidates, query=question)["documents"][0].id == "lgss-dt8"
+    data = off.to_dict()
+    assert data["init_parameters"]["permanent_first"] is False and LegalReranker.from_dict(data).to_dict() == data
+
+
 def _cited(doc_id: str, meta: dict, match: str = "exact") -> Document:
     # as LexicalFirstGate hands them on: fixed score, `lexical_match`
     return Document(id=doc_id, content="...", meta={**meta, "lexical_match": match, "score_type": "unit"}, score=1.0)
