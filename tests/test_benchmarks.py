@@ -42,22 +42,23 @@ def test_contextual_bench_switches_the_canonical_contextualizer_on():
 
 
 def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
-    """Every label of the project's own question sets (held-out, named norms, follow-ups) names an article the corpus
-    holds."""
+    """Every label of the project's own question sets (held-out, named norms, minors, transitional provisions,
+    follow-ups) names an article the corpus holds."""
     from components.converters.statute_converter import StatuteConverter
     from components.preprocessors.article_parser import ArticleParser
     from pipelines.evaluation import article_key, load_labelled
 
     sets = sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl"))
     assert [p.stem for p in sets] == [
-        "cross-country", "holdout-labor-br-2", "holdout-labor-br", "holdout-labor-es-2", "holdout-labor-es", "named-norms"]
+        "cross-country", "holdout-labor-br-2", "holdout-labor-br", "holdout-labor-es-2", "holdout-labor-es", "minors-es",
+        "named-norms", "transitional-es"]
     follow_ups = sorted((ROOT / "benchmarks" / "questions" / "follow-up").glob("*.jsonl"))
     assert [p.stem for p in follow_ups] == [
         "follow-up-country", "follow-up-go-on", "follow-up-holdout", "follow-up-new-topic", "follow-up-third-turn",
         "follow-up"]
     quotes = ROOT / "benchmarks" / "questions" / "quotes" / "quotes.jsonl"
     items = [item for path in [*sets, *follow_ups, quotes] for item in load_labelled(path)]
-    assert len(items) == 284 and len({item["id"] for item in items}) == 284
+    assert len(items) == 301 and len({item["id"] for item in items}) == 301
     laws = {law for item in items for law, _ in item["relevant"]}
     files = [path for path in sorted((ROOT / "data" / "corpus").glob("*.md"))
              if path.stem in laws or path.stem == "CLT"]
