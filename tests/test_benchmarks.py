@@ -50,8 +50,8 @@ def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
 
     sets = sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl"))
     assert [p.stem for p in sets] == [
-        "cross-country", "holdout-labor-br-2", "holdout-labor-br", "holdout-labor-es-2", "holdout-labor-es", "minors-es",
-        "named-norms", "transitional-es"]
+        "cross-country", "holdout-labor-br-2", "holdout-labor-br", "holdout-labor-es-2", "holdout-labor-es",
+        "minors-es", "named-norms", "transitional-es"]
     follow_ups = sorted((ROOT / "benchmarks" / "questions" / "follow-up").glob("*.jsonl"))
     assert [p.stem for p in follow_ups] == [
         "follow-up-country", "follow-up-go-on", "follow-up-holdout", "follow-up-new-topic", "follow-up-third-turn",

@@ -427,8 +427,8 @@ class LegalReranker:
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
                                  "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
-                                 "superseded": [], "transitional": [], "left_out": [], "special": [], "special_first": [], "named": [],
-                                 "cited": []}
+                                 "superseded": [], "transitional": [], "left_out": [], "special": [], "special_first": [],
+                                 "named": [], "cited": []}
         exact = [d for d in cited or [] if cited_exactly(d.meta)]
         if top_k is not None and top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
