@@ -110,6 +110,7 @@ class SpecialRegimes:
     outside(block.meta)  # "serviço ferroviário" for CLT art. 241; None for CLT art. 59
     regimes.leaving_out("sou empregada doméstica")  # the CLT's domestic employees, by law id
     regimes.replacements("sou jornalista")  # {("DEL-5452-1943", "58"): ("303", "jornalistas profissionais")}
+    regimes.inside("trabajo de interna")(block.meta)  # "servicio del hogar familiar" for RD 1620/2011 art. 9
     ```
     """
 
@@ -140,6 +141,18 @@ class SpecialRegimes:
         A whole-law regime is named by its own words, by naming the law (`named_laws`: law ids) or by naming any
         other regime of the law.
         """
+        return self._groups(texts, named_laws, wanted=False)
+
+    def inside(self, *texts: str | None, named_laws: Iterable[str] = ()):
+        """
+        A function of a block's meta giving the group of a regime the block is in and `texts` name (as `outside`
+        reads them), or None: the special law the question asks about ("trabajo de interna" and the household
+        service's RD 1620/2011).
+        """
+        return self._groups(texts, named_laws, wanted=True)
+
+    def _groups(self, texts: Iterable[str | None], named_laws: Iterable[str], *, wanted: bool):
+        """A function of a block's meta giving the group of its first covering regime whose naming is `wanted`."""
         folded = _folded(texts)
         named_laws = set(named_laws)
         named: dict[SpecialRegime, bool] = {}
@@ -154,7 +167,7 @@ class SpecialRegimes:
             if law_id not in self._by_law:
                 return None
             covering = self._covering(law_id, str(meta.get("article") or ""), _headings(meta))
-            return next((regime.group for regime in covering if not named[regime]), None)
+            return next((regime.group for regime in covering if named[regime] == wanted), None)
 
         return group
 

@@ -21,8 +21,11 @@ from components.legal.ids import (
     REPEALED,
     SPECIAL_REGIME,
     check_named_laws,
+    LAW_RANKS,
+    REGULATION_RANKS,
     cited_exactly,
     is_transitional,
+    norm_rank,
 )
 from components.legal.jurisdiction import in_jurisdiction, question_jurisdiction
 from components.legal.regimes import load_special_regimes
@@ -39,10 +42,7 @@ VIGENCIA_BY_STATUS = {IN_FORCE: 1.0, PARTIALLY_REPEALED: 0.5, REPEALED: 0.0}
 
 def hierarchy_score(meta: dict[str, Any]) -> float:
     """Rank 1 (Constitución, ley orgánica) -> 1.0 ... rank 5 (orden, convenio, other) -> 0.2."""
-    try:
-        return HIERARCHY_BY_RANK.get(int(meta.get("rank", 5)), 0.2)
-    except (TypeError, ValueError):
-        return 0.2
+    return HIERARCHY_BY_RANK.get(norm_rank(meta), 0.2)
 
 
 def recency_score(meta: dict[str, Any], today: dt.date) -> float:
@@ -121,6 +121,16 @@ class LegalReranker:
     law below it among the candidates, so the rule comes first and its transition right after it, whichever one the
     question's case falls under (a provision with none of its law's below keeps its place). Never removed; a
     question that cites one gets it first, as any cited article.
+
+    Regulations (`laws_first`, on by default): a regulation (a real decreto, a reglamento general: `meta["rank"]`
+    3 or 4) develops the norms with the force of law and is subordinate to them (jerarquía normativa), and it
+    repeats their words for its own purpose: the contributions regulation's "bases por categorías" (RD 2064/1995
+    art. 26) ranked above ET art. 39 for "¿me pueden poner a hacer tareas de una categoría inferior?", the
+    maternity-benefit regulation above ET arts. 53 and 55 for a pregnant worker's dismissal. A regulation's block
+    goes right after the next block of a law of its country among the candidates (one with none below keeps its
+    place), unless it is the special law of a group the question names (`special_regimes.yaml`: "trabajo de
+    interna" and the household service's RD 1620/2011): there the special rule governs. Never removed; a question
+    that names the regulation gets it first (named norms, below).
 
     Special regimes (`special_regimes_last`, on by default): a statute's special parts govern one group of workers
     only (lex specialis): the railway's overtime (CLT art. 241), women's night work (CLT art. 381), the rest between
@@ -201,6 +211,7 @@ class LegalReranker:
         named_first: bool = True,
         provisions_first: bool = True,
         permanent_first: bool = True,
+        laws_first: bool = True,
         special_regimes_last: bool = True,
         regimes_file: str | None = None,
     ) -> None:
@@ -248,6 +259,8 @@ class LegalReranker:
         :param provisions_first: Put a norm's preamble after the provisions among the candidates (see above).
         :param permanent_first: Put each transitional provision right after the next permanent provision of its
             law among the candidates (see above).
+        :param laws_first: Put each regulation's block right after the next block of a law of its country among
+            the candidates, unless a group the question names is its regime (see above).
         :param special_regimes_last: Put the blocks of a special regime after the others unless the question names
             its group (see above); needs the `query` input.
         :param regimes_file: The table of special regimes (layout of `components/legal/data/special_regimes.yaml`);
@@ -302,6 +315,7 @@ class LegalReranker:
         self.superseded_last = superseded_last
         self.provisions_first = provisions_first
         self.permanent_first = permanent_first
+        self.laws_first = laws_first
         self.named_first = named_first
         self.special_regimes_last = special_regimes_last
         self.regimes_file = regimes_file
@@ -363,6 +377,7 @@ class LegalReranker:
             named_first=self.named_first,
             provisions_first=self.provisions_first,
             permanent_first=self.permanent_first,
+            laws_first=self.laws_first,
             special_regimes_last=self.special_regimes_last,
             regimes_file=self.regimes_file,
         )
@@ -414,7 +429,8 @@ class LegalReranker:
             retrieval relevance), `candidates`, `scored` (computed now), `cache_hits`, `cache_misses`, `fallbacks`,
             `ms`, `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
             ids of the repealed norms' blocks put last), `transitional` (the ids of the transitional provisions put
-            after a permanent one of their law), `special` (the special regimes' blocks put after the others,
+            after a permanent one of their law), `regulations` (the ids of the regulations' blocks put after a
+            law's), `special` (the special regimes' blocks put after the others,
             "<law id> <article> (<group>)"), `left_out` (the laws whose blocks were marked as not governing a group
             the question names, "<law id> (<group>)"), `special_first` (a named group's rule put right before the
             general rule it displaces, "<law id> <article> before <article> (<group>)"), `named` (the law ids of the
@@ -427,7 +443,7 @@ class LegalReranker:
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
                                  "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
-                                 "superseded": [], "transitional": [], "left_out": [], "special": [], "special_first": [],
+                                 "superseded": [], "transitional": [], "regulations": [], "left_out": [], "special": [], "special_first": [],
                                  "named": [], "cited": []}
         exact = [d for d in cited or [] if cited_exactly(d.meta)]
         if top_k is not None and top_k <= 0:
@@ -485,6 +501,9 @@ class LegalReranker:
             ranked = _last(ranked, [d for d in ranked if d.meta.get("article") == PREAMBLE])
         if self.permanent_first:  # a transitional provision phases its law's rule in; the rule comes first
             ranked, stats["transitional"] = _permanent_first(ranked)
+        if self.laws_first:  # a regulation develops the law; the law comes first, unless it is the group's own law
+            special = self._regimes.inside(query, question, named_laws=named) if asked else None
+            ranked, stats["regulations"] = _laws_first(ranked, special)
         asker = question if isinstance(question, str) and question.strip() else query
         if self.jurisdiction_first and isinstance(asker, str) and asker.strip():
             ranked, stats["jurisdiction"] = self._jurisdiction_first(asker, named, ranked, query=query)
@@ -720,29 +739,50 @@ def _first(leading: list[Document], ranked: list[Document]) -> list[Document]:
 
 
 def _permanent_first(documents: list[Document]) -> tuple[list[Document], list[str]]:
+    """`documents` with each transitional provision right after the next permanent provision of its law below it."""
+
+    def permanent_of(later: Document, moved: Document) -> bool:
+        same_law = later.meta.get("law_id") == moved.meta.get("law_id")
+        return same_law and not is_transitional(later.meta.get("article"))
+
+    return _after_next(documents, lambda d: is_transitional(d.meta.get("article")), permanent_of)
+
+
+def _laws_first(documents: list[Document], special: Any = None) -> tuple[list[Document], list[str]]:
     """
-    `documents` with each transitional provision (`is_transitional`) right after the next permanent provision of
-    its law below it (where there is one), the others in their order; a moved block's score is lowered to the one
-    before it so scores stay monotone along the list. Returns the list and the ids of the moved blocks.
+    `documents` with each regulation's block right after the next block of a law of its country below it;
+    `special`: a function of a block's meta giving the named group whose special law it is (that block stays).
     """
-    below: dict[Any, int] = {}  # per law, its permanent provisions not yet placed
-    for doc in documents:
-        if not is_transitional(doc.meta.get("article")):
-            below[doc.meta.get("law_id")] = below.get(doc.meta.get("law_id"), 0) + 1
+
+    def regulation(doc: Document) -> bool:
+        return norm_rank(doc.meta) in REGULATION_RANKS and not (special is not None and special(doc.meta))
+
+    def law_of(later: Document, moved: Document) -> bool:
+        return norm_rank(later.meta) in LAW_RANKS and later.meta.get("country") == moved.meta.get("country")
+
+    return _after_next(documents, regulation, law_of)
+
+
+def _after_next(documents: list[Document], moves: Any, anchors: Any) -> tuple[list[Document], list[str]]:
+    """
+    `documents` with each one `moves(doc)` selects right after the next document below it that `anchors(next, doc)`
+    accepts (one with none below keeps its place; an anchor is never itself moved), the others in their order; a
+    moved block's score is lowered to its anchor's so scores stay monotone along the list. Returns the list and the
+    ids of the moved blocks.
+    """
     ranked: list[Document] = []
-    held: dict[Any, list[Document]] = {}
+    held: list[Document] = []
     moved: list[str] = []
-    for doc in documents:
-        law = doc.meta.get("law_id")
-        if not is_transitional(doc.meta.get("article")):
-            ranked.append(doc)
-            below[law] -= 1
-            ranked.extend(_capped(d, doc.score or 0.0) for d in held.pop(law, ()))
-        elif below.get(law, 0):
-            held.setdefault(law, []).append(doc)
+    for position, doc in enumerate(documents):
+        if moves(doc) and any(anchors(later, doc) for later in documents[position + 1 :]):
+            held.append(doc)
             moved.append(doc.id)
-        else:
-            ranked.append(doc)
+            continue
+        ranked.append(doc)
+        released = [h for h in held if anchors(doc, h)]
+        if released:
+            held = [h for h in held if not anchors(doc, h)]
+            ranked.extend(_capped(h, doc.score or 0.0) for h in released)
     return ranked, moved
 
 

@@ -50,6 +50,17 @@ def test_every_replacement_puts_a_rule_of_the_regime_for_a_general_article_of_it
     assert regimes.replacements("quantas horas posso trabalhar por dia?") == {}
 
 
+def test_a_block_of_a_regime_the_question_names_is_inside(articles):
+    inside = load_special_regimes().inside("trabajo de interna cuidando a una señora, ¿cuántas horas puedo hacer?")
+    assert inside(articles[(RD1620, "9")]) == "servicio del hogar familiar"
+    assert inside(articles[(ET, "34")]) is None  # no regime
+    assert inside(articles[(CLT, "241")]) is None  # a regime the question does not name
+    outside = load_special_regimes().outside("trabajo de interna cuidando a una señora, ¿cuántas horas puedo hacer?")
+    assert outside(articles[(RD1620, "9")]) is None and outside(articles[(CLT, "241")]) == "serviço ferroviário"
+    # a whole-law regime is also named by naming the law
+    assert load_special_regimes().inside("¿qué dice?", named_laws=[RD1620])(articles[(RD1620, "9")])
+
+
 def test_a_block_of_a_regime_the_question_does_not_name_is_outside(articles):
     outside = load_special_regimes().outside("quanto é o adicional noturno? e a hora extra?")
     assert outside(articles[(CLT, "241")]) == "serviço ferroviário"
