@@ -502,7 +502,8 @@ class LegalReranker:
         if self.permanent_first:  # a transitional provision phases its law's rule in; the rule comes first
             ranked, stats["transitional"] = _permanent_first(ranked)
         if self.laws_first:  # a regulation develops the law; the law comes first, unless it is the group's own law
-            special = self._regimes.inside(query, question, named_laws=named) if asked else None
+            regulated = asked and any(norm_rank(d.meta) in REGULATION_RANKS for d in ranked)
+            special = self._regimes.inside(query, question, named_laws=named) if regulated else None
             ranked, stats["regulations"] = _laws_first(ranked, special)
         asker = question if isinstance(question, str) and question.strip() else query
         if self.jurisdiction_first and isinstance(asker, str) and asker.strip():
