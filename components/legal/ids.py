@@ -19,9 +19,8 @@ ADCT_PREFIX: Final[str] = "adct-"
 APPROVAL_PREFIX: Final[str] = "rd-"
 PREAMBLE: Final[str] = "preambulo"  # article key of a norm's preamble (exposición de motivos): explains, not law
 # `meta.rank` of a norm (`StatuteConverter`): 1 constitución / ley orgánica, 2 ley / real decreto legislativo /
-# decreto-ley, 3 reglamento general, 4 real decreto / decreto, 5 anything else. A regulation (3, 4) develops the
-# norms with the force of law (1, 2) and is subordinate to them.
-LAW_RANKS: Final[frozenset[int]] = frozenset({1, 2})
+# decreto-ley, 3 reglamento general, 4 real decreto / decreto, 5 anything else. A regulation (3, 4) develops a norm
+# with the force of law (1, 2) and is subordinate to it.
 REGULATION_RANKS: Final[frozenset[int]] = frozenset({3, 4})
 # article keys of a "disposición transitoria" ("dt", "dt11", "dt35-2", "dt9 bis"; the approving decree's "rd-dt1")
 _TRANSITIONAL_KEY_RE: Final[re.Pattern[str]] = re.compile(rf"(?:{APPROVAL_PREFIX})?dt(?![a-z])")

@@ -21,3 +21,20 @@ def load_laws_table(laws_file: str | Path | None = None) -> dict[str, dict[str, 
     if not isinstance(table, dict) or not isinstance(table.get("laws", {}), dict):
         raise ValueError(f"laws_file {str(laws_path)!r} must hold a mapping 'laws: {{<law_id>: {{...}}}}'")
     return {str(k): dict(v or {}) for k, v in table.get("laws", {}).items()}
+
+
+def developed_laws(table: dict[str, dict[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """
+    Each regulation's `develops` of a laws table (`load_laws_table`): law id -> the law ids of the laws it develops.
+
+    :raises ValueError: A `develops` that is not a list of law ids.
+    """
+    found: dict[str, tuple[str, ...]] = {}
+    for law_id, facts in table.items():
+        develops = facts.get("develops")
+        if develops is None:
+            continue
+        if not isinstance(develops, list) or not develops or not all(isinstance(x, str) and x for x in develops):
+            raise ValueError(f"laws table: {law_id}: `develops` must be a non-empty list of law ids, got {develops!r}")
+        found[law_id] = tuple(develops)
+    return found

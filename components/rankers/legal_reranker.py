@@ -21,13 +21,13 @@ from components.legal.ids import (
     REPEALED,
     SPECIAL_REGIME,
     check_named_laws,
-    LAW_RANKS,
     REGULATION_RANKS,
     cited_exactly,
     is_transitional,
     norm_rank,
 )
 from components.legal.jurisdiction import in_jurisdiction, question_jurisdiction
+from components.legal.laws import developed_laws, load_laws_table
 from components.legal.regimes import load_special_regimes
 from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer, LLMPointwiseScorer
 from components.utils.ttl_cache import TTLCache, cache_partition
@@ -123,14 +123,16 @@ class LegalReranker:
     question that cites one gets it first, as any cited article.
 
     Regulations (`laws_first`, on by default): a regulation (a real decreto, a reglamento general: `meta["rank"]`
-    3 or 4) develops the norms with the force of law and is subordinate to them (jerarquía normativa), and it
-    repeats their words for its own purpose: the contributions regulation's "bases por categorías" (RD 2064/1995
-    art. 26) ranked above ET art. 39 for "¿me pueden poner a hacer tareas de una categoría inferior?", the
-    maternity-benefit regulation above ET arts. 53 and 55 for a pregnant worker's dismissal. A regulation's block
-    goes right after the next block of a law of its country among the candidates (one with none below keeps its
-    place), unless it is the special law of a group the question names (`special_regimes.yaml`: "trabajo de
-    interna" and the household service's RD 1620/2011): there the special rule governs. Never removed; a question
-    that names the regulation gets it first (named norms, below).
+    3 or 4) develops a law and is subordinate to it (jerarquía normativa), and it repeats the law's words for its
+    own purpose: the contributions regulation's "bases por categorías" (RD 2064/1995 art. 26) ranked above ET art.
+    39 for "¿me pueden poner a hacer tareas de una categoría inferior?", the maternity-benefit regulation above ET
+    arts. 53 and 55 for a pregnant worker's dismissal. A regulation's block goes right after the next block below it
+    of a law it develops (the table of known norms, `components/legal/data/laws.yaml`, `develops`: RD 2720/1998
+    develops the ET, the contributions regulation the LGSS), so the law comes first and its detail right after it;
+    a regulation the table does not list, or with no block of its law below, keeps its place, and so does the
+    special law of a group the question names (`special_regimes.yaml`: "trabajo de interna" and the household
+    service's RD 1620/2011): there the special rule governs. Never removed; a question that names the regulation
+    gets it first (named norms, below).
 
     Special regimes (`special_regimes_last`, on by default): a statute's special parts govern one group of workers
     only (lex specialis): the railway's overtime (CLT art. 241), women's night work (CLT art. 381), the rest between
@@ -214,6 +216,7 @@ class LegalReranker:
         laws_first: bool = True,
         special_regimes_last: bool = True,
         regimes_file: str | None = None,
+        laws_file: str | None = None,
     ) -> None:
         """
         Create a LegalReranker.
@@ -259,15 +262,17 @@ class LegalReranker:
         :param provisions_first: Put a norm's preamble after the provisions among the candidates (see above).
         :param permanent_first: Put each transitional provision right after the next permanent provision of its
             law among the candidates (see above).
-        :param laws_first: Put each regulation's block right after the next block of a law of its country among
-            the candidates, unless a group the question names is its regime (see above).
+        :param laws_first: Put each regulation's block right after the next block of a law it develops among the
+            candidates, unless a group the question names is its regime (see above).
         :param special_regimes_last: Put the blocks of a special regime after the others unless the question names
             its group (see above); needs the `query` input.
         :param regimes_file: The table of special regimes (layout of `components/legal/data/special_regimes.yaml`);
             None: the bundled one.
+        :param laws_file: The table of known norms, whose `develops` says which laws a regulation develops (layout
+            of `components/legal/data/laws.yaml`); None: the bundled one.
         :raises ValueError: An unknown backend, a backend without its `model` / `chat_generator`, negative weights,
-            an invalid date, `retrieval_blend` outside [0, 1], a non-positive size, or a regimes file that does not
-            exist or is not such a table.
+            an invalid date, `retrieval_blend` outside [0, 1], a non-positive size, or a regimes or laws file that
+            does not exist or is not such a table.
         """
         if top_n <= 0:
             raise ValueError(f"top_n must be > 0, got {top_n}")
@@ -320,6 +325,8 @@ class LegalReranker:
         self.special_regimes_last = special_regimes_last
         self.regimes_file = regimes_file
         self._regimes = load_special_regimes(regimes_file)
+        self.laws_file = laws_file
+        self._develops = developed_laws(load_laws_table(laws_file))
         self._grammar: CitationGrammar | None = None
         self._scorer = self._make_scorer()
         self._scores = TTLCache(max_entries=cache_size, ttl=cache_ttl)
@@ -380,6 +387,7 @@ class LegalReranker:
             laws_first=self.laws_first,
             special_regimes_last=self.special_regimes_last,
             regimes_file=self.regimes_file,
+            laws_file=self.laws_file,
         )
 
     @classmethod
@@ -443,8 +451,8 @@ class LegalReranker:
         head, tail = documents[:top_n], documents[top_n:]
         stats: dict[str, Any] = {"backend": self.relevance, "path": "retrieval", "candidates": len(head), "scored": 0,
                                  "cache_hits": 0, "cache_misses": 0, "fallbacks": 0, "jurisdiction": None,
-                                 "superseded": [], "transitional": [], "regulations": [], "left_out": [], "special": [], "special_first": [],
-                                 "named": [], "cited": []}
+                                 "superseded": [], "transitional": [], "regulations": [], "left_out": [], "special": [],
+                                 "special_first": [], "named": [], "cited": []}
         exact = [d for d in cited or [] if cited_exactly(d.meta)]
         if top_k is not None and top_k <= 0:
             raise ValueError(f"top_k must be > 0, got {top_k}")
@@ -502,9 +510,9 @@ class LegalReranker:
         if self.permanent_first:  # a transitional provision phases its law's rule in; the rule comes first
             ranked, stats["transitional"] = _permanent_first(ranked)
         if self.laws_first:  # a regulation develops the law; the law comes first, unless it is the group's own law
-            regulated = asked and any(norm_rank(d.meta) in REGULATION_RANKS for d in ranked)
+            regulated = asked and any(d.meta.get("law_id") in self._develops for d in ranked)
             special = self._regimes.inside(query, question, named_laws=named) if regulated else None
-            ranked, stats["regulations"] = _laws_first(ranked, special)
+            ranked, stats["regulations"] = _laws_first(ranked, self._develops, special)
         asker = question if isinstance(question, str) and question.strip() else query
         if self.jurisdiction_first and isinstance(asker, str) and asker.strip():
             ranked, stats["jurisdiction"] = self._jurisdiction_first(asker, named, ranked, query=query)
@@ -749,19 +757,23 @@ def _permanent_first(documents: list[Document]) -> tuple[list[Document], list[st
     return _after_next(documents, lambda d: is_transitional(d.meta.get("article")), permanent_of)
 
 
-def _laws_first(documents: list[Document], special: Any = None) -> tuple[list[Document], list[str]]:
+def _laws_first(
+    documents: list[Document], develops: dict[str, tuple[str, ...]], special: Any = None
+) -> tuple[list[Document], list[str]]:
     """
-    `documents` with each regulation's block right after the next block of a law of its country below it;
-    `special`: a function of a block's meta giving the named group whose special law it is (that block stays).
+    `documents` with each regulation's block right after the next block below it of a law it develops
+    (`develops`: regulation law id -> law ids); `special`: a function of a block's meta giving the named group whose
+    special law it is (that block stays).
     """
 
     def regulation(doc: Document) -> bool:
-        return norm_rank(doc.meta) in REGULATION_RANKS and not (special is not None and special(doc.meta))
+        listed = norm_rank(doc.meta) in REGULATION_RANKS and doc.meta.get("law_id") in develops
+        return listed and not (special is not None and special(doc.meta))
 
-    def law_of(later: Document, moved: Document) -> bool:
-        return norm_rank(later.meta) in LAW_RANKS and later.meta.get("country") == moved.meta.get("country")
+    def developed_by(later: Document, moved: Document) -> bool:
+        return later.meta.get("law_id") in develops[moved.meta.get("law_id")]
 
-    return _after_next(documents, regulation, law_of)
+    return _after_next(documents, regulation, developed_by)
 
 
 def _after_next(documents: list[Document], moves: Any, anchors: Any) -> tuple[list[Document], list[str]]:

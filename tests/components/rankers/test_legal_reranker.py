@@ -470,43 +470,53 @@ def test_permanent_first_puts_a_transitional_provision_after_its_law_s_rule():
     assert data["init_parameters"]["permanent_first"] is False and LegalReranker.from_dict(data).to_dict() == data
 
 
-def test_laws_first_puts_a_regulation_after_the_law_unless_it_is_the_named_group_s_own_law():
+def test_laws_first_puts_a_regulation_after_the_law_it_develops_unless_it_is_the_named_group_s_own_law(tmp_path):
     es = {"country": "es", "lang": "es", "status": "in_force", "last_updated": "2025-01-01"}
-    rd2064 = {**es, "law_id": "BOE-A-1996-1579", "rank": 4}  # the contributions regulation
-    rd1620 = {**es, "law_id": "BOE-A-2011-17975", "rank": 4}  # household service (special_regimes.yaml)
+    rd2720 = {**es, "law_id": "BOE-A-1999-346", "rank": 4}  # develops ET art. 15 (laws.yaml)
+    rd1620 = {**es, "law_id": "BOE-A-2011-17975", "rank": 4}  # household service: develops the ET, special law
+    rgc = {**es, "law_id": "BOE-A-1996-1579", "rank": 4}  # the contributions regulation: develops the LGSS
     et = {**es, "law_id": "BOE-A-2015-11430", "rank": 2}
-    clt = {"law_id": "DEL-5452-1943", "rank": 2, "country": "br", "lang": "pt", "status": "in_force"}
+    lols = {**es, "law_id": "BOE-A-1985-16660", "rank": 1}
 
     def block(doc_id, meta, article, score):
         return Document(id=doc_id, content=f"{article} ...", meta={**meta, "article": article}, score=score)
 
     candidates = [
-        block("rd2064-26", rd2064, "26", 0.95),  # "Bases por categorías"
-        block("clt-468", clt, "468", 0.93),  # another country's law: not its anchor
-        block("et-39", et, "39", 0.90),  # movilidad funcional
+        block("rd2720-3", rd2720, "3", 0.95),
+        block("lols-10", lols, "10", 0.93),  # a law, but not the one RD 2720/1998 develops
+        block("et-15", et, "15", 0.90),
         block("rd1620-9", rd1620, "9", 0.85),
         block("et-34", et, "34", 0.80),
-        block("rd2064-27", rd2064, "27", 0.70),  # no law of its country below: stays
+        block("rgc-26", rgc, "26", 0.70),  # no block of the LGSS below: stays
     ]
-    question = "¿Me pueden poner a hacer tareas de una categoría inferior?"
+    question = "¿Qué contratos de duración determinada se pueden celebrar?"
     # relevance alone (no hierarchy / recency prior), the rule's own move
     fixed = {"today": "2026-01-01", "hierarchy_weight": 0.0, "recency_weight": 0.0, "jurisdiction_first": False,
              "special_regimes_last": False}
     reranker = LegalReranker(**fixed)
     out = reranker.run(documents=candidates, query=question)
-    assert [d.id for d in out["documents"]] == ["clt-468", "et-39", "rd2064-26", "et-34", "rd1620-9", "rd2064-27"]
-    assert out["stats"]["regulations"] == ["rd2064-26", "rd1620-9"]
+    assert [d.id for d in out["documents"]] == ["lols-10", "et-15", "rd2720-3", "et-34", "rd1620-9", "rgc-26"]
+    assert out["stats"]["regulations"] == ["rd2720-3", "rd1620-9"]
     scores = [d.score for d in out["documents"]]
     assert scores == sorted(scores, reverse=True)
     # the household service's regulation is the special law of a group the question names: it stays
-    interna = reranker.run(documents=candidates, query="trabajo de interna, ¿me pueden cambiar de categoría?")
-    assert [d.id for d in interna["documents"]][2:5] == ["rd2064-26", "rd1620-9", "et-34"]
-    assert interna["stats"]["regulations"] == ["rd2064-26"]
+    interna = reranker.run(documents=candidates, query="trabajo de interna, ¿me pueden hacer un contrato temporal?")
+    assert [d.id for d in interna["documents"]] == ["lols-10", "et-15", "rd2720-3", "rd1620-9", "et-34", "rgc-26"]
+    assert interna["stats"]["regulations"] == ["rd2720-3"]
     # a question that names the regulation gets it first
-    named = reranker.run(documents=candidates, query=question, named_laws=["BOE-A-1996-1579"])
-    assert [d.id for d in named["documents"]][:2] == ["rd2064-26", "rd2064-27"]
+    named = reranker.run(documents=candidates, query=question, named_laws=["BOE-A-1999-346"])
+    assert named["documents"][0].id == "rd2720-3"
+    # a regulation the table of known norms does not list keeps its place
+    table = tmp_path / "laws.yaml"
+    table.write_text("laws:\n  BOE-A-1996-1579: {develops: [BOE-A-2015-11724]}\n", encoding="utf-8")
+    unlisted = LegalReranker(**fixed, laws_file=str(table))
+    assert unlisted.run(documents=candidates, query=question)["documents"][0].id == "rd2720-3"
+    assert LegalReranker.from_dict(unlisted.to_dict()).to_dict() == unlisted.to_dict()
+    table.write_text("laws:\n  BOE-A-1996-1579: {develops: BOE-A-2015-11724}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="develops"):
+        LegalReranker(laws_file=str(table))
     off = LegalReranker(**fixed, laws_first=False)
-    assert off.run(documents=candidates, query=question)["documents"][0].id == "rd2064-26"
+    assert off.run(documents=candidates, query=question)["documents"][0].id == "rd2720-3"
     data = off.to_dict()
     assert data["init_parameters"]["laws_first"] is False and LegalReranker.from_dict(data).to_dict() == data
 
