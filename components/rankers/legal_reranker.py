@@ -18,10 +18,10 @@ from components.legal.ids import (
     PARTIALLY_REPEALED,
     PASSAGE_SCORE,
     PREAMBLE,
+    REGULATION_RANKS,
     REPEALED,
     SPECIAL_REGIME,
     check_named_laws,
-    REGULATION_RANKS,
     cited_exactly,
     is_transitional,
     norm_rank,
@@ -438,7 +438,7 @@ class LegalReranker:
             `ms`, `jurisdiction` (what was put first: `{"country" | "language", "source"}`, or None), `superseded` (the
             ids of the repealed norms' blocks put last), `transitional` (the ids of the transitional provisions put
             after a permanent one of their law), `regulations` (the ids of the regulations' blocks put after a
-            law's), `special` (the special regimes' blocks put after the others,
+            block of the law they develop), `special` (the special regimes' blocks put after the others,
             "<law id> <article> (<group>)"), `left_out` (the laws whose blocks were marked as not governing a group
             the question names, "<law id> (<group>)"), `special_first` (a named group's rule put right before the
             general rule it displaces, "<law id> <article> before <article> (<group>)"), `named` (the law ids of the
