@@ -34,7 +34,6 @@ import os
 import random
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -48,7 +47,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from components.legal.legal_text import detect_query_language  # noqa: E402
-from pipelines.evaluation import format_ci, percentile  # noqa: E402
+from pipelines.evaluation import cold_ask, format_ci, percentile  # noqa: E402
 from pipelines.sdk import LexHay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,10 +113,7 @@ def main() -> int:
     for name, items in sets.items():
         for item in items:
             question = item["question"]
-            lex.clear_caches()
-            started = time.perf_counter()
-            result = lex.ask(question)
-            ms = (time.perf_counter() - started) * 1000
+            result, ms = cold_ask(lex, question)
             scope = result["trace"]["scope"]
             cosines = sorted((d.meta.get("dense_score") or 0.0 for d in lex.retrieve(question, mode="full")),
                              reverse=True) or [0.0]

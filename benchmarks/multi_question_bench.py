@@ -25,7 +25,6 @@ import os
 import random
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,10 +39,11 @@ from rich.table import Table  # noqa: E402
 from components.utils.hardware import cpu_summary  # noqa: E402
 from pipelines.evaluation import (  # noqa: E402
     article_key,
+    cold_ask,
     format_ci,
-    format_paired,
     load_labelled,
-    paired_bootstrap,
+    paired_to_previous,
+    rows_by_id,
 )
 from pipelines.sdk import LexHay  # noqa: E402
 
@@ -90,15 +90,13 @@ def main() -> int:
     with LexHay(store_path=args.store) as lex:
         for language, first, second in messages:
             message = f"{first['question'].strip()} {second['question'].strip()}"
-            lex.clear_caches()
-            started = time.perf_counter()
-            reply = lex.ask(message)
-            latencies.append((time.perf_counter() - started) * 1000)
+            reply, ms = cold_ask(lex, message)
+            latencies.append(ms)
             rows.append({"id": f"{first['id']}+{second['id']}", "language": language, "message": message,
                          **outcome(first, second, reply)})
     console.print(f"load at the end {os.getloadavg()[0]:.1f}")
 
-    previous = {row["id"]: row for row in json.loads(Path(args.compare).read_text())} if args.compare else {}
+    previous = rows_by_id(args.compare)
     table = Table(title="Two questions in one message, ask: share [95% interval]")
     for column in ("messages", "n", *METRICS, "citations", *(["both - before [95%]"] if previous else [])):
         table.add_column(column)
@@ -107,9 +105,7 @@ def main() -> int:
         cells = [format_ci([row[m] for row in members], 2) for m in METRICS]
         cells.append(f"{statistics.mean(row['citations'] for row in members):.1f}")
         if previous:
-            shared = [row for row in members if row["id"] in previous]
-            diff = paired_bootstrap([row["both"] for row in shared], [previous[row["id"]]["both"] for row in shared])
-            cells.append(format_paired(diff))
+            cells.append(paired_to_previous(members, previous, "both"))
         table.add_row(name, str(len(members)), *cells)
     console.print(table)
     console.print(f"ask p50 {statistics.median(latencies):.1f} ms (caches emptied before each message)")

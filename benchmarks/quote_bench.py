@@ -25,7 +25,6 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,10 +39,11 @@ from rich.table import Table  # noqa: E402
 from components.utils.hardware import cpu_summary  # noqa: E402
 from pipelines.evaluation import (  # noqa: E402
     article_key,
+    cold_ask,
     format_ci,
-    format_paired,
     load_labelled,
-    paired_bootstrap,
+    paired_to_previous,
+    rows_by_id,
 )
 from pipelines.sdk import LexHay  # noqa: E402
 
@@ -89,16 +89,12 @@ def main() -> int:
     with LexHay(store_path=args.store) as lex:
         lex.ask(items[0]["question"])  # warm up
         for item in items:
-            lex.clear_caches()
-            started = time.perf_counter()
-            reply = lex.ask(item["question"])
-            latencies.append((time.perf_counter() - started) * 1000)
+            reply, ms = cold_ask(lex, item["question"])
+            latencies.append(ms)
             rows.append({"id": item["id"], **outcome(item, reply), "answer": reply.get("answer")})
     console.print(f"load at the end {os.getloadavg()[0]:.1f}")
 
-    previous = {}
-    if args.compare:
-        previous = {row["id"]: row for row in json.loads(Path(args.compare).read_text())}
+    previous = rows_by_id(args.compare)
     table = Table(title="Quotes of the answer without an LLM: share [95% interval]")
     for column in ("questions", "n", *METRICS, *(["quoted - before [95%]"] if previous else [])):
         table.add_column(column)
@@ -110,9 +106,7 @@ def main() -> int:
     for name, members in groups.items():
         cells = [format_ci([by_id[it["id"]][m] for it in members], 2) for m in METRICS]
         if previous:
-            shared = [it["id"] for it in members if it["id"] in previous]
-            diff = paired_bootstrap([by_id[i]["quoted"] for i in shared], [previous[i]["quoted"] for i in shared])
-            cells.append(format_paired(diff))
+            cells.append(paired_to_previous([by_id[it["id"]] for it in members], previous, "quoted"))
         table.add_row(name, str(len(members)), *cells)
     console.print(table)
     console.print(f"ask p50 {statistics.median(latencies):.1f} ms (caches emptied before each question)")

@@ -150,6 +150,27 @@ def format_ci(values: Sequence[float], digits: int = 3) -> str:
     return f"{mean:.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
 
 
+def cold_ask(lex: Any, question: str, **kwargs: Any) -> tuple[dict[str, Any], float]:
+    """`lex.ask(question, **kwargs)` with every cache emptied first, as a new question pays it: (reply, ms)."""
+    lex.clear_caches()
+    started = time.perf_counter()
+    reply = lex.ask(question, **kwargs)
+    return reply, (time.perf_counter() - started) * 1000
+
+
+def rows_by_id(path: str | Path | None) -> dict[str, dict[str, Any]]:
+    """A benchmark's earlier `--json` rows (a list of dicts with an `id`), by id; `{}` without a path."""
+    return {row["id"]: row for row in json.loads(Path(path).read_text())} if path else {}
+
+
+def paired_to_previous(rows: Sequence[dict[str, Any]], previous: dict[str, dict[str, Any]], metric: str) -> str:
+    """`format_paired` of `metric` over the `rows` an earlier run (`rows_by_id`) also scored: this run minus that."""
+    shared = [row for row in rows if row["id"] in previous]
+    return format_paired(
+        paired_bootstrap([row[metric] for row in shared], [previous[row["id"]][metric] for row in shared])
+    )
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (q in [0, 100]) of a non-empty sequence."""
     ordered = sorted(values)

@@ -103,3 +103,30 @@ def test_paired_bootstrap_calls_a_difference_only_when_it_is_consistent():
     assert format_ci([1.0, 0.0] * 10).startswith("0.500 [")
     assert format_paired({"diff": 0.0375, "low": -0.01, "high": 0.08}) == "+0.037 [-0.010, +0.080]"
     assert format_paired({"diff": -0.2, "low": -0.31, "high": -0.1}, digits=2) == "-0.20 [-0.31, -0.10]"
+
+
+def test_a_benchmark_asks_cold_and_compares_with_its_earlier_run(tmp_path):
+    from pipelines.evaluation import cold_ask, paired_to_previous, rows_by_id  # noqa: PLC0415
+
+    class Engine:
+        def __init__(self):
+            self.calls: list[str] = []
+
+        def clear_caches(self):
+            self.calls.append("clear")
+
+        def ask(self, question, **kwargs):
+            self.calls.append(f"ask {question} {kwargs}")
+            return {"answer": question.upper()}
+
+    engine = Engine()
+    reply, ms = cold_ask(engine, "vacaciones", history=[])
+    assert reply == {"answer": "VACACIONES"} and ms >= 0
+    assert engine.calls == ["clear", "ask vacaciones {'history': []}"]  # caches emptied before the question
+
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps([{"id": f"q{i}", "quoted": 0.0} for i in range(20)]))
+    assert rows_by_id(None) == {} and rows_by_id(str(earlier))["q3"] == {"id": "q3", "quoted": 0.0}
+    now = [{"id": f"q{i}", "quoted": 1.0} for i in range(20)] + [{"id": "new", "quoted": 0.0}]
+    # only the rows both runs scored are paired: 20 questions, each 0 -> 1
+    assert paired_to_previous(now, rows_by_id(earlier), "quoted") == "+1.000 [+1.000, +1.000]"
