@@ -153,14 +153,7 @@ class SpecialRegimes:
 
     def _groups(self, texts: Iterable[str | None], named_laws: Iterable[str], *, wanted: bool):
         """A function of a block's meta giving the group of its first covering regime whose naming is `wanted`."""
-        folded = _folded(texts)
-        named_laws = set(named_laws)
-        named: dict[SpecialRegime, bool] = {}
-        for law_id, regimes in self._by_law.items():
-            parts = {regime: regime.named_in(folded) for regime in regimes}
-            any_part = any(hit for regime, hit in parts.items() if not regime.whole_law)
-            for regime, hit in parts.items():
-                named[regime] = hit or (regime.whole_law and (law_id in named_laws or any_part))
+        named = self._named(_folded(texts), frozenset(named_laws))
 
         def group(meta: Mapping[str, Any]) -> str | None:
             law_id = str(meta.get("law_id"))
@@ -170,6 +163,17 @@ class SpecialRegimes:
             return next((regime.group for regime in covering if named[regime] == wanted), None)
 
         return group
+
+    @lru_cache(maxsize=256)  # noqa: B019 - `outside` and `inside` read the same question within one request
+    def _named(self, folded: str, named_laws: frozenset[str]) -> dict[SpecialRegime, bool]:
+        """Whether the folded texts name each regime (a whole-law regime also by naming its law or another regime)."""
+        named: dict[SpecialRegime, bool] = {}
+        for law_id, regimes in self._by_law.items():
+            parts = {regime: regime.named_in(folded) for regime in regimes}
+            any_part = any(hit for regime, hit in parts.items() if not regime.whole_law)
+            for regime, hit in parts.items():
+                named[regime] = hit or (regime.whole_law and (law_id in named_laws or any_part))
+        return named
 
     def replacements(self, *texts: str | None) -> dict[tuple[str, str], tuple[str, str]]:
         """
