@@ -444,18 +444,20 @@ class HybridRetriever:
         chunks: dict[str, list[Document]] = {}
         cosine: dict[str, float] = {}  # best dense similarity per parent: an absolute relevance signal (CRAG)
         rankings: list[list[str]] = []  # each list's parents, in the order of their best chunk
+        best: list[list[float | None]] = []  # that chunk's score: parents scored equally share a rank
         for hits in (dense, sparse):
-            ranking: dict[str, None] = {}  # ordered set
+            ranking: dict[str, float | None] = {}  # ordered set
             for doc in hits:
                 key = parent_key(doc)
                 if hits is dense and doc.score is not None:
                     cosine[key] = max(cosine.get(key, doc.score), doc.score)
                 if key not in ranking:
-                    ranking[key] = None
+                    ranking[key] = doc.score
                     chunks.setdefault(key, []).append(doc)
             rankings.append(list(ranking))
+            best.append(list(ranking.values()))
         lexical = self.sparse_weight if sparse_weight is None else sparse_weight
-        scores = rrf_scores(rankings, k=self.rrf_k, weights=[self.dense_weight, lexical])
+        scores = rrf_scores(rankings, k=self.rrf_k, weights=[self.dense_weight, lexical], scores=best)
         missing = [key for key in scores if key not in cosine]
         if missing and query_embedding is not None:
             cosine.update(self._stored_cosines(missing, query_embedding))
@@ -589,11 +591,12 @@ def _ranked(
 ) -> list[Document]:
     """
     The chunks of every fused key, best fused score first, each chunk once with its key's score and dense cosine;
-    at most `limit` of them (a new Document is built only for those returned).
+    at most `limit` of them (a new Document is built only for those returned). Keys fused equally go in key order,
+    not in the order a search returned them.
     """
     ranked: list[Document] = []
     seen: set[str] = set()
-    for key in sorted(scores, key=scores.__getitem__, reverse=True):
+    for key in sorted(scores, key=lambda key: (-scores[key], str(key))):
         for doc in chunks[key]:
             if doc.id in seen:  # the same chunk from the dense and the BM25 list
                 continue

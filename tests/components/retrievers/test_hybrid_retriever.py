@@ -160,6 +160,26 @@ def test_parent_level_fusion_collapses_children_and_weights_lists(store):
     assert sorted(scores, key=scores.get, reverse=True) == ["P1", "P3", "P2"]
 
 
+def test_parent_level_fusion_does_not_depend_on_the_order_of_equal_scores(store):
+    """Two statutes with the same article text (a repealed one and the one in force) score equally in BM25, and a
+    search returns them in the order its index holds them, which differs between two builds of the same store."""
+    r = HybridRetriever(document_store=store, rrf_k=2)
+
+    def child(cid, pid, score):
+        return Document(id=cid, content=cid, meta={"level": "child", "parent_id": pid}, score=score)
+
+    dense = [Document(id=p, content=p, meta={"level": "parent"}, score=s) for p, s in
+             [("P3", 0.7), ("Pold", 0.6), ("Pnew", 0.6)]]
+    sparse = [child("c-old", "Pold", 9.0), child("c-new", "Pnew", 9.0), child("c3", "P3", 4.0)]
+    one = r._fuse_by_parent(dense, sparse)
+    other = r._fuse_by_parent([dense[0], dense[2], dense[1]], [sparse[1], sparse[0], sparse[2]])
+    assert [(d.id, d.score) for d in one] == [(d.id, d.score) for d in other]
+    scores = {d.meta.get("parent_id", d.id): d.score for d in one}
+    assert scores["Pold"] == scores["Pnew"] == pytest.approx(1.1 / 4 + 1.0 / 3)  # dense rank 2 and BM25 rank 1, both
+    assert scores["P3"] == pytest.approx(1.1 / 3 + 1.0 / 5)  # the rank after the tied pair is 3
+    assert [d.id for d in one[:2]] == ["Pnew", "c-new"]  # equal fused scores go in parent id order
+
+
 def test_chunk_level_fusion_is_available(store):
     r = HybridRetriever(document_store=store, top_k=3, fuse_by_parent=False)
     docs = r.run(query_embedding=[1, 0, 0, 0], query_sparse_embedding=_sparse("vacaciones anuales"))["documents"]
