@@ -692,6 +692,8 @@ class DenseTextEmbedder:
         if self.embedding_dim is not None:
             return
         _load_backend(self, "SentenceTransformersTextEmbedder", QUERY_PROMPT_NAMES)
+        if self._openvino is not None:
+            self._openvino.compile_plain()  # the model queries run, ready before the first question
         logger.info("Dense text embedder ready: {model} ({dim} dims)", model=self.model_name, dim=self.embedding_dim)
 
     @component.output_types(embedding=list[float])

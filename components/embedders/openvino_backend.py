@@ -503,11 +503,13 @@ class OpenVINOEncoder:
         limit = _read_json(self.model_path / "sentence_bert_config.json").get("max_seq_length")
         self.max_seq_length = int(limit or MAX_EXPORT_TOKENS)
         self.precision = "bf16" if cpu_has_native_bf16() else "f32"
-        core = ov.Core()
         config = {"INFERENCE_PRECISION_HINT": self.precision, "PERFORMANCE_HINT": "LATENCY"}
-        self._compiled = core.compile_model(str(folder / "model.xml"), "CPU", config)
-        self._request = self._compiled.create_infer_request()
-        self.dimension = int(self._compiled.outputs[0].get_partial_shape()[-1].get_length())
+        self.dimension = int(ov.Core().read_model(str(folder / "model.xml")).outputs[0].get_partial_shape()[-1]
+                             .get_length())
+        # the plain model, compiled on first use (`compile_plain`): an indexing process runs only the copy with
+        # token states (`supports_passages`), and each compiled copy holds its own weights (over 1 GB)
+        self._compiled: Any = None
+        self._request: Any = None
         self._lock = threading.Lock()
         self._xml, self._config = folder / "model.xml", config
         self.head: PoolingHead | None = None
@@ -542,6 +544,25 @@ class OpenVINOEncoder:
             if (path, weights) not in _ENCODERS:
                 _ENCODERS[path, weights] = cls(path, weights=weights)
             return _ENCODERS[path, weights]
+
+    def compile_plain(self) -> None:
+        """
+        Compiles the model that `encode` runs (once; later calls return at once).
+
+        `encode` compiles it on first use; a query embedder calls this at warm-up so that its first question does
+        not wait for it.
+        """
+        with self._lock:
+            self._plain()
+
+    def _plain(self) -> tuple[Any, Any]:
+        """The compiled plain model and its infer request, compiled now if not yet (the caller holds `_lock`)."""
+        if self._compiled is None:
+            import openvino as ov  # noqa: PLC0415
+
+            compiled = ov.Core().compile_model(str(self._xml), "CPU", self._config)
+            self._compiled, self._request = compiled, compiled.create_infer_request()
+        return self._compiled, self._request
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Token counts of texts without special tokens."""
@@ -686,8 +707,9 @@ class OpenVINOEncoder:
             mask[r, : len(row)] = 1
         with self._lock:
             if not states:
-                result = self._request.infer({0: ids, 1: mask})
-                return np.array(result[self._compiled.outputs[0]], dtype=np.float32)
+                plain, request = self._plain()
+                result = request.infer({0: ids, 1: mask})
+                return np.array(result[plain.outputs[0]], dtype=np.float32)
             compiled, request = self._with_states or (None, None)
             if compiled is None:
                 raise RuntimeError("token states asked for, but the model with them is not compiled")

@@ -308,6 +308,10 @@ def test_float_layers_keeps_the_layers_with_outlier_inputs_and_those_after_pooli
     assert openvino_backend.float_layers(model, samples) == ["head"]
 
 
+def vectors_dimension(graph):
+    return graph.outputs[0].get_partial_shape()[-1].get_length()
+
+
 def test_the_converted_model_gives_its_token_states_and_passage_vectors(tiny_dense_model, monkeypatch):
     """Late chunking on the converted model: the pooling's input found, passages pooled from the same pass."""
     import openvino as ov  # noqa: PLC0415
@@ -319,11 +323,18 @@ def test_the_converted_model_gives_its_token_states_and_passage_vectors(tiny_den
     states = openvino_backend.token_states_output(graph)
     assert states is not None and len(states.get_partial_shape()) == 3
     assert encoder._with_states is None  # compiled for passages only, on first use
+    assert encoder._compiled is None and encoder.dimension == vectors_dimension(graph)  # the plain one too
     assert encoder.supports_passages() and encoder._with_states is not None
     texts = ["el contrato de los trabajador. las vacaciones de la empresa.", "el salario"]
     spans = [locate_passages(texts[0], ["el contrato de los trabajador.", "las vacaciones de la empresa."]), [None]]
     vectors, passages = encoder.encode_passages(texts, spans, prompt_name="document")
+    assert vectors.shape == (2, encoder.dimension)
+    assert encoder._compiled is None  # indexing runs the copy with token states alone
     plain = encoder.encode(texts, prompt_name="document")  # the plain model: the same vectors up to rounding
+    compiled = encoder._compiled
+    assert compiled is not None
+    encoder.compile_plain()
+    assert encoder._compiled is compiled  # compiled once
     assert all(float(a @ b) > 0.999 for a, b in zip(vectors, plain, strict=True))
     assert passages[1] == [None] and len(passages[0]) == 2
     assert all(abs(float(np.linalg.norm(p)) - 1.0) < 1e-5 for p in passages[0])
