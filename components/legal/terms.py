@@ -72,6 +72,20 @@ def _enclitics(key: str, language: str) -> str:
     return _ENCLITICS if language == "es" and re.fullmatch(r"[a-zñ]+(?:ar|er|ir)", fold_accents(key)) else ""
 
 
+def _word_suffix(key: str, language: str) -> str:
+    """
+    What a one-word key may carry after it: a Spanish infinitive its pronouns (`_enclitics`); a noun of either
+    language its plural ("nómina": "no me dan nóminas"; "falta": "quantas faltas"). A word ending in -ar, -er or -ir
+    reads as a verb in both languages and takes no plural; a key of several words matches through its stems.
+    """
+    if " " in key.strip():
+        return ""
+    folded = fold_accents(key.lower())
+    if re.fullmatch(r"\w+(?:ar|er|ir)", folded):
+        return _enclitics(key, language)
+    return "" if folded.endswith("s") or not folded.isalpha() else "(?:e?s)?"
+
+
 class Equivalences:
     """
     The colloquial -> statutory equivalence table: finds its expressions in a text, longest match first.
@@ -80,8 +94,8 @@ class Equivalences:
     of two content words or more also matches them inflected and with other function words around them, as the
     BM25 analyser of its language reads words (Snowball stems, stopwords skipped: `components.utils.bm25.word_token`):
     "assinar a carteira" matches "não assinaram minha carteira", "atrasando o salário" matches "atrasou meu
-    salário". One-word keys match only as written ("acordo" is not "acordei"), a Spanish infinitive with the pronouns
-    written onto it too ("expropiar": "expropiarme").
+    salário". One-word keys match as written or, a noun, in the plural ("acordo" is not "acordei"), a Spanish
+    infinitive with the pronouns written onto it too ("expropiar": "expropiarme").
     With tables for several languages, a text is matched against the table of its language (given, or detected
     with `detect_query_language`; `default_language` when the text gives no evidence).
 
@@ -100,7 +114,7 @@ class Equivalences:
         self._patterns_by_language = {
             language: [
                 (key, terms, re.compile(
-                    rf"(?<!\w){re.escape(fold_accents(key.lower()))}{_enclitics(key, language)}(?!\w)"
+                    rf"(?<!\w){re.escape(fold_accents(key.lower()))}{_word_suffix(key, language)}(?!\w)"
                 ))
                 for key, terms in sorted(entries.items(), key=lambda item: len(item[0]), reverse=True)
             ]

@@ -108,6 +108,18 @@ def test_only_pronouns_and_only_infinitives_extend_a_one_word_key():
     assert pt.matches("demitirme", language="pt") == []
 
 
+def test_a_one_word_noun_matches_in_the_plural_and_a_verb_does_not():
+    table = Equivalences({"nómina": "recibo de salarios", "despedir": "despido", "finiquito": "liquidación"},
+                         by_language={"pt": {"falta": "ausência", "folgar": "descanso", "férias": "férias"}})
+    assert table.matches("no me dan nóminas", language="es") == [("nómina", "recibo de salarios")]
+    assert table.matches("dos finiquitos distintos", language="es") == [("finiquito", "liquidación")]
+    assert table.matches("quantas faltas eu posso ter", language="pt") == [("falta", "ausência")]
+    assert table.matches("despidieres", language="es") == [] and table.matches("despedires", language="es") == []
+    assert table.matches("folgares", language="pt") == []  # -ar: a verb, no plural
+    assert table.matches("nominal", language="es") == []  # a whole word still
+    assert table.matches("fériases", language="pt") == []  # a key ending in s takes no other
+
+
 @pytest.mark.parametrize(
     ("question", "expected"),
     [
@@ -267,6 +279,12 @@ def test_split_concepts():
         # how long one has to sue is the action's prescrição
         ("quanto tempo tenho para reclamar na justiça?", "pt", "tempo para reclamar", "prescrição"),
         ("posso reclamar na justiça depois de dois anos?", "pt", "reclamar na justiça", "prescrição"),
+        # clocking in and out: the daily record of working time (ET art. 34.9, CLT art. 74 § 2º)
+        ("¿es obligatorio fichar en el trabajo?", "es", "fichar", "registro"),
+        ("¿tengo derecho a ver mis fichajes?", "es", "fichaje", "registro"),
+        ("mi empresa no tiene control horario", "es", "control horario", "registro"),
+        ("meu chefe me obriga a bater ponto e voltar a trabalhar", "pt", "bater ponto", "anotação"),
+        ("a empresa pode alterar minha folha de ponto?", "pt", "folha de ponto", "entrada"),
     ],
 )
 def test_everyday_wording_of_common_conflicts_gets_the_statute_terms(table, text, language, key, term):
