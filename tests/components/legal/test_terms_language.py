@@ -279,6 +279,7 @@ def test_split_concepts():
         # how long one has to sue is the action's prescrição
         ("quanto tempo tenho para reclamar na justiça?", "pt", "tempo para reclamar", "prescrição"),
         ("posso reclamar na justiça depois de dois anos?", "pt", "reclamar na justiça", "prescrição"),
+        ("mi jefe me manda whatsapps por la noche", "es", "whatsapp", "desconexión"),
         # clocking in and out: the daily record of working time (ET art. 34.9, CLT art. 74 § 2º)
         ("¿es obligatorio fichar en el trabajo?", "es", "fichar", "registro"),
         ("¿tengo derecho a ver mis fichajes?", "es", "fichaje", "registro"),
