@@ -86,6 +86,11 @@ def test_naming_the_group_brings_its_regime_in(articles):
     regimes = load_special_regimes()
     assert regimes.outside("sou ferroviário e fiz 2 horas a mais")(articles[(CLT, "241")]) is None
     assert regimes.outside("meu filho de 16 anos pode trabalhar de noite?")(articles[(CLT, "404")]) is None
+    # the minimum working age asked for is the minors' rule (art. 403), a minor named or not
+    for question in ("a partir de que idade posso trabalhar?", "com quantos anos posso começar a trabalhar?",
+                     "qual a idade mínima para trabalhar?"):
+        assert regimes.outside(question)(articles[(CLT, "403")]) is None, question
+    assert regimes.outside("qual a idade mínima para ser Presidente?")(articles[(CLT, "403")]) is not None
     assert regimes.outside("estou grávida, posso ser demitida?")(articles[(CLT, "391-a")]) is None
     assert regimes.outside("trabajo de interna cuidando a una señora")(articles[(RD1620, "9")]) is None
     assert regimes.outside("soy autónoma y me he puesto mala")(articles[(LGSS, "316")]) is None

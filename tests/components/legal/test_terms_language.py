@@ -280,6 +280,8 @@ def test_split_concepts():
         ("quanto tempo tenho para reclamar na justiça?", "pt", "tempo para reclamar", "prescrição"),
         ("posso reclamar na justiça depois de dois anos?", "pt", "reclamar na justiça", "prescrição"),
         ("mi jefe me manda whatsapps por la noche", "es", "whatsapp", "desconexión"),
+        ("a partir de que idade posso trabalhar?", "pt", "idade posso trabalhar", "dezesseis"),
+        ("com quantos anos posso trabalhar no Brasil?", "pt", "anos posso trabalhar", "aprendiz"),
         # clocking in and out: the daily record of working time (ET art. 34.9, CLT art. 74 § 2º)
         ("¿es obligatorio fichar en el trabajo?", "es", "fichar", "registro"),
         ("¿tengo derecho a ver mis fichajes?", "es", "fichaje", "registro"),
