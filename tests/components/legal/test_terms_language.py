@@ -280,6 +280,9 @@ def test_split_concepts():
         ("quanto tempo tenho para reclamar na justiça?", "pt", "tempo para reclamar", "prescrição"),
         ("posso reclamar na justiça depois de dois anos?", "pt", "reclamar na justiça", "prescrição"),
         ("mi jefe me manda whatsapps por la noche", "es", "whatsapp", "desconexión"),
+        # the break of a long working day (ET art. 34.4) in the words of a lunch break
+        ("¿cuánto tiempo de descanso tengo para comer?", "es", "descanso para comer", "continuada"),
+        ("¿me tienen que dar tiempo para comer?", "es", "tiempo para comer", "continuada"),
         ("a partir de que idade posso trabalhar?", "pt", "idade posso trabalhar", "dezesseis"),
         ("com quantos anos posso trabalhar no Brasil?", "pt", "anos posso trabalhar", "aprendiz"),
         # clocking in and out: the daily record of working time (ET art. 34.9, CLT art. 74 § 2º)
