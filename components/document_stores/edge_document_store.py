@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from haystack import default_from_dict, default_to_dict, logging
@@ -113,6 +113,9 @@ DEFAULT_PAYLOAD_INDEXES = {
 # the most distinct values one facet call counts (a keyword field of laws, collections or tenants has far fewer)
 _FACET_LIMIT = 100_000
 _SCROLL_PAGE_SIZE = 1024
+# hits a search fetches past its top_k, so that equal scores at the cut are ordered by point id (`_settled_batch`)
+_TIE_MARGIN = 16
+_TIE_MAX_DEPTH = 1024
 _LOGICAL_OPERATORS = ("AND", "OR", "NOT")
 _RANGE_OPERATORS = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
 _FILTER_DOCS = "See https://docs.haystack.deepset.ai/docs/metadata-filtering for the filter syntax."
@@ -782,15 +785,14 @@ class EdgeDocumentStore:
         results: list[list[Document]] = [[] for _ in requests]
         batch: list[tuple[int, QueryRequest]] = []
         for position, request in enumerate(requests):
-            query_request = self._build_query_request(entry, position, request, light=light)
+            query_request = self._build_query_request(entry, position, request, light=light, extra=_TIE_MARGIN)
             if query_request is not None:
                 batch.append((position, query_request))
         if not batch:
             return results
-        scored = entry.shard.query_batch(QueryBatchRequest([query_request for _, query_request in batch]))
+        scored = self._settled_batch(entry, requests, batch, light=light)
         if light:
-            # a point's `id` is a new UUID object at each access: read once
-            hits = [[(str(point.id), point.score) for point in points] for points in scored]
+            hits = [[(pid, score) for score, pid, _ in points] for points in scored]
             keys = self._light_keys(entry, tuple(meta_fields or ()), [pid for found in hits for pid, _ in found])
             for (position, _), found in zip(batch, hits, strict=True):
                 results[position] = [
@@ -800,8 +802,54 @@ class EdgeDocumentStore:
                 ]
             return results
         for (position, _), points in zip(batch, scored, strict=True):
-            results[position] = [self._to_document(point.payload, point.vector, point.score) for point in points]
+            results[position] = [self._to_document(point.payload, point.vector, score) for score, _, point in points]
         return results
+
+    def _settled_batch(
+        self,
+        entry: _OpenShard,
+        requests: list[dict[str, Any]],
+        batch: list[tuple[int, QueryRequest]],
+        *,
+        light: bool,
+    ) -> list[list[tuple[float, str, Any]]]:
+        """
+        The `(score, point id, point)` hits of each batched request, best first, `top_k` at most: hits scored equally
+        in point id order, and a tie at the cut settled by point id too.
+
+        The engine returns equal scores in the order its segments hold the points, which depends on the store's
+        write history: two builds of the same documents would rank (and cut) tied hits differently. Each search
+        fetches `_TIE_MARGIN` hits past `top_k`; a request whose tie at the cut runs to the end of what it fetched
+        is asked again, twice as deep, until the tie ends within it (or `_TIE_MAX_DEPTH` past `top_k`, so that a
+        question matching thousands of equally scored points costs a bounded search: that cut keeps what the deepest
+        search returned, in point id order). A hybrid request's own fusion is the engine's: its RRF ranks the tied
+        hits of each prefetch in the engine's order (`HybridRetriever` fuses settled dense and sparse lists itself).
+        """
+        wanted = {position: _positive_int(position, "top_k", requests[position].get("top_k"), default=10)
+                  for position, _ in batch}
+        depth = dict.fromkeys(wanted, _TIE_MARGIN)
+        settled: dict[int, list[tuple[float, str, Any]]] = {}
+        asked = batch  # built `_TIE_MARGIN` deep
+        while asked:
+            answers = entry.shard.query_batch(QueryBatchRequest([query_request for _, query_request in asked]))
+            pending = []
+            for (position, _), points in zip(asked, answers, strict=True):
+                # a point's `id` is a new UUID object at each access: read once
+                ordered = sorted(((point.score, str(point.id), point) for point in points),
+                                 key=lambda item: (-item[0], item[1]))
+                top_k = wanted[position]
+                full = len(ordered) > top_k and len(ordered) >= top_k + depth[position]
+                if full and depth[position] < _TIE_MAX_DEPTH and ordered[top_k - 1][0] == ordered[-1][0]:
+                    depth[position] *= 2  # the tie at the cut may go on past what was fetched
+                    pending.append(position)
+                    continue
+                settled[position] = ordered[:top_k]
+            asked = [
+                (position, cast(QueryRequest, self._build_query_request(
+                    entry, position, requests[position], light=light, extra=depth[position])))
+                for position in pending
+            ]
+        return [settled[position] for position, _ in batch]
 
     @staticmethod
     def _light_keys(
@@ -868,9 +916,12 @@ class EdgeDocumentStore:
         return added
 
     def _build_query_request(
-        self, entry: _OpenShard, position: int, request: dict[str, Any], *, light: bool = False
+        self, entry: _OpenShard, position: int, request: dict[str, Any], *, light: bool = False, extra: int = 0
     ) -> QueryRequest | None:
-        """Builds the Qdrant request, or returns `None` when no document can match (no usable vector)."""
+        """
+        Builds the Qdrant request, or returns `None` when no document can match (no usable vector). `extra`: hits
+        asked for past `top_k` (see `_settled_batch`).
+        """
         unknown = set(request) - {"mode", "embedding", "sparse_embedding", "filters", "top_k", "prefetch_k"}
         if unknown:
             raise ValueError(f"Query request {position} has unknown keys: {sorted(unknown)}.")
@@ -891,7 +942,7 @@ class EdgeDocumentStore:
             if query is None:
                 return None
             return QueryRequest(
-                limit=top_k, query=query, filter=qdrant_filter, with_payload=not light, with_vector=with_vector
+                limit=top_k + extra, query=query, filter=qdrant_filter, with_payload=not light, with_vector=with_vector
             )
         prefetch_k = _positive_int(position, "prefetch_k", request.get("prefetch_k"), default=4 * top_k)
         prefetches = [
@@ -902,7 +953,7 @@ class EdgeDocumentStore:
         if not prefetches:
             return None
         return QueryRequest(
-            limit=top_k,
+            limit=top_k + extra,
             prefetches=prefetches,
             query=Fusion.Rrf(k=self.rrf_k),
             with_payload=not light,

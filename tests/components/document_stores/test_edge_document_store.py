@@ -520,6 +520,55 @@ def test_query_batch_matches_single_queries(store):
     assert [doc.id for doc in batched[1]] == ["sts-1"]
 
 
+def twins(count: int) -> list[Document]:
+    """`count` documents with the same text and vector (as repealed and current statutes share passages)."""
+    text = "Las vacaciones anuales retribuidas no serán sustituibles por compensación económica."
+    documents = [Document(id=f"twin-{n:02d}", content=text, meta={"level": "child"}, embedding=topic_vector("vacaciones"))
+                 for n in range(count)]
+    return SparseDocumentEmbedder().run(documents)["documents"]
+
+
+@pytest.mark.parametrize("count", [8, 40])  # a tie that ends within the first search, one that runs past it
+def test_equal_scores_rank_alike_whatever_the_write_history(tmp_path, count):
+    documents = twins(count)
+    stores = [new_store(tmp_path / "forward"), new_store(tmp_path / "backward")]
+    for document in documents:  # one write each: the points land in the segments in the order written
+        stores[0].write_documents([document])
+    for document in reversed(documents):
+        stores[1].write_documents([document])
+    requests = [
+        {"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 5},
+        {"mode": "sparse", "sparse_embedding": sparse("vacaciones compensación"), "top_k": 5},
+    ]
+    by_point_id = sorted((edge_document_store._point_id(d.id), d.id) for d in documents)
+    first_five = [doc_id for _, doc_id in by_point_id[:5]]
+    for store in stores:
+        for meta_fields in (None, ["level"]):
+            results = store.query_batch(requests, meta_fields=meta_fields)
+            assert [[d.id for d in result] for result in results] == [first_five] * len(requests)
+    for store in stores:
+        store.close()
+
+
+def test_a_tie_past_the_deepest_search_is_cut_there(tmp_path, monkeypatch):
+    monkeypatch.setattr(edge_document_store, "_TIE_MAX_DEPTH", 32)
+    store = new_store(tmp_path / "store")
+    store.write_documents(twins(60))
+    asked: list[int] = []
+    build = EdgeDocumentStore._build_query_request
+
+    def counted(self, entry, position, request, *, light=False, extra=0):
+        asked.append(extra)
+        return build(self, entry, position, request, light=light, extra=extra)
+
+    monkeypatch.setattr(EdgeDocumentStore, "_build_query_request", counted)
+    hits = store.query_batch([{"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 5}])[0]
+    assert asked == [16, 32]  # 5 + 16 hits all tied, then 5 + 32: as deep as it goes
+    assert len(hits) == 5 and {hit.score for hit in hits} == {hits[0].score}
+    assert [hit.id for hit in hits] == sorted((hit.id for hit in hits), key=edge_document_store._point_id)
+    store.close()
+
+
 LIGHT_REQUESTS = [
     {"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 5},
     {"mode": "sparse", "sparse_embedding": sparse("vacaciones jornada despido"), "top_k": 5,
