@@ -55,6 +55,7 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
+from components.document_stores.ties import TIE_MARGIN, settle_ties
 from components.legal.ids import SOURCE_DIGEST
 
 logger = logging.getLogger(__name__)
@@ -113,9 +114,6 @@ DEFAULT_PAYLOAD_INDEXES = {
 # the most distinct values one facet call counts (a keyword field of laws, collections or tenants has far fewer)
 _FACET_LIMIT = 100_000
 _SCROLL_PAGE_SIZE = 1024
-# hits a search fetches past its top_k, so that equal scores at the cut are ordered by point id (`_settled_batch`)
-_TIE_MARGIN = 16
-_TIE_MAX_DEPTH = 1024
 _LOGICAL_OPERATORS = ("AND", "OR", "NOT")
 _RANGE_OPERATORS = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
 _FILTER_DOCS = "See https://docs.haystack.deepset.ai/docs/metadata-filtering for the filter syntax."
@@ -785,7 +783,7 @@ class EdgeDocumentStore:
         results: list[list[Document]] = [[] for _ in requests]
         batch: list[tuple[int, QueryRequest]] = []
         for position, request in enumerate(requests):
-            query_request = self._build_query_request(entry, position, request, light=light, extra=_TIE_MARGIN)
+            query_request = self._build_query_request(entry, position, request, light=light, extra=TIE_MARGIN)
             if query_request is not None:
                 batch.append((position, query_request))
         if not batch:
@@ -814,36 +812,29 @@ class EdgeDocumentStore:
         light: bool,
     ) -> list[list[tuple[float, str, Any]]]:
         """
-        The `(score, point id, point)` hits of each batched request, best first, `top_k` at most: hits scored equally
-        in point id order, and a tie at the cut settled by point id too.
-
-        The engine returns equal scores in the order its segments hold the points, which depends on the store's
-        write history: two builds of the same documents would rank (and cut) tied hits differently. Each search
-        fetches `_TIE_MARGIN` hits past `top_k`; a request whose tie at the cut runs to the end of what it fetched
-        is asked again, twice as deep, until the tie ends within it (or `_TIE_MAX_DEPTH` past `top_k`, so that a
-        question matching thousands of equally scored points costs a bounded search: that cut keeps what the deepest
-        search returned, in point id order). A hybrid request's own fusion is the engine's: its RRF ranks the tied
-        hits of each prefetch in the engine's order (`HybridRetriever` fuses settled dense and sparse lists itself).
+        The `(score, point id, point)` hits of each batched request (built `TIE_MARGIN` past its `top_k`), best
+        first, `top_k` at most, equal scores in point id order (`components.document_stores.ties`): a request whose
+        tie at the cut runs past what it fetched is asked again, deeper. A hybrid request's own fusion is the
+        engine's: its RRF ranks the tied hits of each prefetch in the engine's order (`HybridRetriever` fuses settled
+        dense and sparse lists itself).
         """
         wanted = {position: _positive_int(position, "top_k", requests[position].get("top_k"), default=10)
                   for position, _ in batch}
-        depth = dict.fromkeys(wanted, _TIE_MARGIN)
+        depth = dict.fromkeys(wanted, TIE_MARGIN)
         settled: dict[int, list[tuple[float, str, Any]]] = {}
-        asked = batch  # built `_TIE_MARGIN` deep
+        asked = batch
         while asked:
             answers = entry.shard.query_batch(QueryBatchRequest([query_request for _, query_request in asked]))
             pending = []
             for (position, _), points in zip(asked, answers, strict=True):
                 # a point's `id` is a new UUID object at each access: read once
-                ordered = sorted(((point.score, str(point.id), point) for point in points),
-                                 key=lambda item: (-item[0], item[1]))
-                top_k = wanted[position]
-                full = len(ordered) > top_k and len(ordered) >= top_k + depth[position]
-                if full and depth[position] < _TIE_MAX_DEPTH and ordered[top_k - 1][0] == ordered[-1][0]:
-                    depth[position] *= 2  # the tie at the cut may go on past what was fetched
+                kept = settle_ties([(point.score, str(point.id), point) for point in points], wanted[position],
+                                   depth[position])
+                if kept is None:
+                    depth[position] *= 2
                     pending.append(position)
-                    continue
-                settled[position] = ordered[:top_k]
+                else:
+                    settled[position] = kept
             asked = [
                 (position, cast(QueryRequest, self._build_query_request(
                     entry, position, requests[position], light=light, extra=depth[position])))
@@ -920,7 +911,7 @@ class EdgeDocumentStore:
     ) -> QueryRequest | None:
         """
         Builds the Qdrant request, or returns `None` when no document can match (no usable vector). `extra`: hits
-        asked for past `top_k` (see `_settled_batch`).
+        asked for past `top_k` (`components.document_stores.ties`).
         """
         unknown = set(request) - {"mode", "embedding", "sparse_embedding", "filters", "top_k", "prefetch_k"}
         if unknown:

@@ -4,6 +4,7 @@ from typing import Any
 
 from haystack import Document
 
+from components.document_stores.ties import TIE_MARGIN, settle_ties
 from components.legal.access import and_filters
 from components.legal.ids import CHILD_FILTER
 
@@ -25,7 +26,8 @@ def search_batch(
     - qdrant-haystack's `QdrantDocumentStore` (a Qdrant server) runs each request through the integration's own
       retrievers: `QdrantEmbeddingRetriever`, `QdrantSparseEmbeddingRetriever`, `QdrantHybridRetriever`. They are
       imported on first use, so a deployment without the integration never imports it. The server fuses a hybrid
-      request itself; `prefetch_k` applies to the embedded store only.
+      request itself; `prefetch_k` applies to the embedded store only. On both, equal scores at a search's `top_k` cut
+      go in point id order (`components.document_stores.ties`), so the two rank the same documents alike.
 
     `HybridRetriever`, `ScopeChecker` and `BlockFetcher` search through here. Each stage would otherwise carry
     its own copy of the dispatch, and the copies drift apart. Nothing is kept between calls: the pipeline
@@ -176,6 +178,7 @@ def _qdrant_search(document_store: Any, request: dict[str, Any]) -> list[Documen
         QdrantHybridRetriever,
         QdrantSparseEmbeddingRetriever,
     )
+    from haystack_integrations.document_stores.qdrant.converters import convert_id  # noqa: PLC0415
 
     mode = request.get("mode")
     if mode not in MODES:
@@ -190,10 +193,15 @@ def _qdrant_search(document_store: Any, request: dict[str, Any]) -> list[Documen
     missing = [name for name, value in vectors.items() if value is None]
     if missing:
         raise ValueError(f"A {mode} search request needs {', '.join(missing)}")
-    result = retriever(document_store=document_store).run(
-        **vectors, filters=request.get("filters"), top_k=request.get("top_k", 10)
-    )
-    return result["documents"]
+    search = retriever(document_store=document_store)
+    top_k, depth = request.get("top_k", 10), TIE_MARGIN
+    while True:  # equal scores at the cut in point id order, as on the embedded store (`ties`)
+        found = search.run(**vectors, filters=request.get("filters"), top_k=top_k + depth)["documents"]
+        # `convert_id` is the point id as hex digits: ordered as the embedded store's dashed form of the same uuid
+        kept = settle_ties([(doc.score or 0.0, convert_id(doc.id), doc) for doc in found], top_k, depth)
+        if kept is not None:
+            return [doc for _, _, doc in kept]
+        depth *= 2
 
 
 def _is_qdrant(document_store: Any) -> bool:

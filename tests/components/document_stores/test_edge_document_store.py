@@ -10,7 +10,7 @@ from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumen
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.errors import FilterError
 
-from components.document_stores import edge_document_store
+from components.document_stores import edge_document_store, ties
 from components.document_stores.edge_document_store import DEFAULT_PAYLOAD_INDEXES, EdgeDocumentStore
 from components.embedders.sparse_embedder import SparseDocumentEmbedder, SparseTextEmbedder
 
@@ -551,7 +551,7 @@ def test_equal_scores_rank_alike_whatever_the_write_history(tmp_path, count):
 
 
 def test_a_tie_past_the_deepest_search_is_cut_there(tmp_path, monkeypatch):
-    monkeypatch.setattr(edge_document_store, "_TIE_MAX_DEPTH", 32)
+    monkeypatch.setattr(ties, "TIE_MAX_DEPTH", 32)
     store = new_store(tmp_path / "store")
     store.write_documents(twins(60))
     asked: list[int] = []
@@ -681,7 +681,7 @@ def test_preload_light_hits_fills_the_table_once(fresh_store, corpus, monkeypatc
 
 def test_preload_overtaken_by_an_emptying_is_not_marked_done(fresh_store, corpus, monkeypatch):
     """A delete by filter between two pages of the scroll empties what the preload read: it must run again."""
-    from components.document_stores import edge_document_store
+    from components.document_stores import edge_document_store, ties
 
     entry = fresh_store._open()
     shard, pages = entry.shard, []

@@ -1,9 +1,11 @@
+import uuid
+
 import pytest
 from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from components.document_stores.edge_document_store import EdgeDocumentStore
+from components.document_stores.edge_document_store import POINT_ID_NAMESPACE, EdgeDocumentStore
 from components.document_stores.vector_search import (
     best_passage_similarity,
     search_batch,
@@ -47,6 +49,37 @@ def store(request, tmp_path):
     yield store
     if request.param == "edge":
         store.close()
+
+
+def _empty_store(kind: str, path):
+    if kind == "edge":
+        return EdgeDocumentStore(path=str(path))
+    from haystack_integrations.document_stores.qdrant import QdrantDocumentStore
+
+    return QdrantDocumentStore(
+        location=":memory:", embedding_dim=4, use_sparse_embeddings=True, sparse_idf=True, similarity="cosine"
+    )
+
+
+@pytest.mark.parametrize("kind", ["edge", "qdrant"])
+def test_equal_scores_at_the_cut_go_in_point_id_order_on_both_stores(kind, tmp_path):
+    """Identical passages (a repealed statute and the one that replaced it) rank alike whatever the write order."""
+    text = "Vacaciones anuales retribuidas de treinta días naturales."
+    twins = SparseDocumentEmbedder().run(documents=[
+        Document(id=f"twin-{n:02d}", content=text, embedding=[1, 0, 0, 0]) for n in range(40)
+    ])["documents"]
+    expected = sorted((doc.id for doc in twins), key=lambda doc_id: str(uuid.uuid5(POINT_ID_NAMESPACE, doc_id)))[:5]
+    requests = [
+        {"mode": "dense", "embedding": [1, 0, 0, 0], "top_k": 5},
+        {"mode": "sparse", "sparse_embedding": _sparse("vacaciones retribuidas"), "top_k": 5},
+    ]
+    for name, order in (("forward", twins), ("backward", twins[::-1])):
+        store = _empty_store(kind, tmp_path / name)
+        for doc in order:  # one write each: the engine holds them in the order written
+            store.write_documents([doc])
+        assert [[hit.id for hit in hits] for hits in search_batch(store, requests)] == [expected, expected]
+        if kind == "edge":
+            store.close()
 
 
 def test_both_stores_are_supported_and_others_are_not(store):
