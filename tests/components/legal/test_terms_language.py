@@ -290,6 +290,9 @@ def test_split_concepts():
         ("¿tengo derecho a ver mis fichajes?", "es", "fichaje", "registro"),
         ("mi empresa no tiene control horario", "es", "control horario", "registro"),
         ("meu chefe me obriga a bater ponto e voltar a trabalhar", "pt", "bater ponto", "anotação"),
+        # getting married, in the verb (CLT art. 473, II); "caso" alone is also "case", so only after "quando"
+        ("quantos dias de folga eu tenho quando caso?", "pt", "quando caso", "casamento"),
+        ("casei ontem, quantos dias tenho?", "pt", "casei", "comparecer"),
         ("a empresa pode alterar minha folha de ponto?", "pt", "folha de ponto", "entrada"),
     ],
 )
