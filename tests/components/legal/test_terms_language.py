@@ -293,6 +293,13 @@ def test_split_concepts():
         # getting married, in the verb (CLT art. 473, II); "caso" alone is also "case", so only after "quando"
         ("quantos dias de folga eu tenho quando caso?", "pt", "quando caso", "casamento"),
         ("casei ontem, quantos dias tenho?", "pt", "casei", "comparecer"),
+        # what a dismissal pays and when (CLT art. 477), the notice an employee who quits owes (art. 487, § 2º)
+        ("fui demitido, quando recebo minhas verbas?", "pt", "minhas verbas", "quitação"),
+        ("posso pedir demissão e sair na hora?", "pt", "sair na hora", "antecedência"),
+        # the paid hours to look for a job during an objective dismissal's notice (ET art. 53.2)
+        ("¿cuántas horas libres tengo para buscar empleo si me despiden?", "es", "horas libres para buscar empleo",
+         "licencia"),
+        ("¿me dan tiempo para buscar otro trabajo?", "es", "tiempo para buscar trabajo", "preaviso"),
         ("a empresa pode alterar minha folha de ponto?", "pt", "folha de ponto", "entrada"),
     ],
 )
@@ -318,3 +325,10 @@ def test_everyday_wording_of_common_conflicts_gets_the_statute_terms(table, text
 )
 def test_asks_for_full_text(question, ends, expected):
     assert asks_for_full_text(question, ends) is expected
+
+
+def test_serving_the_notice_is_not_leaving_without_it(table):
+    # a dismissed employee serving the notice asks about its reduced hours (CLT art. 488), not about owing it
+    serving = "fui demitido e estou cumprindo aviso, posso sair mais cedo?"
+    assert "antecedência" not in table.terms(serving, language="pt")
+    assert "antecedência" in table.terms("pedi demissão, posso sair no mesmo dia?", language="pt")
