@@ -783,12 +783,12 @@ class EdgeDocumentStore:
         results: list[list[Document]] = [[] for _ in requests]
         batch: list[tuple[int, QueryRequest]] = []
         for position, request in enumerate(requests):
-            query_request = self._build_query_request(entry, position, request, light=light, extra=TIE_MARGIN)
+            query_request = self._build_query_request(entry, position, request, extra=TIE_MARGIN)
             if query_request is not None:
                 batch.append((position, query_request))
         if not batch:
             return results
-        scored = self._settled_batch(entry, requests, batch, light=light)
+        scored = self._settled_batch(entry, requests, batch)
         if light:
             hits = [[(pid, score) for score, pid, _ in points] for points in scored]
             keys = self._light_keys(entry, tuple(meta_fields or ()), [pid for found in hits for pid, _ in found])
@@ -799,8 +799,18 @@ class EdgeDocumentStore:
                     if pid in keys  # a point deleted since the search is not a hit
                 ]
             return results
+        # the searches read no payload: only the hits kept are read, once each
+        kept = list(dict.fromkeys(pid for points in scored for _, pid, _ in points))
+        records = {
+            str(record.id): record
+            for record in (entry.shard.retrieve(kept, with_payload=True, with_vector=self._with_vector()) if kept else ())
+        }
         for (position, _), points in zip(batch, scored, strict=True):
-            results[position] = [self._to_document(point.payload, point.vector, score) for score, _, point in points]
+            results[position] = [
+                self._to_document(records[pid].payload, records[pid].vector, score)
+                for score, pid, _ in points
+                if pid in records  # a point deleted since the search is not a hit
+            ]
         return results
 
     def _settled_batch(
@@ -808,8 +818,6 @@ class EdgeDocumentStore:
         entry: _OpenShard,
         requests: list[dict[str, Any]],
         batch: list[tuple[int, QueryRequest]],
-        *,
-        light: bool,
     ) -> list[list[tuple[float, str, Any]]]:
         """
         The `(score, point id, point)` hits of each batched request (built `TIE_MARGIN` past its `top_k`), best
@@ -837,7 +845,7 @@ class EdgeDocumentStore:
                     settled[position] = kept
             asked = [
                 (position, cast(QueryRequest, self._build_query_request(
-                    entry, position, requests[position], light=light, extra=depth[position])))
+                    entry, position, requests[position], extra=depth[position])))
                 for position in pending
             ]
         return [settled[position] for position, _ in batch]
@@ -907,11 +915,12 @@ class EdgeDocumentStore:
         return added
 
     def _build_query_request(
-        self, entry: _OpenShard, position: int, request: dict[str, Any], *, light: bool = False, extra: int = 0
+        self, entry: _OpenShard, position: int, request: dict[str, Any], *, extra: int = 0
     ) -> QueryRequest | None:
         """
         Builds the Qdrant request, or returns `None` when no document can match (no usable vector). `extra`: hits
-        asked for past `top_k` (`components.document_stores.ties`).
+        asked for past `top_k` (`components.document_stores.ties`). The search reads ids and scores alone: the
+        caller reads the payload of the hits it keeps.
         """
         unknown = set(request) - {"mode", "embedding", "sparse_embedding", "filters", "top_k", "prefetch_k"}
         if unknown:
@@ -926,14 +935,13 @@ class EdgeDocumentStore:
             dense_query = self._dense_query(entry, position, request.get("embedding"))
         if mode in ("sparse", "hybrid"):
             sparse_query = _sparse_query(position, request.get("sparse_embedding"))
-        with_vector = False if light else self._with_vector()
 
         if mode != "hybrid":
             query = dense_query or sparse_query
             if query is None:
                 return None
             return QueryRequest(
-                limit=top_k + extra, query=query, filter=qdrant_filter, with_payload=not light, with_vector=with_vector
+                limit=top_k + extra, query=query, filter=qdrant_filter, with_payload=False, with_vector=False
             )
         prefetch_k = _positive_int(position, "prefetch_k", request.get("prefetch_k"), default=4 * top_k)
         prefetches = [
@@ -947,8 +955,8 @@ class EdgeDocumentStore:
             limit=top_k + extra,
             prefetches=prefetches,
             query=Fusion.Rrf(k=self.rrf_k),
-            with_payload=not light,
-            with_vector=with_vector,
+            with_payload=False,
+            with_vector=False,
         )
 
     @staticmethod

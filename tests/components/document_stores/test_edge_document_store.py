@@ -557,9 +557,9 @@ def test_a_tie_past_the_deepest_search_is_cut_there(tmp_path, monkeypatch):
     asked: list[int] = []
     build = EdgeDocumentStore._build_query_request
 
-    def counted(self, entry, position, request, *, light=False, extra=0):
+    def counted(self, entry, position, request, *, extra=0):
         asked.append(extra)
-        return build(self, entry, position, request, light=light, extra=extra)
+        return build(self, entry, position, request, extra=extra)
 
     monkeypatch.setattr(EdgeDocumentStore, "_build_query_request", counted)
     hits = store.query_batch([{"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 5}])[0]
@@ -650,6 +650,27 @@ class _CountingShard:
         return getattr(self.shard, name)
 
 
+def test_whole_hits_read_the_payload_of_the_hits_kept_only(fresh_store, monkeypatch):
+    """A search fetches hits past `top_k` to settle ties; only the `top_k` it keeps are read, in one call."""
+    entry = fresh_store._open()
+    read: list[list[str]] = []
+    retrieve = entry.shard.retrieve
+
+    class Reading(_CountingShard):
+        def retrieve(self, ids, *args, **kwargs):
+            read.append(list(ids))
+            return retrieve(ids, *args, **kwargs)
+
+    monkeypatch.setattr(entry, "shard", Reading(entry.shard))
+    results = fresh_store.query_batch([
+        {"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 1},
+        {"mode": "sparse", "sparse_embedding": sparse("despido improcedente"), "top_k": 2},
+    ])
+    assert [[doc.id for doc in hits] for hits in results] == [["et-38"], ["et-56", "et-54"]]
+    assert all(doc.content and doc.meta["law_id"] == ET for hits in results for doc in hits)
+    assert len(read) == 1 and len(read[0]) == 3
+
+
 def test_preload_light_hits_fills_the_table_once(fresh_store, corpus, monkeypatch):
     entry = fresh_store._open()
     assert fresh_store.preload_light_hits(["law_id"], max_points=len(corpus) - 1) == 0  # too large: nothing
@@ -658,9 +679,9 @@ def test_preload_light_hits_fills_the_table_once(fresh_store, corpus, monkeypatc
     assert fresh_store.preload_light_hits(["law_id"]) == 0  # already filled
     assert {key for key, _ in entry.keys[("law_id",)].values()} == {doc.id for doc in corpus}
     # every hit is in the table: no point is read, and the hits are those of whole Documents
+    whole = fresh_store.query_batch(LIGHT_REQUESTS)
     counting = _CountingShard(entry.shard)
     monkeypatch.setattr(entry, "shard", counting)
-    whole = fresh_store.query_batch(LIGHT_REQUESTS)
     light = fresh_store.query_batch(LIGHT_REQUESTS, meta_fields=["law_id"])
     assert counting.retrieved == 0 and all(light)
     assert [[(d.id, d.score, d.meta) for d in r] for r in light] == [
