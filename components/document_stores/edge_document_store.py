@@ -801,10 +801,8 @@ class EdgeDocumentStore:
             return results
         # the searches read no payload: only the hits kept are read, once each
         kept = list(dict.fromkeys(pid for points in scored for _, pid, _ in points))
-        records = {
-            str(record.id): record
-            for record in (entry.shard.retrieve(kept, with_payload=True, with_vector=self._with_vector()) if kept else ())
-        }
+        read = entry.shard.retrieve(kept, with_payload=True, with_vector=self._with_vector()) if kept else []
+        records = {str(record.id): record for record in read}
         for (position, _), points in zip(batch, scored, strict=True):
             results[position] = [
                 self._to_document(records[pid].payload, records[pid].vector, score)

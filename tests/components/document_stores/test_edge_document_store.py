@@ -523,8 +523,10 @@ def test_query_batch_matches_single_queries(store):
 def twins(count: int) -> list[Document]:
     """`count` documents with the same text and vector (as repealed and current statutes share passages)."""
     text = "Las vacaciones anuales retribuidas no serán sustituibles por compensación económica."
-    documents = [Document(id=f"twin-{n:02d}", content=text, meta={"level": "child"}, embedding=topic_vector("vacaciones"))
-                 for n in range(count)]
+    documents = [
+        Document(id=f"twin-{n:02d}", content=text, meta={"level": "child"}, embedding=topic_vector("vacaciones"))
+        for n in range(count)
+    ]
     return SparseDocumentEmbedder().run(documents)["documents"]
 
 
