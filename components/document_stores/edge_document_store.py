@@ -3,24 +3,20 @@ A Haystack DocumentStore on Qdrant Edge, the Qdrant engine embedded in the Pytho
 
 The store keeps one Edge shard per directory. Points use the payload layout of qdrant-haystack's
 `QdrantDocumentStore` (`{"id", "content", "meta"}`), so filters such as `meta.law_id` and the payload schema work
-unchanged on a Qdrant server (the scale-out path).
+unchanged on a Qdrant server (the scale-out path). As in qdrant-haystack, the store is split in three modules: this
+one, `edge_converters` (Documents to points and back) and `edge_filters` (Haystack filters to Qdrant Edge filters).
 """
 
 import atexit
-import functools
 import json
-import sys
 import threading
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
 from haystack import default_from_dict, default_to_dict, logging
-from haystack.dataclasses import ByteStream, Document, SparseEmbedding
+from haystack.dataclasses import Document, SparseEmbedding
 from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumentError
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.errors import FilterError
@@ -32,43 +28,40 @@ from qdrant_edge import (
     EdgeSparseVectorParams,
     EdgeVectorParams,
     FacetRequest,
-    FieldCondition,
     Filter,
     Fusion,
-    HasIdCondition,
     HnswIndexConfig,
-    IsEmptyCondition,
-    MatchAny,
-    MatchValue,
     Modifier,
     PayloadSelector,
     PayloadSchemaType,
-    Point,
     Prefetch,
     Query,
     QueryBatchRequest,
     QueryRequest,
-    RangeDateTime,
-    RangeFloat,
     ScrollRequest,
     SparseVector,
     UpdateOperation,
 )
 
+from components.document_stores.edge_converters import (
+    DENSE_VECTOR_NAME,
+    SPARSE_VECTOR_NAME,
+    light_entry,
+    light_selector,
+    point_id,
+    to_document,
+    to_point,
+)
+from components.document_stores.edge_filters import convert_filters
 from components.document_stores.ties import TIE_MARGIN, settle_ties
 from components.legal.ids import SOURCE_DIGEST
 
 logger = logging.getLogger(__name__)
 
-DENSE_VECTOR_NAME = "dense"
-SPARSE_VECTOR_NAME = "bm25"
 DEFAULT_STORE_PATH = "./.lexhay"
 STORE_PATH_ENV = "LEXHAY_STORE"
 SHARD_DIRNAME = "shard"
 SETTINGS_FILENAME = "edge_store.json"
-
-# Same namespace as qdrant-haystack's `convert_id`, so a Document gets the same point id on a Qdrant server.
-POINT_ID_NAMESPACE = uuid.UUID("3896d314-1e95-4a3a-b45a-945f9f0b541d")
 
 SIMILARITIES = {"cosine": Distance.Cosine, "dot_product": Distance.Dot, "l2": Distance.Euclid}
 
@@ -114,9 +107,6 @@ DEFAULT_PAYLOAD_INDEXES = {
 # the most distinct values one facet call counts (a keyword field of laws, collections or tenants has far fewer)
 _FACET_LIMIT = 100_000
 _SCROLL_PAGE_SIZE = 1024
-_LOGICAL_OPERATORS = ("AND", "OR", "NOT")
-_RANGE_OPERATORS = {">": "gt", ">=": "gte", "<": "lt", "<=": "lte"}
-_FILTER_DOCS = "See https://docs.haystack.deepset.ai/docs/metadata-filtering for the filter syntax."
 
 
 @dataclass
@@ -142,8 +132,8 @@ class _OpenShard:
         for table in list(self.keys.values()):  # a search may add a field set meanwhile
             if point_ids is None:
                 table.clear()
-            for point_id in point_ids or ():
-                table.pop(point_id, None)
+            for pid in point_ids or ():
+                table.pop(pid, None)
         if point_ids is None:
             self.preloaded.clear()
             self.emptied += 1
@@ -179,30 +169,6 @@ def _scrolled(shard: EdgeShard, qdrant_filter: Filter | None, with_payload: Any,
         yield from records
         if offset is None:
             return
-
-
-def _light_selector(fields: tuple[str, ...]) -> PayloadSelector:
-    """The payload keys a light hit of `fields` is read with: the document id and those meta fields."""
-    return PayloadSelector.Include(["id", *(f"meta.{name}" for name in fields)])
-
-
-def _light_entry(payload: dict[str, Any], fields: tuple[str, ...]) -> tuple[str, dict[str, Any]]:
-    """
-    A light-hit table entry from a payload read with `_light_selector`: the document id and the fields it has.
-    String values are interned: a block's children share its parent id, a law's chunks its law id.
-    """
-    meta = payload.get("meta") or {}
-    return payload["id"], {name: _interned(meta[name]) for name in fields if name in meta}
-
-
-def _interned(value: Any) -> Any:
-    return sys.intern(value) if isinstance(value, str) else value
-
-
-# a query converts the same ids again and again (its parents, its BM25-only blocks), query after query
-@functools.lru_cache(maxsize=1 << 13)
-def _point_id(document_id: str) -> str:
-    return str(uuid.uuid5(POINT_ID_NAMESPACE, document_id))
 
 
 class EdgeDocumentStore:
@@ -494,7 +460,7 @@ class EdgeDocumentStore:
         :param filters: Haystack filters, see `filter_documents`.
         :returns: The number of matching documents.
         """
-        return self._open().shard.count(CountRequest(exact=True, filter=_convert_filters(filters)))
+        return self._open().shard.count(CountRequest(exact=True, filter=convert_filters(filters)))
 
     def get_metadata_field_unique_values(
         self,
@@ -525,7 +491,7 @@ class EdgeDocumentStore:
         if not name or from_ < 0 or size <= 0:
             raise ValueError("needs a field name, from_ >= 0 and size > 0")
         key = f"meta.{name}"
-        qdrant_filter = _convert_filters(filters)
+        qdrant_filter = convert_filters(filters)
         entry = self._open()
         indexed = DEFAULT_PAYLOAD_INDEXES if self.payload_indexes is None else self.payload_indexes
         values: set[Any] = set()
@@ -554,7 +520,7 @@ class EdgeDocumentStore:
         :returns: The matching documents, ordered by point id.
         :raises FilterError: If the filters are invalid.
         """
-        records = _scrolled(self._open().shard, _convert_filters(filters), True, self._with_vector())
+        records = _scrolled(self._open().shard, convert_filters(filters), True, self._with_vector())
         return [self._to_document(record.payload, record.vector) for record in records]
 
     def write_documents(self, documents: list[Document], policy: DuplicatePolicy = DuplicatePolicy.NONE) -> int:
@@ -583,7 +549,7 @@ class EdgeDocumentStore:
             items = list(to_write.items())
             for start in range(0, len(items), self.write_batch_size):
                 batch = items[start : start + self.write_batch_size]
-                entry.shard.update(UpdateOperation.upsert_points([_to_point(doc, pid) for pid, doc in batch]))
+                entry.shard.update(UpdateOperation.upsert_points([to_point(doc, pid) for pid, doc in batch]))
             entry.shard.flush()
             entry.forget(list(to_write))
         logger.debug("Wrote {count} documents to the Edge shard", count=len(to_write))
@@ -599,9 +565,9 @@ class EdgeDocumentStore:
         with entry.lock:
             for start in range(0, len(document_ids), self.write_batch_size):
                 batch = document_ids[start : start + self.write_batch_size]
-                entry.shard.update(UpdateOperation.delete_points([_point_id(doc_id) for doc_id in batch]))
+                entry.shard.update(UpdateOperation.delete_points([point_id(doc_id) for doc_id in batch]))
             entry.shard.flush()
-            entry.forget([_point_id(doc_id) for doc_id in document_ids])
+            entry.forget([point_id(doc_id) for doc_id in document_ids])
 
     def delete_by_filter(self, filters: dict[str, Any]) -> int:
         """
@@ -610,7 +576,7 @@ class EdgeDocumentStore:
         :param filters: Haystack filters, see `filter_documents`.
         :returns: The number of deleted documents.
         """
-        qdrant_filter = _convert_filters(filters)
+        qdrant_filter = convert_filters(filters)
         if qdrant_filter is None:
             raise FilterError("delete_by_filter needs filters; refusing to delete every document.")
         entry = self._open()
@@ -634,7 +600,7 @@ class EdgeDocumentStore:
         if not unique_ids:
             return []
         records = self._open().shard.retrieve(
-            [_point_id(doc_id) for doc_id in unique_ids], with_payload=True, with_vector=self._with_vector()
+            [point_id(doc_id) for doc_id in unique_ids], with_payload=True, with_vector=self._with_vector()
         )
         by_id = {record.payload["id"]: self._to_document(record.payload, record.vector) for record in records}
         return [by_id[doc_id] for doc_id in unique_ids if doc_id in by_id]
@@ -653,7 +619,7 @@ class EdgeDocumentStore:
             `{}`): a caller that needs no payload skips its conversion, which costs more than the read itself.
         :returns: id -> (meta, dense vector or `None` for a point without one).
         """
-        by_point = {_point_id(i): i for i in ids}
+        by_point = {point_id(i): i for i in ids}
         entry = self._open()
         # an approximate count is enough to tell an empty store (the exact one scans the whole index per call)
         if not by_point or entry.shard.count(CountRequest(exact=False)) == 0:
@@ -674,7 +640,7 @@ class EdgeDocumentStore:
         The similarity of a query vector to the stored dense vector of each of `ids`, without reading a payload.
 
         One dense search restricted to the ids' points, whose hits come back as point ids and scores only: each
-        point id maps back to its document id (`_point_id` is deterministic), so the payloads, whose reading and
+        point id maps back to its document id (`point_id` is deterministic), so the payloads, whose reading and
         conversion cost more than the search itself, are never read.
 
         :param embedding: The query vector.
@@ -684,7 +650,7 @@ class EdgeDocumentStore:
         :raises ValueError: The query vector has another dimension than the stored ones.
         :raises FilterError: `filters` are invalid.
         """
-        by_point = {_point_id(doc_id): doc_id for doc_id in ids}
+        by_point = {point_id(doc_id): doc_id for doc_id in ids}
         if not by_point:
             return {}
         entry = self._open()
@@ -694,7 +660,7 @@ class EdgeDocumentStore:
         by_id = {"field": "id", "operator": "in", "value": list(by_point.values())}
         restriction = by_id if filters is None else {"operator": "AND", "conditions": [by_id, filters]}
         request = QueryRequest(
-            limit=len(by_point), query=dense_query, filter=_convert_filters(restriction), with_payload=False,
+            limit=len(by_point), query=dense_query, filter=convert_filters(restriction), with_payload=False,
             with_vector=False,
         )
         points = entry.shard.query_batch(QueryBatchRequest([request]))[0]
@@ -859,15 +825,15 @@ class EdgeDocumentStore:
         """
         table = entry.keys.setdefault(fields, {})
         found: dict[str, tuple[str, dict[str, Any]]] = {}
-        for point_id in point_ids:
-            known = table.get(point_id)
+        for pid in point_ids:
+            known = table.get(pid)
             if known is not None:
-                found[point_id] = known
-        missing = list(dict.fromkeys(point_id for point_id in point_ids if point_id not in found))
+                found[pid] = known
+        missing = list(dict.fromkeys(pid for pid in point_ids if pid not in found))
         if missing:
             with entry.lock:  # no write (which holds the lock) lands between the read and the table's update
-                for record in entry.shard.retrieve(missing, with_payload=_light_selector(fields), with_vector=False):
-                    table[str(record.id)] = found[str(record.id)] = _light_entry(record.payload, fields)
+                for record in entry.shard.retrieve(missing, with_payload=light_selector(fields), with_vector=False):
+                    table[str(record.id)] = found[str(record.id)] = light_entry(record.payload, fields)
         return found
 
     def preload_light_hits(self, meta_fields: list[str], *, max_points: int | None = None) -> int:
@@ -892,7 +858,7 @@ class EdgeDocumentStore:
             return 0
         if max_points is not None and entry.shard.count(CountRequest(exact=False)) > max_points:
             return 0
-        selector = _light_selector(fields)
+        selector = light_selector(fields)
         added, offset, emptied = 0, None, entry.emptied
         while True:
             with entry.lock:
@@ -901,9 +867,9 @@ class EdgeDocumentStore:
                 )
                 table = entry.keys.setdefault(fields, {})
                 for record in records:
-                    point_id = str(record.id)
-                    if point_id not in table:
-                        table[point_id] = _light_entry(record.payload, fields)
+                    pid = str(record.id)
+                    if pid not in table:
+                        table[pid] = light_entry(record.payload, fields)
                         added += 1
             if offset is None:
                 break
@@ -927,7 +893,7 @@ class EdgeDocumentStore:
         if mode not in ("dense", "sparse", "hybrid"):
             raise ValueError(f"Query request {position} has mode {mode!r}; use 'dense', 'sparse' or 'hybrid'.")
         top_k = _positive_int(position, "top_k", request.get("top_k"), default=10)
-        qdrant_filter = _convert_filters(request.get("filters"))
+        qdrant_filter = convert_filters(request.get("filters"))
         dense_query = sparse_query = None
         if mode in ("dense", "hybrid"):
             dense_query = self._dense_query(entry, position, request.get("embedding"))
@@ -996,7 +962,7 @@ class EdgeDocumentStore:
                     raise DuplicateDocumentError(f"ID '{doc.id}' appears more than once in the documents to write.")
                 continue  # SKIP keeps the first, OVERWRITE the last of repeated ids
             unique[doc.id] = doc
-        to_write = {_point_id(doc_id): doc for doc_id, doc in unique.items()}
+        to_write = {point_id(doc_id): doc for doc_id, doc in unique.items()}
         if policy == DuplicatePolicy.OVERWRITE:
             return to_write
 
@@ -1016,42 +982,7 @@ class EdgeDocumentStore:
         return [DENSE_VECTOR_NAME, SPARSE_VECTOR_NAME] if self.return_embedding else False
 
     def _to_document(self, payload: dict[str, Any], vector: Any = None, score: float | None = None) -> Document:
-        embedding = sparse_embedding = None
-        if self.return_embedding and vector:
-            embedding = vector.get(DENSE_VECTOR_NAME)
-            sparse = vector.get(SPARSE_VECTOR_NAME)
-            if sparse is not None:
-                sparse_embedding = SparseEmbedding(indices=list(sparse.indices), values=list(sparse.values))
-        blob = payload.get("blob")
-        return Document(
-            id=payload["id"],
-            content=payload.get("content"),
-            blob=ByteStream.from_dict(blob) if blob else None,
-            meta=payload.get("meta") or {},
-            score=score,
-            embedding=embedding,
-            sparse_embedding=sparse_embedding,
-        )
-
-
-def _to_point(document: Document, point_id: str) -> Point:
-    payload: dict[str, Any] = {"id": document.id, "content": document.content, "meta": document.meta}
-    if document.blob is not None:
-        payload["blob"] = document.blob.to_dict()
-    vector: dict[str, Any] = {}
-    if document.embedding is not None:
-        vector[DENSE_VECTOR_NAME] = list(document.embedding)
-    if document.sparse_embedding is not None:
-        vector[SPARSE_VECTOR_NAME] = SparseVector(
-            list(document.sparse_embedding.indices), list(document.sparse_embedding.values)
-        )
-    try:
-        return Point(point_id, vector, payload)
-    except TypeError as error:
-        raise ValueError(
-            f"Document '{document.id}' cannot be stored: its meta must hold only JSON values "
-            f"(str, int, float, bool, None, lists and dicts of them). {error}"
-        ) from error
+        return to_document(payload, vector, score, with_embedding=self.return_embedding)
 
 
 def _positive_int(position: int, name: str, value: Any, *, default: int) -> int:
@@ -1074,125 +1005,3 @@ def _sparse_query(position: int, sparse_embedding: Any) -> Query | None:
         return None  # e.g. a query made only of stopwords
     vector = SparseVector(list(sparse_embedding.indices), [float(value) for value in sparse_embedding.values])
     return Query.Nearest(vector, using=SPARSE_VECTOR_NAME)
-
-
-# ---------------------------------------------------------------------- filters
-
-
-def _convert_filters(filters: dict[str, Any] | Filter | None) -> Filter | None:
-    """
-    Converts Haystack filters to a Qdrant Edge `Filter`; a `Filter` passes through unchanged.
-
-    :raises FilterError: If the filters are invalid.
-    """
-    if filters is None or isinstance(filters, Filter):
-        return filters
-    if not isinstance(filters, dict):
-        raise FilterError(f"Filters must be a dictionary, got {type(filters).__name__}. {_FILTER_DOCS}")
-    if not filters:
-        return None
-    condition = _convert_condition(filters)
-    return condition if isinstance(condition, Filter) else Filter(must=[condition])
-
-
-def _convert_condition(condition: Any) -> Any:
-    if not isinstance(condition, dict):
-        raise FilterError(f"A filter condition must be a dictionary, got {condition!r}. {_FILTER_DOCS}")
-    if "operator" not in condition:
-        raise FilterError(f"Filter condition {condition!r} has no 'operator'. {_FILTER_DOCS}")
-    operator = condition["operator"]
-    if operator in _LOGICAL_OPERATORS:
-        return _convert_logical(operator, condition)
-    if "field" not in condition or "value" not in condition:
-        raise FilterError(f"Comparison filter {condition!r} needs 'field', 'operator' and 'value'. {_FILTER_DOCS}")
-    field, value = condition["field"], condition["value"]
-    if not isinstance(field, str) or not field:
-        raise FilterError(f"Filter field must be a non-empty string, got {field!r}.")
-    if field == "id":
-        return _convert_id_comparison(operator, value)
-    if operator == "==":
-        return _equals(field, value)
-    if operator == "!=":
-        return Filter(must_not=[_equals(field, value)])
-    if operator == "in":
-        return _is_in(field, _list_value(operator, value))
-    if operator == "not in":
-        return Filter(must_not=[_is_in(field, _list_value(operator, value))])
-    if operator in _RANGE_OPERATORS:
-        return _range(field, _RANGE_OPERATORS[operator], value)
-    raise FilterError(
-        f"Unknown filter operator {operator!r}. Use one of AND, OR, NOT, ==, !=, >, >=, <, <=, in, not in. "
-        f"{_FILTER_DOCS}"
-    )
-
-
-def _convert_logical(operator: str, condition: dict[str, Any]) -> Filter:
-    conditions = condition.get("conditions")
-    if not isinstance(conditions, list) or not conditions:
-        raise FilterError(f"Logical filter '{operator}' needs a non-empty list of 'conditions'. {_FILTER_DOCS}")
-    converted = [_convert_condition(item) for item in conditions]
-    if operator == "AND":
-        return Filter(must=converted)
-    if operator == "OR":
-        return Filter(should=converted)
-    # Haystack's NOT negates the conjunction of its conditions.
-    return Filter(must_not=[Filter(must=converted)])
-
-
-def _convert_id_comparison(operator: str, value: Any) -> Any:
-    if operator in ("==", "!="):
-        if not isinstance(value, str):
-            raise FilterError(f"Filter on 'id' with '{operator}' needs a string value, got {value!r}.")
-        ids = [value]
-    elif operator in ("in", "not in"):
-        ids = _list_value(operator, value)
-        if any(not isinstance(item, str) for item in ids):
-            raise FilterError(f"Filter on 'id' with '{operator}' needs a list of strings, got {value!r}.")
-    else:
-        raise FilterError(f"Filter on 'id' supports ==, !=, in and not in, not {operator!r}.")
-    has_id = HasIdCondition({_point_id(doc_id) for doc_id in ids})
-    return has_id if operator in ("==", "in") else Filter(must_not=[has_id])
-
-
-def _list_value(operator: str, value: Any) -> list[Any]:
-    if not isinstance(value, list):
-        raise FilterError(f"Filter operator '{operator}' needs a list value, got {type(value).__name__}: {value!r}.")
-    return value
-
-
-def _equals(field: str, value: Any) -> Any:
-    if value is None:
-        return IsEmptyCondition(field)
-    if isinstance(value, bool):
-        # qdrant_edge reads a Python bool as the integer 0/1 in MatchValue; numpy's bool_ converts to a JSON bool.
-        return FieldCondition(field, match=MatchValue(np.bool_(value)))
-    if isinstance(value, (str, int)):
-        return FieldCondition(field, match=MatchValue(value))
-    if isinstance(value, float):
-        return FieldCondition(field, range=RangeFloat(gte=value, lte=value))
-    if isinstance(value, (datetime, date)):
-        return FieldCondition(field, match=MatchValue(value.isoformat()))
-    raise FilterError(f"Unsupported value {value!r} for '==' / '!=' on '{field}'; use a str, number, bool or None.")
-
-
-def _is_in(field: str, values: list[Any]) -> Any:
-    if all(isinstance(value, str) for value in values) or all(
-        isinstance(value, int) and not isinstance(value, bool) for value in values
-    ):
-        return FieldCondition(field, match=MatchAny(values))
-    return Filter(should=[_equals(field, value) for value in values])
-
-
-def _range(field: str, bound: str, value: Any) -> FieldCondition:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return FieldCondition(field, range=RangeFloat(**{bound: float(value)}))
-    if isinstance(value, (datetime, date)):
-        return FieldCondition(field, range=RangeDateTime(**{bound: value.isoformat()}))
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            parsed = None
-        if parsed is not None:
-            return FieldCondition(field, range=RangeDateTime(**{bound: parsed.isoformat()}))
-    raise FilterError(f"Range filter on '{field}' needs a number or an ISO 8601 date string, got {value!r}.")

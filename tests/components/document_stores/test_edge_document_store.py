@@ -10,7 +10,7 @@ from haystack.document_stores.errors import DocumentStoreError, DuplicateDocumen
 from haystack.document_stores.types import DuplicatePolicy
 from haystack.errors import FilterError
 
-from components.document_stores import edge_document_store, ties
+from components.document_stores import edge_converters, edge_document_store, ties
 from components.document_stores.edge_document_store import DEFAULT_PAYLOAD_INDEXES, EdgeDocumentStore
 from components.embedders.sparse_embedder import SparseDocumentEmbedder, SparseTextEmbedder
 
@@ -542,7 +542,7 @@ def test_equal_scores_rank_alike_whatever_the_write_history(tmp_path, count):
         {"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 5},
         {"mode": "sparse", "sparse_embedding": sparse("vacaciones compensación"), "top_k": 5},
     ]
-    by_point_id = sorted((edge_document_store._point_id(d.id), d.id) for d in documents)
+    by_point_id = sorted((edge_converters.point_id(d.id), d.id) for d in documents)
     first_five = [doc_id for _, doc_id in by_point_id[:5]]
     for store in stores:
         for meta_fields in (None, ["level"]):
@@ -567,7 +567,7 @@ def test_a_tie_past_the_deepest_search_is_cut_there(tmp_path, monkeypatch):
     hits = store.query_batch([{"mode": "dense", "embedding": topic_vector("vacaciones"), "top_k": 5}])[0]
     assert asked == [16, 32]  # 5 + 16 hits all tied, then 5 + 32: as deep as it goes
     assert len(hits) == 5 and {hit.score for hit in hits} == {hits[0].score}
-    assert [hit.id for hit in hits] == sorted((hit.id for hit in hits), key=edge_document_store._point_id)
+    assert [hit.id for hit in hits] == sorted((hit.id for hit in hits), key=edge_converters.point_id)
     store.close()
 
 

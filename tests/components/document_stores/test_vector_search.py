@@ -5,7 +5,8 @@ from haystack import Document
 from haystack.dataclasses import SparseEmbedding
 from haystack.document_stores.in_memory import InMemoryDocumentStore
 
-from components.document_stores.edge_document_store import POINT_ID_NAMESPACE, EdgeDocumentStore
+from components.document_stores.edge_converters import POINT_ID_NAMESPACE
+from components.document_stores.edge_document_store import EdgeDocumentStore
 from components.document_stores.vector_search import (
     best_passage_similarity,
     search_batch,
