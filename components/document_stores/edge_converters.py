@@ -35,9 +35,10 @@ def point_id(document_id: str) -> str:
     return str(uuid.uuid5(POINT_ID_NAMESPACE, document_id))
 
 
-def to_point(document: Document, point: str) -> Point:
+def to_point(document: Document, pid: str) -> Point:
     """
-    The point of `document` with id `point`: its dense and sparse vectors, its id, content, meta and blob as payload.
+    The point of `document` with point id `pid`: its dense and sparse vectors, and its id, content, meta and blob as
+    payload.
 
     :raises ValueError: The meta holds a value that is not JSON.
     """
@@ -52,7 +53,7 @@ def to_point(document: Document, point: str) -> Point:
             list(document.sparse_embedding.indices), list(document.sparse_embedding.values)
         )
     try:
-        return Point(point, vector, payload)
+        return Point(pid, vector, payload)
     except TypeError as error:
         raise ValueError(
             f"Document '{document.id}' cannot be stored: its meta must hold only JSON values "
