@@ -296,6 +296,10 @@ def test_split_concepts():
         # what a dismissal pays and when (CLT art. 477), the notice an employee who quits owes (art. 487, § 2º)
         ("fui demitido, quando recebo minhas verbas?", "pt", "minhas verbas", "quitação"),
         ("posso pedir demissão e sair na hora?", "pt", "sair na hora", "antecedência"),
+        # holidays in up to three periods (CLT art. 134, § 1º); the 12 x 36 working day in words (art. 59-A)
+        ("minhas férias podem ser divididas?", "pt", "férias podem ser divididas", "três"),
+        ("a empresa pode fracionar minhas férias?", "pt", "fracionar as férias", "períodos"),
+        ("trabalho 12 horas e folgo 36, isso é permitido?", "pt", "folgo 36", "doze"),
         # the paid hours to look for a job during an objective dismissal's notice (ET art. 53.2)
         ("¿cuántas horas libres tengo para buscar empleo si me despiden?", "es", "horas libres para buscar empleo",
          "licencia"),
