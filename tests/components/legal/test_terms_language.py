@@ -300,6 +300,9 @@ def test_split_concepts():
         ("minhas férias podem ser divididas?", "pt", "férias podem ser divididas", "três"),
         ("a empresa pode fracionar minhas férias?", "pt", "fracionar as férias", "períodos"),
         ("trabalho 12 horas e folgo 36, isso é permitido?", "pt", "folgo 36", "doze"),
+        # sickness benefit in today's words reaches the CLT's 1943 ones (art. 476)
+        ("estou de auxílio-doença, a empresa pode me demitir?", "pt", "auxílio-doença", "auxílio-enfermidade"),
+        ("estou encostado no inss, posso ser mandado embora?", "pt", "encostado", "seguro-doença"),
         # the paid hours to look for a job during an objective dismissal's notice (ET art. 53.2)
         ("¿cuántas horas libres tengo para buscar empleo si me despiden?", "es", "horas libres para buscar empleo",
          "licencia"),
