@@ -756,9 +756,8 @@ class EdgeDocumentStore:
             return results
         scored = self._settled_batch(entry, requests, batch)
         if light:
-            hits = [[(pid, score) for score, pid, _ in points] for points in scored]
-            keys = self._light_keys(entry, tuple(meta_fields or ()), [pid for found in hits for pid, _ in found])
-            for (position, _), found in zip(batch, hits, strict=True):
+            keys = self._light_keys(entry, tuple(meta_fields or ()), [pid for found in scored for pid, _ in found])
+            for (position, _), found in zip(batch, scored, strict=True):
                 results[position] = [
                     Document(id=keys[pid][0], meta=dict(keys[pid][1]), score=score)
                     for pid, score in found
@@ -766,13 +765,13 @@ class EdgeDocumentStore:
                 ]
             return results
         # the searches read no payload: only the hits kept are read, once each
-        kept = list(dict.fromkeys(pid for points in scored for _, pid, _ in points))
+        kept = list(dict.fromkeys(pid for points in scored for pid, _ in points))
         read = entry.shard.retrieve(kept, with_payload=True, with_vector=self._with_vector()) if kept else []
         records = {str(record.id): record for record in read}
         for (position, _), points in zip(batch, scored, strict=True):
             results[position] = [
                 self._to_document(records[pid].payload, records[pid].vector, score)
-                for score, pid, _ in points
+                for pid, score in points
                 if pid in records  # a point deleted since the search is not a hit
             ]
         return results
@@ -782,9 +781,9 @@ class EdgeDocumentStore:
         entry: _OpenShard,
         requests: list[dict[str, Any]],
         batch: list[tuple[int, QueryRequest]],
-    ) -> list[list[tuple[float, str, Any]]]:
+    ) -> list[list[tuple[str, float]]]:
         """
-        The `(score, point id, point)` hits of each batched request (built `TIE_MARGIN` past its `top_k`), best
+        The `(point id, score)` hits of each batched request (built `TIE_MARGIN` past its `top_k`), best
         first, `top_k` at most, equal scores in point id order (`components.document_stores.ties`): a request whose
         tie at the cut runs past what it fetched is asked again, deeper. A hybrid request's own fusion is the
         engine's: its RRF ranks the tied hits of each prefetch in the engine's order (`HybridRetriever` fuses settled
@@ -793,20 +792,20 @@ class EdgeDocumentStore:
         wanted = {position: _positive_int(position, "top_k", requests[position].get("top_k"), default=10)
                   for position, _ in batch}
         depth = dict.fromkeys(wanted, TIE_MARGIN)
-        settled: dict[int, list[tuple[float, str, Any]]] = {}
+        settled: dict[int, list[tuple[str, float]]] = {}
         asked = batch
         while asked:
             answers = entry.shard.query_batch(QueryBatchRequest([query_request for _, query_request in asked]))
             pending = []
             for (position, _), points in zip(asked, answers, strict=True):
                 # a point's `id` is a new UUID object at each access: read once
-                kept = settle_ties([(point.score, str(point.id), point) for point in points], wanted[position],
+                kept = settle_ties([(point.score, str(point.id), None) for point in points], wanted[position],
                                    depth[position])
                 if kept is None:
                     depth[position] *= 2
                     pending.append(position)
                 else:
-                    settled[position] = kept
+                    settled[position] = [(pid, score) for score, pid, _ in kept]
             asked = [
                 (position, cast(QueryRequest, self._build_query_request(
                     entry, position, requests[position], extra=depth[position])))

@@ -4,6 +4,7 @@ from typing import Any
 
 from haystack import Document
 
+from components.document_stores.edge_converters import point_id
 from components.document_stores.ties import TIE_MARGIN, settle_ties
 from components.legal.access import and_filters
 from components.legal.ids import CHILD_FILTER
@@ -178,7 +179,6 @@ def _qdrant_search(document_store: Any, request: dict[str, Any]) -> list[Documen
         QdrantHybridRetriever,
         QdrantSparseEmbeddingRetriever,
     )
-    from haystack_integrations.document_stores.qdrant.converters import convert_id  # noqa: PLC0415
 
     mode = request.get("mode")
     if mode not in MODES:
@@ -197,8 +197,7 @@ def _qdrant_search(document_store: Any, request: dict[str, Any]) -> list[Documen
     top_k, depth = request.get("top_k", 10), TIE_MARGIN
     while True:  # equal scores at the cut in point id order, as on the embedded store (`ties`)
         found = search.run(**vectors, filters=request.get("filters"), top_k=top_k + depth)["documents"]
-        # `convert_id` is the point id as hex digits: ordered as the embedded store's dashed form of the same uuid
-        kept = settle_ties([(doc.score or 0.0, convert_id(doc.id), doc) for doc in found], top_k, depth)
+        kept = settle_ties([(doc.score or 0.0, point_id(doc.id), doc) for doc in found], top_k, depth)
         if kept is not None:
             return [doc for _, _, doc in kept]
         depth *= 2
