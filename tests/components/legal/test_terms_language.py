@@ -308,6 +308,34 @@ def test_split_concepts():
          "licencia"),
         ("¿me dan tiempo para buscar otro trabajo?", "es", "tiempo para buscar trabajo", "preaviso"),
         ("a empresa pode alterar minha folha de ponto?", "pt", "folha de ponto", "entrada"),
+        # unpaid wages of a closed or bankrupt employer: the Fondo de Garantía Salarial (ET art. 33)
+        ("la empresa ha cerrado y me debe tres nóminas, ¿quién me las paga?", "es", "la empresa ha cerrado",
+         "garantía"),
+        ("mi empresa está en concurso de acreedores, ¿cobraré lo que me deben?", "es", "concurso de acreedores",
+         "insolvencia"),
+        # taking the employer's goods: breach of good faith, a disciplinary dismissal (ET art. 54.2.d)
+        ("me pillaron llevándome material de la empresa", "es", "llevarme material", "transgresión"),
+        ("¿qué pasa si robo en el trabajo?", "es", "robar en el trabajo", "confianza"),
+        ("¿me pueden echar por llegar tarde?", "es", "me pueden echar", "despido"),
+        # the deadline to sue, asked with "denunciar" (ET art. 59)
+        ("¿cuánto tiempo tengo para denunciar que me han echado?", "es", "denunciar que me han echado",
+         "caducidad"),
+        ("¿cuántas semanas de permiso tiene el padre cuando nace un bebé?", "es", "nace un bebé", "progenitor"),
+        # sick leave during the holidays: taken later (ET art. 38.3)
+        ("me han cogido de baja durante las vacaciones, ¿las pierdo?", "es", "de baja durante las vacaciones",
+         "coincida"),
+        ("me puse enferma en vacaciones", "es", "enferma en vacaciones", "distinta"),
+        # cameras at work (ET arts. 20.3, 20 bis), without reading the Cortes' "Cámaras" as cameras
+        ("¿el empresario puede poner cámaras en el trabajo?", "es", "cámaras en el trabajo", "videovigilancia"),
+        ("¿me pueden grabar en el trabajo? creo que me graban", "es", "me graban", "control"),
+        # the retirement age (LGSS art. 205), lasting harm (LGSS arts. 193, 194), the claims' deadline (ET art. 59)
+        ("¿a qué edad me puedo jubilar?", "es", "edad me puedo jubilar", "sesenta"),
+        ("me han quedado secuelas de un accidente", "es", "secuelas", "permanente"),
+        ("mi empresa me debe la liquidación desde hace un año, ¿prescribe?", "es", "prescribe", "prescripción"),
+        # protection the employer must give (LPRL art. 17) and the representatives' paid hours (ET art. 68.e)
+        ("hay mucho polvo, ¿la empresa tiene que darme protección?", "es", "darme protección", "individual"),
+        ("¿nos tienen que dar mascarillas?", "es", "mascarillas", "individual"),
+        ("¿cuántas horas sindicales tiene un delegado?", "es", "horas sindicales", "crédito"),
     ],
 )
 def test_everyday_wording_of_common_conflicts_gets_the_statute_terms(table, text, language, key, term):
@@ -339,3 +367,16 @@ def test_serving_the_notice_is_not_leaving_without_it(table):
     serving = "fui demitido e estou cumprindo aviso, posso sair mais cedo?"
     assert "antecedência" not in table.terms(serving, language="pt")
     assert "antecedência" in table.terms("pedi demissão, posso sair no mesmo dia?", language="pt")
+
+
+def test_echar_is_a_dismissal_only_when_it_is_one(table):
+    # "echar" is also putting in hours and putting the blame on someone: neither is a dismissal
+    for text in ("trabajo a tiempo parcial, ¿me pueden hacer echar horas extras?",
+                 "me echaron la culpa de un error, ¿me pueden sancionar?"):
+        assert "despido" not in table.terms(text, language="es")
+    assert "despido" in table.terms("me echaron del trabajo sin avisar", language="es")
+
+
+def test_the_chambers_of_the_cortes_are_not_cameras(table):
+    assert table.matches("¿cuántos diputados tienen las Cámaras?", language="es") == []
+    assert "videovigilancia" not in table.terms("¿pueden las Cámaras reunirse en sesión conjunta?", language="es")
