@@ -336,6 +336,8 @@ def test_split_concepts():
         ("hay mucho polvo, ¿la empresa tiene que darme protección?", "es", "darme protección", "individual"),
         ("¿nos tienen que dar mascarillas?", "es", "mascarillas", "individual"),
         ("¿cuántas horas sindicales tiene un delegado?", "es", "horas sindicales", "crédito"),
+        # a late salary: the CLT's deadline, the fifth working day of the next month (art. 459 § 1)
+        ("a empresa atrasou meu salário, o que posso fazer?", "pt", "atrasando o salário", "quinto"),
     ],
 )
 def test_everyday_wording_of_common_conflicts_gets_the_statute_terms(table, text, language, key, term):
