@@ -338,6 +338,12 @@ def test_split_concepts():
         ("¿cuántas horas sindicales tiene un delegado?", "es", "horas sindicales", "crédito"),
         # a late salary: the CLT's deadline, the fifth working day of the next month (art. 459 § 1)
         ("a empresa atrasou meu salário, o que posso fazer?", "pt", "atrasando o salário", "quinto"),
+        # Brazilian constitutional rights in everyday words (CF88 arts. 5º XXIV, 14 § 3º, 196, 203 V)
+        ("o governo pode tomar minha terra?", "pt", "tomar minha terra", "desapropriação"),
+        ("a prefeitura vai desapropriar minha casa", "pt", "desapropriar", "indenização"),
+        ("quem pode ser presidente da república?", "pt", "ser presidente da república", "elegibilidade"),
+        ("o SUS é obrigado a me atender?", "pt", "sus", "universal"),
+        ("quem paga a aposentadoria de quem nunca contribuiu?", "pt", "nunca contribuiu", "independentemente"),
     ],
 )
 def test_everyday_wording_of_common_conflicts_gets_the_statute_terms(table, text, language, key, term):
@@ -382,3 +388,9 @@ def test_echar_is_a_dismissal_only_when_it_is_one(table):
 def test_the_chambers_of_the_cortes_are_not_cameras(table):
     assert table.matches("¿cuántos diputados tienen las Cámaras?", language="es") == []
     assert "videovigilancia" not in table.terms("¿pueden las Cámaras reunirse en sesión conjunta?", language="es")
+
+
+def test_sus_is_the_brazilian_health_system_only_in_portuguese(table):
+    # "sus" is a Spanish possessive: the Portuguese entry never reaches a Spanish question
+    assert "saúde" not in table.terms("¿pueden los trabajadores elegir a sus representantes?", language="es")
+    assert "saúde" in table.terms("o SUS é obrigado a me atender?", language="pt")
