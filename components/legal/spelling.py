@@ -28,11 +28,17 @@ _SOUND_RULES: Final[tuple[tuple[re.Pattern[str], str], ...]] = tuple(
         ("mn", "n"), (r"(.)\1+", r"\1"), ("u$", "o"), ("i$", "e"),
     )
 )
-# chat shorthand, read as the word it stands for (per language where the two differ)
+# chat shorthand, read as the word it stands for, per language (a language without a reading leaves the word as
+# written: "hj" is Portuguese "hoje"). Never a bare letter other than "q": "x", "d" or "n" are also an inciso
+# ("art. 7º, X"), a letter ("art. 54.2 d") and "número" ("Lei n. 8.213"); and never beside a digit ("q1")
 SHORTHAND: Final[dict[str, dict[str, str]]] = {
     "q": {"es": "que", "pt": "que"}, "xq": {"es": "porque", "pt": "porque"}, "pq": {"es": "porque", "pt": "porque"},
-    "vc": {"es": "você", "pt": "você"}, "tb": {"es": "también", "pt": "também"},
-    "tmb": {"es": "también", "pt": "também"},
+    "vc": {"es": "você", "pt": "você"}, "vcs": {"es": "vocês", "pt": "vocês"},
+    "tb": {"es": "también", "pt": "também"}, "tmb": {"es": "también", "pt": "também"},
+    "tbm": {"es": "también", "pt": "também"}, "stoy": {"es": "estoy"},
+    "oq": {"pt": "o que"}, "hj": {"pt": "hoje"}, "qdo": {"pt": "quando"}, "qnd": {"pt": "quando"},
+    "qnt": {"pt": "quanto"}, "qnto": {"pt": "quanto"}, "qnts": {"pt": "quantos"}, "msm": {"pt": "mesmo"},
+    "mto": {"pt": "muito"}, "dps": {"pt": "depois"},
 }
 _WORD_RE: Final[re.Pattern[str]] = re.compile(r"[^\W\d_]+")
 
@@ -94,9 +100,9 @@ def correct_spelling(
     changes (`from`, `to`). A word is replaced only when it is rare in both languages (below `known_zipf`, and no
     known word has its accent-folded form: "cesion" is "cesión"), and a word of the text's language
     (`detect_query_language`) with the same `sound_key` is `min_gain` Zipf points more frequent (and at least
-    `min_zipf`). Chat shorthand ("q", "xq", "vc") is read as the word it stands for. A text whose language cannot be
-    told gets the shorthand both languages read alike only; a word with a capital after its first letter ("FGTS"),
-    with digits, or under three letters is left.
+    `min_zipf`). Chat shorthand ("q", "xq", "vc"; Portuguese "hj", "qdo") is read as the word it stands for in the
+    text's language (`SHORTHAND`). A text whose language cannot be told gets the shorthand both languages read
+    alike only; a word with a capital after its first letter ("FGTS"), with digits, or under three letters is left.
     """
     language = detect_query_language(text)
     corrections: list[dict[str, str]] = []
@@ -105,8 +111,11 @@ def correct_spelling(
         word = match.group(0)
         lowered = word.lower()
         if lowered in SHORTHAND:
-            readings = {SHORTHAND[lowered][language]} if language else set(SHORTHAND[lowered].values())
-            if len(readings) > 1:
+            if _beside_digit(match):
+                return word
+            entry = SHORTHAND[lowered]
+            readings = {entry.get(language)} if language else set(entry.values())
+            if None in readings or len(readings) > 1 or (not language and len(entry) < 2):
                 return word
             replacement = readings.pop()
         elif language is None or len(word) < 3 or any(char.isupper() for char in word[1:]):
@@ -121,6 +130,12 @@ def correct_spelling(
         return replacement
 
     return _WORD_RE.sub(one, text), corrections
+
+
+def _beside_digit(match: re.Match[str]) -> bool:
+    """Whether the matched word touches a digit ("q1"): part of a code or a figure, not shorthand."""
+    text, start, end = match.string, match.start(), match.end()
+    return (start > 0 and text[start - 1].isdigit()) or (end < len(text) and text[end].isdigit())
 
 
 def _sound_alike(word: str, language: str, known_zipf: float, min_gain: float, min_zipf: float) -> str | None:

@@ -56,6 +56,26 @@ def test_a_question_of_no_telling_language_gets_only_the_shorthand_both_read_ali
     assert corrector.run(query="tmb")["query"] == "tmb"  # "también" or "também": left as written
 
 
+@pytest.mark.parametrize("question, expected", [
+    ("qnts dias de ferias eu tenho", "quantos dias de ferias eu tenho"),
+    ("posso faltar qdo meu filho fica doente?", "posso faltar quando meu filho fica doente?"),
+    ("a firma nao assinou minha carteira ate hj", "a firma nao assinou minha carteira ate hoje"),
+    ("stoy embarazada y me quieren echar", "estoy embarazada y me quieren echar"),
+])
+def test_shorthand_of_one_language_is_read_in_that_language(corrector, question, expected):
+    assert corrector.run(query=question)["query"] == expected
+
+
+@pytest.mark.parametrize("question", [
+    "hj",  # Portuguese shorthand in a text of no telling language
+    "o que diz o art. 7º, X da CF?",  # an inciso, not "por"
+    "¿qué dice el artículo 54.2 d del ET?",  # a letter, not "de"
+    "o código q1 da tabela",  # beside a digit: part of a code
+])
+def test_letters_of_a_citation_and_codes_are_not_shorthand(corrector, question):
+    assert corrector.run(query=question)["query"] == question
+
+
 def test_dense_text_is_handed_on_and_a_disabled_corrector_changes_nothing(corrector):
     hypothetical = "El trabajador tendrá derecho a vacaciones retribuidas."
     result = corrector.run(query="kuantos dias de bacaciones tengo", dense_text=hypothetical)
