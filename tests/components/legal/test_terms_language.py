@@ -317,6 +317,8 @@ def test_split_concepts():
         ("me pillaron llevándome material de la empresa", "es", "llevarme material", "transgresión"),
         ("¿qué pasa si robo en el trabajo?", "es", "robar en el trabajo", "confianza"),
         ("¿me pueden echar por llegar tarde?", "es", "me pueden echar", "despido"),
+        # coming late: lack of punctuality, a cause of disciplinary dismissal (ET art. 54.2.a)
+        ("siempre llego tarde 10 minutos, ¿me pueden sancionar?", "es", "llegar tarde", "puntualidad"),
         # the deadline to sue, asked with "denunciar" (ET art. 59)
         ("¿cuánto tiempo tengo para denunciar que me han echado?", "es", "denunciar que me han echado",
          "caducidad"),
