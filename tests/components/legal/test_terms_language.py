@@ -396,3 +396,13 @@ def test_sus_is_the_brazilian_health_system_only_in_portuguese(table):
     # "sus" is a Spanish possessive: the Portuguese entry never reaches a Spanish question
     assert "saúde" not in table.terms("¿pueden los trabajadores elegir a sus representantes?", language="es")
     assert "saúde" in table.terms("o SUS é obrigado a me atender?", language="pt")
+
+
+def test_everyday_words_with_a_second_meaning_keep_it(table):
+    # a broken leg is no bankruptcy, a doctor's prescription no claims' deadline, a CIPA candidacy no election
+    assert "garantía" not in table.terms("se me quebró la pierna en el trabajo", language="es")
+    assert "garantía" in table.terms("la empresa quebró y no me pagan", language="es")
+    assert "prescripción" not in table.terms("el médico me ha prescrito reposo, ¿me pueden despedir?", language="es")
+    assert "prescripción" in table.terms("me deben la liquidación desde hace un año, ¿prescribe?", language="es")
+    assert "elegibilidade" not in table.terms("quero ser candidato a cipeiro, tenho estabilidade?", language="pt")
+    assert "elegibilidade" in table.terms("posso me candidatar a vereador?", language="pt")
