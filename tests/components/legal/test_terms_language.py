@@ -338,6 +338,7 @@ def test_split_concepts():
         ("hay mucho polvo, ¿la empresa tiene que darme protección?", "es", "darme protección", "individual"),
         ("¿nos tienen que dar mascarillas?", "es", "mascarillas", "individual"),
         ("¿cuántas horas sindicales tiene un delegado?", "es", "horas sindicales", "crédito"),
+        ("me cambio de casa, ¿tengo un día libre?", "es", "me cambio de casa", "domicilio"),
         # a late salary: the CLT's deadline, the fifth working day of the next month (art. 459 § 1)
         ("a empresa atrasou meu salário, o que posso fazer?", "pt", "atrasando o salário", "quinto"),
         # Brazilian constitutional rights in everyday words (CF88 arts. 5º XXIV, 14 § 3º, 196, 203 V)
