@@ -341,6 +341,9 @@ def test_split_concepts():
         ("me cambio de casa, ¿tengo un día libre?", "es", "me cambio de casa", "domicilio"),
         # a late salary: the CLT's deadline, the fifth working day of the next month (art. 459 § 1)
         ("a empresa atrasou meu salário, o que posso fazer?", "pt", "atrasando o salário", "quinto"),
+        # a pay cut: only by a collective agreement (CF88 art. 7º, VI; CLT art. 468)
+        ("o empregador pode reduzir meu salário?", "pt", "reduzir meu salário", "irredutibilidade"),
+        ("a empresa diminuiu meu salário sem avisar", "pt", "diminuir meu salário", "acordo"),
         # Brazilian constitutional rights in everyday words (CF88 arts. 5º XXIV, 14 § 3º, 196, 203 V)
         ("o governo pode tomar minha terra?", "pt", "tomar minha terra", "desapropriação"),
         ("a prefeitura vai desapropriar minha casa", "pt", "desapropriar", "indenização"),
