@@ -376,37 +376,35 @@ def test_asks_for_full_text(question, ends, expected):
     assert asks_for_full_text(question, ends) is expected
 
 
-def test_serving_the_notice_is_not_leaving_without_it(table):
-    # a dismissed employee serving the notice asks about its reduced hours (CLT art. 488), not about owing it
-    serving = "fui demitido e estou cumprindo aviso, posso sair mais cedo?"
-    assert "antecedência" not in table.terms(serving, language="pt")
-    assert "antecedência" in table.terms("pedi demissão, posso sair no mesmo dia?", language="pt")
-
-
-def test_echar_is_a_dismissal_only_when_it_is_one(table):
-    # "echar" is also putting in hours and putting the blame on someone: neither is a dismissal
-    for text in ("trabajo a tiempo parcial, ¿me pueden hacer echar horas extras?",
-                 "me echaron la culpa de un error, ¿me pueden sancionar?"):
-        assert "despido" not in table.terms(text, language="es")
-    assert "despido" in table.terms("me echaron del trabajo sin avisar", language="es")
+@pytest.mark.parametrize(
+    "term, misread, misread_language, meant, meant_language",
+    [
+        # a dismissed employee serving the notice asks about its reduced hours (CLT art. 488), not about owing it
+        ("antecedência", "fui demitido e estou cumprindo aviso, posso sair mais cedo?", "pt",
+         "pedi demissão, posso sair no mesmo dia?", "pt"),
+        # "echar" is also putting in hours and putting the blame on someone: neither is a dismissal
+        ("despido", "trabajo a tiempo parcial, ¿me pueden hacer echar horas extras?", "es",
+         "me echaron del trabajo sin avisar", "es"),
+        ("despido", "me echaron la culpa de un error, ¿me pueden sancionar?", "es",
+         "me echaron del trabajo sin avisar", "es"),
+        # the Cortes' Cámaras are no cameras
+        ("videovigilancia", "¿pueden las Cámaras reunirse en sesión conjunta?", "es",
+         "¿el empresario puede poner cámaras en el trabajo?", "es"),
+        # "sus" is a Spanish possessive: the Portuguese entry never reaches a Spanish question
+        ("saúde", "¿pueden los trabajadores elegir a sus representantes?", "es",
+         "o SUS é obrigado a me atender?", "pt"),
+        # a broken leg is no bankruptcy, a doctor's prescription no claims' deadline, a CIPA candidacy no election
+        ("garantía", "se me quebró la pierna en el trabajo", "es", "la empresa quebró y no me pagan", "es"),
+        ("prescripción", "el médico me ha prescrito reposo, ¿me pueden despedir?", "es",
+         "me deben la liquidación desde hace un año, ¿prescribe?", "es"),
+        ("elegibilidade", "quero ser candidato a cipeiro, tenho estabilidade?", "pt",
+         "posso me candidatar a vereador?", "pt"),
+    ],
+)
+def test_a_word_with_a_second_meaning_keeps_it(table, term, misread, misread_language, meant, meant_language):
+    assert term not in table.terms(misread, language=misread_language)
+    assert term in table.terms(meant, language=meant_language)
 
 
 def test_the_chambers_of_the_cortes_are_not_cameras(table):
     assert table.matches("¿cuántos diputados tienen las Cámaras?", language="es") == []
-    assert "videovigilancia" not in table.terms("¿pueden las Cámaras reunirse en sesión conjunta?", language="es")
-
-
-def test_sus_is_the_brazilian_health_system_only_in_portuguese(table):
-    # "sus" is a Spanish possessive: the Portuguese entry never reaches a Spanish question
-    assert "saúde" not in table.terms("¿pueden los trabajadores elegir a sus representantes?", language="es")
-    assert "saúde" in table.terms("o SUS é obrigado a me atender?", language="pt")
-
-
-def test_everyday_words_with_a_second_meaning_keep_it(table):
-    # a broken leg is no bankruptcy, a doctor's prescription no claims' deadline, a CIPA candidacy no election
-    assert "garantía" not in table.terms("se me quebró la pierna en el trabajo", language="es")
-    assert "garantía" in table.terms("la empresa quebró y no me pagan", language="es")
-    assert "prescripción" not in table.terms("el médico me ha prescrito reposo, ¿me pueden despedir?", language="es")
-    assert "prescripción" in table.terms("me deben la liquidación desde hace un año, ¿prescribe?", language="es")
-    assert "elegibilidade" not in table.terms("quero ser candidato a cipeiro, tenho estabilidade?", language="pt")
-    assert "elegibilidade" in table.terms("posso me candidatar a vereador?", language="pt")
