@@ -102,7 +102,9 @@ def correct_spelling(
     (`detect_query_language`) with the same `sound_key` is `min_gain` Zipf points more frequent (and at least
     `min_zipf`). Chat shorthand ("q", "xq", "vc"; Portuguese "hj", "qdo") is read as the word it stands for in the
     text's language (`SHORTHAND`). A text whose language cannot be told gets the shorthand both languages read
-    alike only; a word with a capital after its first letter ("FGTS"), with digits, or under three letters is left.
+    alike only. A word with a capital after its first letter ("FGTS") or under three letters is left, and so is
+    shorthand beside a digit ("q1"); a misspelt word glued to digits is still corrected ("bacaciones2" ->
+    "vacaciones2").
     """
     language = detect_query_language(text)
     corrections: list[dict[str, str]] = []
