@@ -61,6 +61,19 @@ def test_a_block_of_a_regime_the_question_names_is_inside(articles):
     assert load_special_regimes().inside("¿qué dice?", named_laws=[RD1620])(articles[(RD1620, "9")])
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["a gerente pode revistar as funcionárias?", "fui demitida sem justa causa, o que recebo?",
+     "sou trabalhadora rural, tenho direito a creche?", "a empregada pode trabalhar no sábado?"],
+)
+def test_a_feminine_noun_or_participle_names_the_women_workers(articles, question):
+    # a woman worker named by a feminine word is inside the CLT's chapter on women's work (art. 373-A, VI: searches)
+    assert load_special_regimes().inside(question)(articles[(CLT, "373-a")]) == "proteção do trabalho da mulher"
+    assert load_special_regimes().outside("o gerente pode revistar os funcionários?")(articles[(CLT, "373-a")]) == (
+        "proteção do trabalho da mulher"
+    )
+
+
 def test_a_block_of_a_regime_the_question_does_not_name_is_outside(articles):
     outside = load_special_regimes().outside("quanto é o adicional noturno? e a hora extra?")
     assert outside(articles[(CLT, "241")]) == "serviço ferroviário"

@@ -350,6 +350,16 @@ def test_split_concepts():
         ("quem pode ser presidente da república?", "pt", "ser presidente da república", "elegibilidade"),
         ("o SUS é obrigado a me atender?", "pt", "sus", "universal"),
         ("quem paga a aposentadoria de quem nunca contribuiu?", "pt", "nunca contribuiu", "independentemente"),
+        # one re-election only (CF88 art. 14, § 5º): the stemmer does not join "reeleger" to "reeleitos"
+        ("o presidente pode se reeleger quantas vezes?", "pt", "reeleger", "reeleitos"),
+        ("existe reeleição para governador?", "pt", "reeleição", "único"),
+        # an absence without a justification: a disciplinary cause of dismissal (ET art. 54.2.a)
+        ("me han echado por faltar dos días sin justificar, ¿pueden?", "es", "días sin justificar", "injustificadas"),
+        ("¿cuántas faltas injustificadas hacen falta para un despido?", "es", "faltas injustificadas", "asistencia"),
+        # searching a worker's bag (CLT art. 373-A, VI) and age as a reason to dismiss (CF88 art. 7º, XXX)
+        ("a gerente fica revistando minha bolsa, ela pode?", "pt", "revistar minha bolsa", "revistas"),
+        ("a empresa pode me demitir por eu ser velho?", "pt", "ser velho", "idade"),
+        ("não me contrataram por causa da minha idade", "pt", "por causa da minha idade", "discriminação"),
     ],
 )
 def test_everyday_wording_of_common_conflicts_gets_the_statute_terms(table, text, language, key, term):
@@ -399,6 +409,11 @@ def test_asks_for_full_text(question, ends, expected):
          "me deben la liquidación desde hace un año, ¿prescribe?", "es"),
         ("elegibilidade", "quero ser candidato a cipeiro, tenho estabilidade?", "pt",
          "posso me candidatar a vereador?", "pt"),
+        # "revista" is also the appeal, "sin justificar" also a dismissal without a cause
+        ("intimidade", "cabe recurso de revista contra a decisão do TRT?", "pt",
+         "a empresa pode revistar meus pertences?", "pt"),
+        ("asistencia", "la empresa me ha despedido sin justificar nada", "es",
+         "me han echado por faltar dos días sin justificar, ¿pueden?", "es"),
     ],
 )
 def test_a_word_with_a_second_meaning_keeps_it(table, term, misread, misread_language, meant, meant_language):
