@@ -67,22 +67,18 @@ _TOKEN_RE = re.compile(r"[a-z0-9]+")
 _ENCLITICS = r"(?:(?:me|te|se|nos|os)(?:lo|la|le|los|las|les)?|lo|la|le|los|las|les)?"
 
 
-def _enclitics(key: str, language: str) -> str:
-    """The pattern of the pronouns a one-word Spanish infinitive key may carry (`_ENCLITICS`), else nothing."""
-    return _ENCLITICS if language == "es" and re.fullmatch(r"[a-zñ]+(?:ar|er|ir)", fold_accents(key)) else ""
-
-
 def _word_suffix(key: str, language: str) -> str:
     """
-    What a one-word key may carry after it: a Spanish infinitive its pronouns (`_enclitics`); a noun of either
-    language its plural ("nómina": "no me dan nóminas"; "falta": "quantas faltas"). A word ending in -ar, -er or -ir
-    reads as a verb in both languages and takes no plural; a key of several words matches through its stems.
+    What a one-word key may carry after it: a Spanish infinitive the pronouns written onto it (`_ENCLITICS`:
+    "expropiar" matches "expropiarme"); a noun of either language its plural ("nómina": "no me dan nóminas"; "falta":
+    "quantas faltas"). A word ending in -ar, -er or -ir reads as a verb in both languages and takes no plural; a key
+    of several words matches through its stems. Keys match case- and accent-insensitively, and so do these suffixes.
     """
     if " " in key.strip():
         return ""
     folded = fold_accents(key.lower())
     if re.fullmatch(r"\w+(?:ar|er|ir)", folded):
-        return _enclitics(key, language)
+        return _ENCLITICS if language == "es" and re.fullmatch(r"[a-zñ]+(?:ar|er|ir)", folded) else ""
     return "" if folded.endswith("s") or not folded.isalpha() else "(?:e?s)?"
 
 

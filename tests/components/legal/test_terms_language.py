@@ -106,6 +106,10 @@ def test_only_pronouns_and_only_infinitives_extend_a_one_word_key():
     # Portuguese writes its pronouns with a hyphen, which a key already matches as written
     pt = Equivalences({"x": "y"}, by_language={"pt": {"demitir": "dispensa"}})
     assert pt.matches("demitirme", language="pt") == []
+    # a key matches case- and accent-insensitively, its pronouns too: a table may write "Despedir" or "despedír"
+    mixed = Equivalences({"Despedir": "despido", "expropiár": "expropiación"})
+    assert mixed.matches("¿pueden despedirme?", language="es") == [("Despedir", "despido")]
+    assert mixed.matches("van a expropiarnos", language="es") == [("expropiár", "expropiación")]
 
 
 def test_a_one_word_noun_matches_in_the_plural_and_a_verb_does_not():
