@@ -73,7 +73,7 @@ def test_a_portuguese_question_gets_a_brazilian_article_to_write():
     assert "CLT" in messages[0].text and "em português" in messages[0].text
     user = messages[1].text
     assert user.startswith("Pergunta: fui mandada embora grávida")
-    assert "Equivalências aplicáveis" in user and "- mandada embora -> dispensa sem justa causa" in user
+    assert "Equivalências aplicáveis" in user and "- mandado embora -> dispensa sem justa causa" in user
     # without an LLM: the question and the Portuguese table's statutory terms
     fallback = HyDE().run(query="fui mandada embora grávida")["hypothetical_document"]
     assert fallback.startswith("fui mandada embora grávida dispensa sem justa causa") and "gestante" in fallback
