@@ -3,7 +3,6 @@ A conversation turn read with the questions before it: what `DecomposeQuery` sea
 extractive answer matches a follow-up's sentences with, so both read a turn the same way.
 """
 
-import re
 from typing import Final
 
 from haystack.dataclasses import ChatMessage, ChatRole
@@ -13,12 +12,6 @@ from haystack.dataclasses import ChatMessage, ChatRole
 PREVIOUS_QUESTIONS: Final[int] = 2
 # each previous question is cut to this many characters: a long story must not drown the turn's words
 PREVIOUS_QUESTION_CHARS: Final[int] = 60
-# a demonstrative, in Spanish or Portuguese, that points at what the turn before named: "¿y me pueden echar en ese
-# tiempo?", "quanto tempo dura essa estabilidade?", "¿qué significa eso?". Not "esta" / "estas": written without
-# its accent, that is also the verb ("¿esta bien?", "você esta certo")
-_POINTS_BACK = re.compile(
-    r"\b(?:es[eoa]s?|este|estos|esto|ello|ess[ea]s?|isso|isto|[nd]ess[ea]s?|[nd]est[ea]s?|[nd]isso|[nd]isto)\b"
-)
 
 
 def previous_questions(history: list[ChatMessage] | None) -> str | None:
@@ -37,11 +30,6 @@ def previous_questions(history: list[ChatMessage] | None) -> str | None:
 def read_with_previous(turn: str, previous: str | None) -> str:
     """A turn read with the question(s) before it (`previous_questions`), on one line; `turn` itself without them."""
     return " ".join(f"{previous} {turn}".split()) if previous else turn
-
-
-def points_back(turn: str) -> bool:
-    """Whether `turn` points at the matter of the turn before with a demonstrative ("en ese tiempo", "isso")."""
-    return bool(_POINTS_BACK.search(turn.lower()))
 
 
 def reads_earlier_turns(query: str | None, question: str | None) -> bool:

@@ -19,7 +19,7 @@ from haystack.dataclasses import ChatMessage, ChatRole
 
 from components.legal.catalogue import asks_for_catalogue
 from components.legal.citations import CitationGrammar, asks_only_case_law
-from components.legal.conversation import points_back, previous_questions, read_with_previous
+from components.legal.conversation import previous_questions, read_with_previous
 from components.legal.jurisdiction import countries_named, country_readings, without_countries
 from components.legal.legal_text import detect_query_language
 from components.legal.terms import (
@@ -440,9 +440,7 @@ class DecomposeQuery:
           to fuse (the first query's best block wins a tie of the two rankings' first ranks); a turn that asks
           nothing new (only words that ask to go on): read with `previous` only;
         - with them (`carryover`): the turn read with `previous`, then one query per concept, its keywords plus
-          their statutory terms; a concept that points back with a demonstrative ("en ese tiempo", "essa
-          estabilidade") also gets the keywords of `previous`, which name what it points at; nothing new: read with
-          `previous` only;
+          their statutory terms; nothing new: read with `previous` only;
         - either way, a turn naming only a country ("¿y en Brasil?"): `previous` without its countries, read with
           the turn, whose country the re-ranker puts first;
         - either way, a turn with at most `BARE_TURN_WORDS` content words and no country ("¿me las tienen que
@@ -468,15 +466,9 @@ class DecomposeQuery:
             return [read_with_previous(query, previous)]
         if previous is not None and not carryover:
             return dedup([read_with_previous(query, previous), " ".join(query.split())])[:limit]
-        queries, before = [], None
+        queries = []
         for concept, words in zip(concepts, keywords):
             if words:
-                if previous is not None and points_back(concept):
-                    # "¿y me pueden echar en ese tiempo?": "ese tiempo" is the matter the question before named
-                    before = before or extract_keywords(
-                        without_countries(previous), extra_stopwords=FOLLOWUP_FILLER, language=language
-                    )
-                    words = dedup([*words, *before])
                 terms = self.equivalences.terms(concept, language)
                 queries.append(" ".join(dedup([*words, *terms])[:MAX_FALLBACK_TERMS]))
         if queries and previous is not None:

@@ -4,7 +4,6 @@ from haystack.dataclasses import ChatMessage
 
 from components.legal.conversation import (
     PREVIOUS_QUESTION_CHARS,
-    points_back,
     previous_questions,
     read_with_previous,
     reads_earlier_turns,
@@ -42,13 +41,3 @@ def test_reads_earlier_turns_tells_a_conversation_reading_from_the_question_itse
     assert not reads_earlier_turns("folga domingos", turn)  # a query made from the question, not a reading
     assert not reads_earlier_turns(reading, None) and not reads_earlier_turns(None, turn)
     assert not reads_earlier_turns(reading, "   ")
-
-
-def test_points_back_finds_a_demonstrative_but_not_the_unaccented_verb():
-    for turn in ("¿y me pueden echar en ese tiempo?", "quanto tempo dura essa estabilidade?", "¿qué significa eso?",
-                 "ela pode fazer isso sem eu concordar?", "posso sair mais cedo durante esse período?",
-                 "qual é o prazo desta ação?", "¿y estos contratos?"):
-        assert points_back(turn), turn
-    for turn in ("¿y si es disciplinario?", "¿esta bien que me paguen tarde?", "você esta certo?", "e o pai?",
-                 "¿Estás seguro?", "¿y en Brasil?"):
-        assert not points_back(turn), turn

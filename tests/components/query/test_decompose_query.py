@@ -345,27 +345,6 @@ def test_fallback_follow_up():
     assert "dispensa" in notice and "rescisão" in notice
 
 
-def test_a_turn_that_points_back_gets_the_keywords_of_the_question_before_it():
-    from haystack.dataclasses import ChatMessage
-
-    decomposer = DecomposeQuery()
-    history = [ChatMessage.from_user("¿Qué es el periodo de prueba?"), ChatMessage.from_assistant("ET, art. 14."),
-               ChatMessage.from_user("¿cuánto puede durar como máximo?"), ChatMessage.from_assistant("Seis meses.")]
-    # "en ese tiempo" is the trial period: the keyword query searches the dismissal in it, not any dismissal
-    turn = "¿y me pueden echar en ese tiempo sin indemnizarme?"
-    first, keywords = decomposer.run(query=turn, history=history, carryover=["c1"])["queries"]
-    assert first.endswith(turn) and first.startswith("¿Qué es el periodo de prueba?")
-    assert keywords.startswith("echar tiempo indemnizarme") and "prueba" in keywords and "despido" in keywords
-    # a turn that names its own matter gets its own keywords only
-    own = decomposer.run(query="¿y me pueden despedir por llegar tarde?", history=history, carryover=["c1"])
-    assert "prueba" not in own["queries"][1] and "injustificadas" in own["queries"][1]
-    # Portuguese
-    history_pt = [ChatMessage.from_user("estou grávida, tenho estabilidade?"), ChatMessage.from_assistant("Sim.")]
-    (_, stability) = decomposer.run(query="quanto tempo dura essa estabilidade?", history=history_pt,
-                                    carryover=["c1"])["queries"]
-    assert "grávida" in stability and "estabilidade" in stability
-
-
 def test_a_conversation_turn_is_searched_as_written_and_read_with_the_question_before_it():
     from haystack.dataclasses import ChatMessage
 
