@@ -78,7 +78,7 @@ def _word_suffix(key: str, language: str) -> str:
         return ""
     folded = fold_accents(key.lower())
     if re.fullmatch(r"\w+(?:ar|er|ir)", folded):
-        return _ENCLITICS if language == "es" and re.fullmatch(r"[a-zñ]+(?:ar|er|ir)", folded) else ""
+        return _ENCLITICS if language == "es" and re.fullmatch(r"[a-z]+(?:ar|er|ir)", folded) else ""
     return "" if folded.endswith("s") or not folded.isalpha() else "(?:e?s)?"
 
 
