@@ -42,15 +42,15 @@ def test_contextual_bench_switches_the_canonical_contextualizer_on():
 
 
 def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
-    """Every label of the project's own question sets (held-out, named norms, minors, transitional provisions,
-    follow-ups) names an article the corpus holds."""
+    """Every label of the project's own question sets (the rounds asked as a user would, held-out, named norms,
+    minors, transitional provisions, follow-ups) names an article the corpus holds."""
     from components.converters.statute_converter import StatuteConverter
     from components.preprocessors.article_parser import ArticleParser
     from pipelines.evaluation import article_key, load_labelled
 
     sets = sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl"))
     assert [p.stem for p in sets] == [
-        "cross-country", "holdout-labor-br-2", "holdout-labor-br", "holdout-labor-es-2", "holdout-labor-es",
+        "asked-rounds", "cross-country", "holdout-labor-br-2", "holdout-labor-br", "holdout-labor-es-2", "holdout-labor-es",
         "minors-es", "named-norms", "transitional-es"]
     follow_ups = sorted((ROOT / "benchmarks" / "questions" / "follow-up").glob("*.jsonl"))
     assert [p.stem for p in follow_ups] == [
@@ -58,7 +58,7 @@ def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
         "follow-up"]
     quotes = ROOT / "benchmarks" / "questions" / "quotes" / "quotes.jsonl"
     items = [item for path in [*sets, *follow_ups, quotes] for item in load_labelled(path)]
-    assert len(items) == 301 and len({item["id"] for item in items}) == 301
+    assert len(items) == 561 and len({item["id"] for item in items}) == 561
     laws = {law for item in items for law, _ in item["relevant"]}
     files = [path for path in sorted((ROOT / "data" / "corpus").glob("*.md"))
              if path.stem in laws or path.stem == "CLT"]
