@@ -107,9 +107,11 @@ class Equivalences:
         self.table = table
         self.default_language = default_language
         self.by_language = {**(by_language or {}), default_language: table}
+        # each key with its folded letters: a key whose letters the text lacks cannot match, and a substring test
+        # is far cheaper than the key's pattern (hundreds of keys, every question)
         self._patterns_by_language = {
             language: [
-                (key, terms, re.compile(
+                (key, terms, fold_accents(key.lower()), re.compile(
                     rf"(?<!\w){re.escape(fold_accents(key.lower()))}{_word_suffix(key, language)}(?!\w)"
                 ))
                 for key, terms in sorted(entries.items(), key=lambda item: len(item[0]), reverse=True)
@@ -135,12 +137,17 @@ class Equivalences:
         folded = fold_accents(text.lower())
         # (longest span first, as written before inflected, longest key, leftmost): start, end, key, terms
         candidates: list[tuple[tuple[int, int, int, int], int, int, str, str]] = []
-        for key, terms, pattern in self._patterns_by_language[language]:
+        for key, terms, letters, pattern in self._patterns_by_language[language]:
+            if letters not in folded:
+                continue
             for hit in pattern.finditer(folded):
                 candidates.append(((hit.start() - hit.end(), 0, -len(key), hit.start()), *hit.span(), key, terms))
         tokens = _word_tokens(folded, language)
         sequence = tuple(token for token, _, _ in tokens)
+        present = set(sequence)
         for key, terms, key_tokens in self._stemmed(language):
+            if key_tokens[0] not in present:  # cannot start anywhere
+                continue
             size = len(key_tokens)
             for first in range(len(sequence) - size + 1):
                 if sequence[first : first + size] == key_tokens:
@@ -158,8 +165,8 @@ class Equivalences:
         """The keys of `language` with two content words or more, as their BM25 tokens (longest key first)."""
         if language not in self._stemmed_keys:
             keys = []
-            for key, terms, _ in self._patterns_by_language[language]:
-                key_tokens = tuple(token for token, _, _ in _word_tokens(fold_accents(key.lower()), language))
+            for key, terms, letters, _ in self._patterns_by_language[language]:
+                key_tokens = tuple(token for token, _, _ in _word_tokens(letters, language))
                 if len(key_tokens) >= 2:
                     keys.append((key, terms, key_tokens))
             self._stemmed_keys[language] = keys
