@@ -18,9 +18,13 @@ expressions: the user's words are not the statute's, so lexical matching is weak
 
     cp -r /tmp/lx_retr_full /tmp/lx_cv   # the embedded store opens in one process only
     .venv/bin/python benchmarks/fusion_cv.py --store /tmp/lx_cv --repeats 200 --adaptive
+
+`--own` adds the project's own labelled sets (`benchmarks/questions/*.jsonl`: held-out, named norms, the rounds asked
+as a user would), each a set of the macro average.
 """
 
 import argparse
+import json
 import random
 import statistics
 import sys
@@ -67,6 +71,13 @@ DEFAULT = "rrf dense x1.1 coverage 0.5 | blend 0.5"
 PREVIOUS = "rrf dense x1.1 | blend 0.5"  # the default before the BM25 weight followed its coverage
 CLASSES = ("colloquial", "legal")
 TOP_K = 10
+OWN_QUESTIONS = Path(__file__).resolve().parent / "questions"
+
+
+def labelled_sets(eval_dir: Path, *, own: bool = False, limit: int | None = None) -> dict[str, list[dict]]:
+    """The dev sets of `eval_dir` by name ("labor-es"), and with `own` the project's own sets; `limit` per set."""
+    paths = sorted(eval_dir.glob("dev-*.jsonl")) + (sorted(OWN_QUESTIONS.glob("*.jsonl")) if own else [])
+    return {path.stem.replace("dev-", ""): load_labelled(path)[:limit] for path in paths}
 
 
 def run_grid(lex: LexHay, datasets: dict[str, list[dict]]) -> tuple[dict, dict, list[float]]:
@@ -168,10 +179,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--adaptive", action="store_true", help="also choose one config per query class")
     parser.add_argument("--limit", type=int, default=None, help="first N questions of each set (a smoke run)")
+    parser.add_argument("--json", default=None, help="write the held-out macro nDCG@5 of every configuration here")
+    parser.add_argument("--own", action="store_true",
+                        help="also the project's own labelled sets (benchmarks/questions/*.jsonl), one set each")
     args = parser.parse_args()
 
-    datasets = {p.stem.replace("dev-", ""): load_labelled(p)[: args.limit]
-                for p in sorted(Path(args.eval_dir).glob("dev-*.jsonl"))}
+    datasets = labelled_sets(Path(args.eval_dir), own=args.own, limit=args.limit)
     if not datasets:
         console.print(f"[red]No dev-*.jsonl in {args.eval_dir}[/red]")
         return 2
@@ -224,6 +237,13 @@ def main() -> int:
         for cls, counts in cv["chosen_by_class"].items():
             console.print(f"chosen for '{cls}' questions: " + ", ".join(
                 f"{c} {n / total:.0%}" for c, n in sorted(counts.items(), key=lambda kv: -kv[1])[:5]))
+    macros = {config: statistics.mean(statistics.mean(cv["held"][config][n]) for n in datasets)
+              for config in cv["held"]}
+    console.print("held-out macro nDCG@5: " + ", ".join(
+        f"{c} {macros[c]:.4f}" for c in ("cv", "cv adaptive", DEFAULT, PREVIOUS) if c in macros))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"sets": list(datasets), "held_out_macro": macros,
+                                               "chosen": cv["chosen"]}, indent=1), encoding="utf-8")
     console.print(f"per question, all configurations: p50 {statistics.median(seconds) * 1000:.0f} ms")
     return 0
 

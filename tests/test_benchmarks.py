@@ -50,8 +50,8 @@ def test_the_projects_own_questions_label_articles_of_the_bundled_corpus():
 
     sets = sorted((ROOT / "benchmarks" / "questions").glob("*.jsonl"))
     assert [p.stem for p in sets] == [
-        "asked-rounds", "cross-country", "holdout-labor-br-2", "holdout-labor-br", "holdout-labor-es-2", "holdout-labor-es",
-        "minors-es", "named-norms", "transitional-es"]
+        "asked-rounds", "cross-country", "holdout-labor-br-2", "holdout-labor-br", "holdout-labor-es-2",
+        "holdout-labor-es", "minors-es", "named-norms", "transitional-es"]
     follow_ups = sorted((ROOT / "benchmarks" / "questions" / "follow-up").glob("*.jsonl"))
     assert [p.stem for p in follow_ups] == [
         "follow-up-country", "follow-up-go-on", "follow-up-holdout", "follow-up-new-topic", "follow-up-third-turn",
@@ -239,3 +239,16 @@ def test_multi_question_bench_pairs_single_questions_without_a_common_label_and_
     assert bench.outcome(first, second, reply) == {"both": 0.0, "first": 1.0, "second": 0.0, "citations": 2.0}
     reply["citations"].append({"law_id": "ET", "article": "37"})
     assert bench.outcome(first, second, reply)["both"] == 1.0
+
+
+def test_fusion_cv_reads_the_dev_sets_and_with_own_the_projects_sets_too(tmp_path):
+    bench = _bench("fusion_cv")
+    row = {"id": "q1", "question": "¿cuántos días de vacaciones tengo?",
+           "expected": [{"law": "BOE-A-2015-11430", "article": "38"}]}
+    for name in ("dev-labor-es", "dev-constitucion", "other"):
+        (tmp_path / f"{name}.jsonl").write_text(json.dumps(row, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert list(bench.labelled_sets(tmp_path)) == ["constitucion", "labor-es"]
+    with_own = bench.labelled_sets(tmp_path, own=True, limit=2)
+    assert list(with_own)[:2] == ["constitucion", "labor-es"] and "asked-rounds" in with_own
+    assert "holdout-labor-br" in with_own and all(len(items) <= 2 for items in with_own.values())
+    assert with_own["labor-es"][0]["relevant"] == {("BOE-A-2015-11430", "38")}
