@@ -122,6 +122,32 @@ def test_naming_the_group_brings_its_regime_in(articles):
     assert regimes.outside("meu contrato é intermitente, quando me pagam?")(articles[(CLT, "452-a")]) is None
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["tengo 17 años, ¿puedo hacer horas extras?", "mi hijo de 16 años trabaja en un bar, ¿le pueden poner de noche?",
+     "¿un menor de edad puede hacer horas extra?", "¿puedo trabajar con 15 años?",
+     "¿desde qué edad puede trabajar una persona en España?", "¿con cuántos años se puede empezar a trabajar?"],
+)
+def test_a_minor_or_the_minimum_working_age_names_the_minors_article_of_the_et(articles, question):
+    regimes = load_special_regimes()
+    assert regimes.outside(question)(articles[(ET, "6")]) is None
+    # for a minor, art. 6 (no overtime, no night work) displaces everyone's arts. 35 and 36
+    assert regimes.replacements(question) == {(ET, "35"): ("6", "trabajo de los menores"),
+                                              (ET, "36"): ("6", "trabajo de los menores")}
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["¿cuántas horas extra puedo hacer al año?", "llevo 17 años en la empresa y me obligan a hacer horas extra",
+     "¿puedo reducir la jornada para el cuidado de un menor de 12 años?", "trabajo de noche, ¿cobro un plus?"],
+)
+def test_an_adult_s_question_leaves_the_minors_article_after_the_general_rule(articles, question):
+    regimes = load_special_regimes()
+    assert regimes.outside(question)(articles[(ET, "6")]) == "trabajo de los menores"
+    assert regimes.replacements(question) == {}
+    assert regimes.outside(question)(articles[(ET, "35")]) is None  # the general rule stays where it is
+
+
 def test_a_whole_law_regime_is_named_by_the_law_or_by_any_of_its_groups(articles):
     regimes = load_special_regimes()
     general = articles[(RD1561, "1")]  # the RD 1561/1995's general provisions: in the whole-law regime only

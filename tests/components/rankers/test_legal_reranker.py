@@ -789,3 +789,29 @@ def test_a_named_group_s_rule_goes_right_before_the_general_rule_it_displaces():
     off = LegalReranker(today="2026-01-01", special_regimes_last=False).run(
         documents=_journalist_candidates(), query=asked)
     assert [d.id for d in off["documents"]] == ["clt-58", "clt-302", "clt-303"]
+
+
+def _night_work_candidates():
+    """Everyone's night-work article ahead of the minors' article, as relevance alone ranks them (real texts)."""
+    et = {**ET2015, "country": "es", "lang": "es", "heading_path": ["TÍTULO I: De la relación individual de trabajo"]}
+    return [
+        Document(id="et-36", content="Artículo 36. Trabajo nocturno, trabajo a turnos y ritmo de trabajo. 1. A "
+                 "efectos de lo dispuesto en esta ley, se considera trabajo nocturno el realizado entre las diez de la "
+                 "noche y las seis de la mañana ...", score=0.9, meta={**et, "article": "36"}),
+        Document(id="et-6", content="Artículo 6. Trabajo de los menores. ... 2. Los trabajadores menores de dieciocho "
+                 "años no podrán realizar trabajos nocturnos ...", score=0.85, meta={**et, "article": "6"}),
+        Document(id="et-11", content="Artículo 11. Contratos formativos ...", score=0.6, meta={**et, "article": "11"}),
+    ]
+
+
+def test_for_a_minor_the_et_s_minors_article_goes_before_everyone_s_night_work_and_after_it_for_an_adult():
+    reranker = LegalReranker(today="2026-01-01")
+    minor = reranker.run(documents=_night_work_candidates(), query="tengo 16 años, ¿me pueden poner el turno de noche?")
+    assert [d.id for d in minor["documents"]] == ["et-6", "et-36", "et-11"]
+    assert minor["stats"]["special_first"] == ["BOE-A-2015-11430 6 before 36 (trabajo de los menores)"]
+    adult = reranker.run(documents=_night_work_candidates(), query="trabajo de noche, ¿cuántas horas puedo hacer?")
+    assert [d.id for d in adult["documents"]] == ["et-36", "et-11", "et-6"]
+    assert adult["stats"]["special"] == ["BOE-A-2015-11430 6 (trabajo de los menores)"]
+    # seniority is no age: "llevo 17 años" names no minor
+    senior = reranker.run(documents=_night_work_candidates(), query="llevo 17 años en la empresa y trabajo de noche")
+    assert [d.id for d in senior["documents"]][0] == "et-36" and senior["stats"]["special_first"] == []
