@@ -218,8 +218,10 @@ def main() -> int:
     for name in datasets:
         held.add_column(name, justify="right")
     held.add_column("macro", justify="right")
-    ranked = sorted(cv["held"], key=lambda c: -statistics.mean(
-        statistics.mean(cv["held"][c][n]) for n in datasets))
+    # each configuration's held-out macro nDCG@5: the table's order and last column, the summary line, --json
+    macros = {config: statistics.mean(statistics.mean(cv["held"][config][n]) for n in datasets)
+              for config in cv["held"]}
+    ranked = sorted(cv["held"], key=lambda c: -macros[c])
     named = [c for c in ("cv", "cv adaptive", DEFAULT, PREVIOUS) if c in cv["held"] and c not in ranked[:12]]
     for config in ranked[:12] + named:
         cells = []
@@ -227,8 +229,7 @@ def main() -> int:
             values = sorted(cv["held"][config][name])
             low, high = values[int(0.025 * len(values))], values[int(0.975 * len(values)) - 1]
             cells.append(f"{statistics.mean(values):.3f} [{low:.3f}, {high:.3f}]")
-        macro_mean = statistics.mean(statistics.mean(cv["held"][config][n]) for n in datasets)
-        held.add_row(config, *cells, f"{macro_mean:.3f}")
+        held.add_row(config, *cells, f"{macros[config]:.3f}")
     console.print(held)
     total = 2 * args.repeats
     console.print("chosen on the training half: " + ", ".join(
@@ -237,8 +238,6 @@ def main() -> int:
         for cls, counts in cv["chosen_by_class"].items():
             console.print(f"chosen for '{cls}' questions: " + ", ".join(
                 f"{c} {n / total:.0%}" for c, n in sorted(counts.items(), key=lambda kv: -kv[1])[:5]))
-    macros = {config: statistics.mean(statistics.mean(cv["held"][config][n]) for n in datasets)
-              for config in cv["held"]}
     console.print("held-out macro nDCG@5: " + ", ".join(
         f"{c} {macros[c]:.4f}" for c in ("cv", "cv adaptive", DEFAULT, PREVIOUS) if c in macros))
     if args.json:

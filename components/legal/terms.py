@@ -82,6 +82,16 @@ def _word_suffix(key: str, language: str) -> str:
     return "" if folded.endswith("s") or not folded.isalpha() else "(?:e?s)?"
 
 
+def _key_entry(key: str, terms: str, language: str) -> tuple[str, str, str, re.Pattern[str]]:
+    """
+    A table key as `Equivalences.matches` reads it: the key, its terms, its folded letters and its pattern. A key whose
+    letters the text lacks cannot match, and a substring test is far cheaper than the pattern (hundreds of keys, every
+    question).
+    """
+    letters = fold_accents(key.lower())
+    return key, terms, letters, re.compile(rf"(?<!\w){re.escape(letters)}{_word_suffix(key, language)}(?!\w)")
+
+
 class Equivalences:
     """
     The colloquial -> statutory equivalence table: finds its expressions in a text, longest match first.
@@ -107,13 +117,9 @@ class Equivalences:
         self.table = table
         self.default_language = default_language
         self.by_language = {**(by_language or {}), default_language: table}
-        # each key with its folded letters: a key whose letters the text lacks cannot match, and a substring test
-        # is far cheaper than the key's pattern (hundreds of keys, every question)
         self._patterns_by_language = {
             language: [
-                (key, terms, fold_accents(key.lower()), re.compile(
-                    rf"(?<!\w){re.escape(fold_accents(key.lower()))}{_word_suffix(key, language)}(?!\w)"
-                ))
+                _key_entry(key, terms, language)
                 for key, terms in sorted(entries.items(), key=lambda item: len(item[0]), reverse=True)
             ]
             for language, entries in self.by_language.items()

@@ -168,8 +168,8 @@ def test_going_to_work_by_bus_names_no_driver(articles):
     for driver in ("sou motorista de ônibus, quantas horas posso dirigir?", "dirijo ônibus 10 horas por dia"):
         assert regimes.outside(driver)(articles[(CLT, "235-c")]) is None, driver
     # and in Spain: a train or a bus to work names no crew of the special working days' transport section
-    commute = regimes.outside("voy en tren al trabajo y tardo dos horas, ¿ese tiempo cuenta como jornada?")
-    assert commute(articles[(RD1561, "10")]) in {"jornadas especiales de trabajo", "transportes y trabajo en el mar"}
+    by_train = regimes.outside("voy en tren al trabajo y tardo dos horas, ¿ese tiempo cuenta como jornada?")
+    assert by_train(articles[(RD1561, "10")]) in {"jornadas especiales de trabajo", "transportes y trabajo en el mar"}
     for crew in ("soy conductor de autobús, ¿cuántas horas puedo conducir?", "soy maquinista de tren"):
         assert regimes.outside(crew)(articles[(RD1561, "10")]) is None, crew
 
