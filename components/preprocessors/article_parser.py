@@ -2,6 +2,7 @@
 
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -64,6 +65,13 @@ _STRUCTURE_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
     r"|[Úú]nic[oa])\b\.?"
     r"(?:\s*$|\s*[.:\-–—]|\s+[A-ZÁÉÍÓÚ«\"(])"
 )
+# a structural heading's numbering, before its name: "Sección 2.ª ", "CAPÍTULO II. ", "Título I: ", "TÍTULO PRELIMINAR"
+_HEADING_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
+    r"^\S+\s+(?:[IVXLCDM]+|\d+\s*\.?\s*[ºª°]?(?:\s*bis)?|preliminar|[úu]nic[oa]|[a-záéíóú]+(?:er|[oa]))\b\.?"
+    r"\s*[.:\-–—]?\s*",
+    re.IGNORECASE,
+)
+_GROUP_LETTER_RE: Final[re.Pattern[str]] = re.compile(r"^[A-Z]\)\s+")
 # a grouping label right before an article: "A) Trabajadores por cuenta propia"
 _GROUP_LABEL_RE: Final[re.Pattern[str]] = re.compile(r"^[A-Z]\)\s+[^.;:]{3,150}$")
 _DISPOSITION_GROUP_RE: Final[re.Pattern[str]] = re.compile(
@@ -173,8 +181,10 @@ class ArticleParser:
     ("Artículo 38. Vacaciones anuales."), a blank line and the body, without Markdown marks. Meta: everything of
     the law plus `article` (normalized key: `38`, `2 bis`, `da1`, `dt2`, `dd`, `df1`, `anexo1`, `preambulo`),
     `article_title`, `article_label` ("Artículo 38"), `heading_path` (enclosing Título / Capítulo / Sección /
-    Subsección headings) and `article_order` (0-based position in the law). The id is the sha256 of
-    "law_id|article", so re-indexing a law updates its articles in place.
+    Subsección headings) and `article_order` (0-based position in the law). An article whose title another one of
+    its law shares (the LISOS has nine "Infracciones muy graves", one per matter) also gets `section_name`, the name
+    of its nearest heading (`section_name()`), which is what tells them apart: the embedders read it with the
+    title. The id is the sha256 of "law_id|article", so re-indexing a law updates its articles in place.
 
     Recognized layouts: BOE Markdown (`## TÍTULO`, `### CAPÍTULO`, `#### Sección`, `##### Artículo N. Título.`),
     Brazilian Markdown (`## Título I: ...`, `**Art. 5º-A.**` opening a paragraph, the ADCT numbered apart with
@@ -273,6 +283,7 @@ class ArticleParser:
         elif self.include_preamble and len(_body(preamble.lines)) >= self.min_preamble_chars:
             units.insert(0, preamble)
 
+        titles = Counter(unit.title.casefold() for unit in units if unit.title)
         seen: dict[str, int] = {}
         out: list[Document] = []
         for order, unit in enumerate(units):
@@ -299,10 +310,26 @@ class ArticleParser:
                 "article_order": order,
                 **extra,
             }
+            if unit.title and titles[unit.title.casefold()] > 1 and (section := section_name(unit.heading_path)):
+                meta["section_name"] = section
             owner = owner_key(meta)
             doc_id = hashlib.sha256(f"{owner + '|' if owner else ''}{law_id}|{key}".encode()).hexdigest()
             out.append(Document(id=doc_id, content=content, meta=meta))
         return out
+
+
+def section_name(heading_path: list[str]) -> str:
+    """
+    The name of the nearest enclosing heading that has one, without its numbering ("Sección 2.ª Infracciones en
+    materia de prevención de riesgos laborales" -> "Infracciones en materia de prevención de riesgos laborales",
+    "A) Trabajadores por cuenta propia" -> "Trabajadores por cuenta propia"); empty when no heading names anything
+    ("TÍTULO PRELIMINAR" alone).
+    """
+    for heading in reversed(heading_path):
+        name = _GROUP_LETTER_RE.sub("", _HEADING_NUMBER_RE.sub("", heading, count=1), count=1).strip(" .:-–—")
+        if name:
+            return name
+    return ""
 
 
 def _strip_br_notes(unit: _Unit, law_status: str) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from components.utils.models import resolve_model
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_META_FIELDS = ("article_title",)
+DEFAULT_META_FIELDS = ("section_name", "article_title")  # as yaml/indexing.yaml embeds a block
 CHARS_PER_TOKEN = 4  # budget of an LLM passage whose tokenizer is unknown (Spanish legal text, ~4 chars a token)
 
 GRADE_SYSTEM_PROMPT = (
@@ -142,7 +142,7 @@ class CrossEncoderScorer:
             `HF_HUB_OFFLINE=1` unless the user sets it to 0).
         :param batch_size: Pairs scored per forward pass.
         :param max_length: Token limit of query + passage.
-        :param meta_fields_to_embed: Meta fields put before the content (`article_title`).
+        :param meta_fields_to_embed: Meta fields put before the content (`section_name`, `article_title`).
         :param device: Torch device (`cpu`, `cuda:0`); `None` picks one.
         """
         if not model or not str(model).strip():
@@ -227,7 +227,8 @@ class EmbeddingScorer:
             embedder (env `LEXHAY_EMBEDDER`, else `embeddinggemma`).
         :param batch_size: Passages embedded per forward pass.
         :param max_length: Token limit of a passage.
-        :param meta_fields_to_embed: Meta fields put before the content, as at indexing (`article_title`).
+        :param meta_fields_to_embed: Meta fields put before the content, as at indexing (`section_name`,
+            `article_title`).
         """
         if batch_size < 1 or max_length < 16:
             raise ValueError(f"batch_size must be >= 1 and max_length >= 16, got {batch_size}, {max_length}")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from haystack import Document, Pipeline
 
-from components.preprocessors.article_parser import ArticleParser, split_br_notes
+from components.preprocessors.article_parser import ArticleParser, section_name, split_br_notes
 from components.converters.statute_converter import StatuteConverter
 from tests.components.converters.test_statute_converter import make_text_pdf
 
@@ -310,6 +310,42 @@ def test_run_subsections_group_labels_and_annexes(by_law):
     ]
     assert rgc["38"].meta["heading_path"][-1] == "B) Trabajadores por cuenta ajena"
     assert "B) Trabajadores por cuenta ajena" not in rgc["37"].content
+
+
+def test_run_repeated_titles_get_their_section_name(by_law):
+    lisos = by_law["BOE-A-2000-15060"]
+    # "Infracciones muy graves" titles nine articles: only the section says which matter each one sanctions
+    labour_relations = "Infracciones en materia de relaciones laborales individuales y colectivas"
+    assert lisos["8"].meta["section_name"] == labour_relations
+    assert lisos["13"].meta["section_name"] == "Infracciones en materia de prevención de riesgos laborales"
+    assert lisos["26"].meta["section_name"].startswith("Infracciones de los trabajadores o asimilados")
+    lgss = by_law["BOE-A-2015-11724"]
+    assert lgss["169"].meta["section_name"] == "Incapacidad temporal"  # one of four "Concepto"
+    assert lgss["187"].meta["section_name"] == "Riesgo durante el embarazo"  # one of many "Prestación económica"
+    assert by_law["BOE-A-1996-1579"]["57"].meta["section_name"] == "Régimen especial para la minería del carbón"
+    # a title of its own names the article: no section added
+    assert "section_name" not in by_law["BOE-A-2015-11430"]["38"].meta
+    assert "section_name" not in lisos["40"].meta
+    assert not any("section_name" in d.meta for d in by_law["DEL-5452-1943"].values())
+    named = sum("section_name" in d.meta for law in by_law.values() for d in law.values())
+    assert named == 161, "articles whose title repeats in their law: a change here is a parsing change"
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (["CAPÍTULO II. Infracciones laborales", "Sección 2.ª Infracciones en materia de prevención de riesgos"],
+         "Infracciones en materia de prevención de riesgos"),
+        (["Subsección 1.ª Cotización a cargo de los trabajadores", "A) Trabajadores por cuenta propia"],
+         "Trabajadores por cuenta propia"),
+        (["Título II: Dos Direitos e Garantias Fundamentais", "Capítulo I"], "Dos Direitos e Garantias Fundamentais"),
+        (["TÍTULO I. De la relación individual", "CAPÍTULO PRIMERO"], "De la relación individual"),
+        (["TÍTULO PRELIMINAR"], ""),
+        ([], ""),
+    ],
+)
+def test_section_name(path, expected):
+    assert section_name(path) == expected
 
 
 def test_run_odd_headings_of_the_repealed_et(by_law):
