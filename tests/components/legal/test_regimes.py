@@ -170,8 +170,14 @@ def test_going_to_work_by_bus_names_no_driver(articles):
     # and in Spain: a train or a bus to work names no crew of the special working days' transport section
     by_train = regimes.outside("voy en tren al trabajo y tardo dos horas, ¿ese tiempo cuenta como jornada?")
     assert by_train(articles[(RD1561, "10")]) in {"jornadas especiales de trabajo", "transportes y trabajo en el mar"}
-    for crew in ("soy conductor de autobús, ¿cuántas horas puedo conducir?", "soy maquinista de tren"):
+    for crew in ("soy conductor de autobús, ¿cuántas horas puedo conducir?", "soy maquinista de tren",
+                 "trabajo en una empresa de transportes, ¿cuánto descanso entre turnos?"):
         assert regimes.outside(crew)(articles[(RD1561, "10")]) is None, crew
+    # nor does the company's bus, or the pay for getting to work
+    for commute in ("el transporte de la empresa tarda una hora, ¿cuenta como jornada?",
+                    "¿me tienen que pagar el plus de transporte en vacaciones?",
+                    "¿la empresa me paga el abono transporte?"):
+        assert regimes.outside(commute)(articles[(RD1561, "10")]) is not None, commute
 
 
 def test_a_whole_law_regime_is_named_by_the_law_or_by_any_of_its_groups(articles):
