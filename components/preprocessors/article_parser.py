@@ -182,7 +182,7 @@ class ArticleParser:
     the law plus `article` (normalized key: `38`, `2 bis`, `da1`, `dt2`, `dd`, `df1`, `anexo1`, `preambulo`),
     `article_title`, `article_label` ("Artículo 38"), `heading_path` (enclosing Título / Capítulo / Sección /
     Subsección headings) and `article_order` (0-based position in the law). An article whose title another one of
-    its law shares (the LISOS has nine "Infracciones muy graves", one per matter) also gets `section_name`, the name
+    its law shares (the LISOS has eight "Infracciones muy graves", one per matter) also gets `section_name`, the name
     of its nearest heading (`section_name()`), which is what tells them apart: the embedders read it with the
     title. The id is the sha256 of "law_id|article", so re-indexing a law updates its articles in place.
 

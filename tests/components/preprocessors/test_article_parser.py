@@ -314,7 +314,7 @@ def test_run_subsections_group_labels_and_annexes(by_law):
 
 def test_run_repeated_titles_get_their_section_name(by_law):
     lisos = by_law["BOE-A-2000-15060"]
-    # "Infracciones muy graves" titles nine articles: only the section says which matter each one sanctions
+    # "Infracciones muy graves" titles eight articles: only the section says which matter each one sanctions
     labour_relations = "Infracciones en materia de relaciones laborales individuales y colectivas"
     assert lisos["8"].meta["section_name"] == labour_relations
     assert lisos["13"].meta["section_name"] == "Infracciones en materia de prevención de riesgos laborales"
