@@ -29,8 +29,9 @@ OPENSEARCH_INDEX_SETTINGS: dict[str, Any] = {
 }
 
 # Meta fields are top-level fields in opensearch-haystack's layout. Strings are keywords (exact filters on law_id,
-# article, collection, status, ...); `content` and `article_title` are full text for BM25 (the embedded BM25 vectors
-# embed the article title too). No dense vector: the dense side stays on Qdrant.
+# article, collection, status, ...); `content`, `article_title` and `section_name` are full text for BM25 (the
+# embedded BM25 vectors embed the title and the section's name too). No dense vector: the dense side stays on Qdrant.
+# An index made before `section_name` was mapped holds it as a keyword: re-create the index to search it.
 OPENSEARCH_MAPPINGS: dict[str, Any] = {
     "properties": {
         "content": {"type": "text", "analyzer": OPENSEARCH_ANALYZER},
@@ -39,6 +40,7 @@ OPENSEARCH_MAPPINGS: dict[str, Any] = {
             "analyzer": OPENSEARCH_ANALYZER,
             "fields": {"keyword": {"type": "keyword", "ignore_above": 512}},
         },
+        "section_name": {"type": "text", "analyzer": OPENSEARCH_ANALYZER},
         "rank": {"type": "integer"},
         "publication_date": {"type": "date", "ignore_malformed": True},
         "last_updated": {"type": "date", "ignore_malformed": True},

@@ -28,13 +28,15 @@ MODES = ("dense", "sparse", "hybrid")
 HIT_FIELDS = ("level", "parent_id", "law_id")
 FUSIONS = ("rrf", "score")
 
-# BM25 request on the OpenSearch lexical store: the chunk text and its article title (the fields the embedded BM25
-# vectors embed), any term may match; `$filters` always holds at least the collection condition.
+# BM25 request on the OpenSearch lexical store: the chunk text, its article title and, where the title repeats in its
+# law, its section's name (the fields the embedded BM25 vectors embed), any term may match; `$filters` always holds
+# at least the collection condition.
 LEXICAL_BM25_QUERY: dict[str, Any] = {
     "query": {
         "bool": {
             "must": [
-                {"multi_match": {"query": "$query", "type": "most_fields", "fields": ["content", "article_title"]}}
+                {"multi_match": {"query": "$query", "type": "most_fields",
+                                 "fields": ["content", "article_title", "section_name"]}}
             ],
             "filter": "$filters",
         }

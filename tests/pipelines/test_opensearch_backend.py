@@ -126,6 +126,23 @@ def test_sparse_mode_sends_the_bm25_query_per_collection_with_filters(stores, sh
         {"term": {"status": "in_force"}}, {"term": {"collection": "normativa"}}]}}
 
 
+def test_the_bm25_query_reads_the_section_name_of_an_article_whose_title_repeats(server):
+    lexical = _store(index="sections")
+    sections = ["Infracciones en materia de relaciones laborales",
+                "Infracciones en materia de prevención de riesgos laborales"]
+    lexical.write_documents([
+        Document(id=f"c{i}", content="Son infracciones muy graves: no observar las normas específicas.",
+                 meta={"level": "child", "collection": "normativa", "article_title": "Infracciones muy graves",
+                       "section_name": name})
+        for i, name in enumerate(sections)])
+    assert OPENSEARCH_MAPPINGS["properties"]["section_name"]["type"] == "text"
+    collection = {"field": "meta.collection", "operator": "==", "value": "normativa"}
+    for query, first in (("infracciones muy graves en prevención de riesgos", "c1"),
+                         ("infracciones muy graves en las relaciones laborales", "c0")):
+        hits = lexical._bm25_retrieval(query, filters=collection, top_k=2, custom_query=LEXICAL_BM25_QUERY)
+        assert [d.id for d in hits][0] == first, query
+
+
 def test_hybrid_fuses_dense_parents_and_opensearch_children_per_parent_with_rrf_60(stores, shared_server):
     server = shared_server
     edge, lexical, parents = stores
