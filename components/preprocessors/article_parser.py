@@ -59,21 +59,15 @@ _STRUCTURE_RE: Final[re.Pattern[str]] = re.compile(
     r"^(?P<kw>libro|livro|t[íi]tulo|cap[íi]tulo|secci[óo]n|se[çc][ãa]o|subsecci[óo]n|subse[çc][ãa]o)\b",
     re.IGNORECASE,
 )
-# numbering that makes a plain line a heading: "CAPÍTULO II", "Sección 1.ª De ...", "TÍTULO PRELIMINAR"
+# numbering that makes a plain line a heading: "CAPÍTULO II", "Sección 1.ª De ...", "TÍTULO PRELIMINAR"; the match
+# ends where the heading's name begins (`section_name`)
 _STRUCTURE_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
     r"^\S+\s+(?:[IVXLCDM]+|\d+\s*\.?\s*[ºª°]?(?:\s*bis)?|PRELIMINAR|Preliminar|[A-ZÁÉÍÓÚ]+[OA]"
     r"|[Úú]nic[oa])\b\.?"
-    r"(?:\s*$|\s*[.:\-–—]|\s+[A-ZÁÉÍÓÚ«\"(])"
+    r"(?:\s*$|\s*[.:\-–—]|\s+(?=[A-ZÁÉÍÓÚ«\"(]))"
 )
-# a structural heading's numbering, before its name: "Sección 2.ª ", "CAPÍTULO II. ", "Título I: ", "TÍTULO PRELIMINAR"
-_HEADING_NUMBER_RE: Final[re.Pattern[str]] = re.compile(
-    r"^\S+\s+(?:[IVXLCDM]+|\d+\s*\.?\s*[ºª°]?(?:\s*bis)?|preliminar|[úu]nic[oa]|[a-záéíóú]+(?:er|[oa]))\b\.?"
-    r"\s*[.:\-–—]?\s*",
-    re.IGNORECASE,
-)
-_GROUP_LETTER_RE: Final[re.Pattern[str]] = re.compile(r"^[A-Z]\)\s+")
 # a grouping label right before an article: "A) Trabajadores por cuenta propia"
-_GROUP_LABEL_RE: Final[re.Pattern[str]] = re.compile(r"^[A-Z]\)\s+[^.;:]{3,150}$")
+_GROUP_LABEL_RE: Final[re.Pattern[str]] = re.compile(r"^(?P<letter>[A-Z]\)\s+)[^.;:]{3,150}$")
 _DISPOSITION_GROUP_RE: Final[re.Pattern[str]] = re.compile(
     r"^Disposiciones\s+(?:adicionales|transitorias|derogatorias|finales)\.?$", re.IGNORECASE
 )
@@ -326,7 +320,10 @@ def section_name(heading_path: list[str]) -> str:
     ("TÍTULO PRELIMINAR" alone).
     """
     for heading in reversed(heading_path):
-        name = _GROUP_LETTER_RE.sub("", _HEADING_NUMBER_RE.sub("", heading, count=1), count=1).strip(" .:-–—")
+        numbering = _STRUCTURE_NUMBER_RE.match(heading)
+        name = heading[numbering.end() :] if numbering else heading
+        label = _GROUP_LABEL_RE.match(name)
+        name = (name[label.end("letter") :] if label else name).strip(" .:-–—")
         if name:
             return name
     return ""

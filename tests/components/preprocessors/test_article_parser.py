@@ -341,6 +341,7 @@ def test_run_repeated_titles_get_their_section_name(by_law):
         (["Título II: Dos Direitos e Garantias Fundamentais", "Capítulo I"], "Dos Direitos e Garantias Fundamentais"),
         (["TÍTULO I. De la relación individual", "CAPÍTULO PRIMERO"], "De la relación individual"),
         (["TÍTULO PRELIMINAR"], ""),
+        (["Real Decreto Legislativo (aprobación)"], "Real Decreto Legislativo (aprobación)"),  # no numbering
         ([], ""),
     ],
 )
