@@ -42,6 +42,14 @@ def test_portuguese_terms_are_statutory(table):
     assert "gestante" in table.terms("estou grávida e fui dispensada, e agora?")
 
 
+
+def test_the_statutes_own_word_for_holidays_adds_no_section_of_their_chapter(table):
+    # "férias" is the CLT's own word: no entry of its own, so a question on holidays is not pulled towards the
+    # chapter's section on holiday pay (art. 142) or on when they are granted
+    assert table.matches("quantos dias de férias eu tenho?") == []
+    assert not {"remuneração", "concessão"} & set(table.terms("qnts dias de ferias eu tenho"))
+    assert [key for key, _ in table.matches("tenho férias vencidas, quanto recebo?")] == ["férias vencidas"]
+
 @pytest.mark.parametrize(
     "question",
     [
