@@ -156,7 +156,7 @@ def main() -> int:
                          f"{sum(hit1) / len(hit1):.2f}")
         table.add_row("0 (full)" if weight == 0.0 else f"{weight:g}", *cells)
     cells = []
-    for name, set_rows in by_set.items():
+    for set_rows in by_set.values():
         if not set_rows:
             cells.append("-")
             continue

@@ -254,10 +254,10 @@ class EdgeDocumentStore:
             raise ValueError(f"Unknown similarity '{similarity}'. Choose one of: {', '.join(SIMILARITIES)}.")
         if embedding_dim is not None and embedding_dim <= 0:
             raise ValueError(f"embedding_dim must be a positive integer, got {embedding_dim}.")
-        for field, index_type in (payload_indexes or {}).items():
+        for key, index_type in (payload_indexes or {}).items():
             if index_type not in PAYLOAD_SCHEMA_TYPES:
                 raise ValueError(
-                    f"Unknown payload index type '{index_type}' for field '{field}'. "
+                    f"Unknown payload index type '{index_type}' for field '{key}'. "
                     f"Choose one of: {', '.join(PAYLOAD_SCHEMA_TYPES)}."
                 )
         if hnsw_m <= 0 or hnsw_ef_construct <= 0:
@@ -411,9 +411,9 @@ class EdgeDocumentStore:
     def _ensure_payload_indexes(self, entry: _OpenShard) -> None:
         wanted = DEFAULT_PAYLOAD_INDEXES if self.payload_indexes is None else self.payload_indexes
         existing = entry.shard.info().payload_schema
-        for field, index_type in wanted.items():
-            if field not in existing:
-                entry.shard.update(UpdateOperation.create_field_index(field, PAYLOAD_SCHEMA_TYPES[index_type]))
+        for key, index_type in wanted.items():
+            if key not in existing:
+                entry.shard.update(UpdateOperation.create_field_index(key, PAYLOAD_SCHEMA_TYPES[index_type]))
 
     def close(self) -> None:
         """

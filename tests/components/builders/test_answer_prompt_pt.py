@@ -10,7 +10,6 @@ from components.builders.answer_prompt import (
     AnswerPromptBuilder,
 )
 from components.legal.answer_format import answer_language
-from components.validators.answer_meta_parser import AnswerMetaParser
 
 CLT_477 = Document(
     content="Art. 477.\n\nNa extinção do contrato de trabalho, o empregador deverá ... no prazo de dez dias.",

@@ -704,7 +704,7 @@ def test_preload_light_hits_fills_the_table_once(fresh_store, corpus, monkeypatc
 
 def test_preload_overtaken_by_an_emptying_is_not_marked_done(fresh_store, corpus, monkeypatch):
     """A delete by filter between two pages of the scroll empties what the preload read: it must run again."""
-    from components.document_stores import edge_document_store, ties
+    from components.document_stores import edge_document_store
 
     entry = fresh_store._open()
     shard, pages = entry.shard, []

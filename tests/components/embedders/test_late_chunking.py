@@ -2,7 +2,6 @@
 import json
 
 import numpy as np
-import pytest
 
 from components.embedders.late_chunking import PoolingHead, locate_passages, token_ranges
 
