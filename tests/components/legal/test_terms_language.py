@@ -50,6 +50,14 @@ def test_the_statutes_own_word_for_holidays_adds_no_section_of_their_chapter(tab
     assert not {"remuneração", "concessão"} & set(table.terms("qnts dias de ferias eu tenho"))
     assert [key for key, _ in table.matches("tenho férias vencidas, quanto recebo?")] == ["férias vencidas"]
 
+
+def test_the_statutes_own_term_for_the_notice_adds_nothing_but_itself(table):
+    # "aviso prévio" is the name of the CLT's chapter on notice: the shortening "aviso" finds it, and nothing pulls
+    # the question towards the articles that say "rescisão" and "prazo" (art. 490) rather than the notice (art. 487)
+    question = "quantos dias de aviso prévio eu tenho?"
+    assert table.expand(question) == question
+    assert table.expand("a empresa não me deu aviso, e agora?") == "a empresa não me deu aviso, e agora? aviso prévio"
+
 @pytest.mark.parametrize(
     "question",
     [
