@@ -42,7 +42,6 @@ def test_portuguese_terms_are_statutory(table):
     assert "gestante" in table.terms("estou grávida e fui dispensada, e agora?")
 
 
-
 def test_the_statutes_own_word_for_holidays_adds_no_section_of_their_chapter(table):
     # "férias" is the CLT's own word: no entry of its own, so a question on holidays is not pulled towards the
     # chapter's section on holiday pay (art. 142) or on when they are granted
@@ -57,6 +56,7 @@ def test_the_statutes_own_term_for_the_notice_adds_nothing_but_itself(table):
     question = "quantos dias de aviso prévio eu tenho?"
     assert table.expand(question) == question
     assert table.expand("a empresa não me deu aviso, e agora?") == "a empresa não me deu aviso, e agora? aviso prévio"
+
 
 @pytest.mark.parametrize(
     "question",
