@@ -32,6 +32,10 @@ CHILD_FILTER = {"field": "meta.level", "operator": "==", "value": "child"}
 DENSE_SCORE = "dense_score"  # meta key: a block's best dense similarity to the query (absolute relevance signal)
 # meta key: the best dense similarity to the query of a block's passages (its child chunks' late-chunked vectors)
 PASSAGE_SCORE = "passage_score"
+# the meta fields read with a block's text wherever it is embedded or searched as text (the embedders of
+# yaml/indexing.yaml, which add the contextualizer's `context`; the per-query relevance backends; the OpenSearch BM25
+# request): the section's name where the article's title repeats in its law (`ArticleParser`), then the title
+TEXT_META_FIELDS: Final[tuple[str, ...]] = ("section_name", "article_title")
 # what a dense search ranks: blocks, never the child chunks that carry passage vectors (searched per block instead)
 NOT_CHILD_FILTER = {"field": "meta.level", "operator": "!=", "value": "child"}
 # `meta.expansion` of a block placed as the constitutional basis of the article before it (`BasisExpander`): it

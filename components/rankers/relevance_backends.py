@@ -24,13 +24,14 @@ import numpy as np
 from haystack import Document, logging
 from haystack.dataclasses import ChatMessage
 
+from components.legal.ids import TEXT_META_FIELDS
 from components.legal.legal_text import fold_accents, split_sentences
 from components.generators.llm_backends import chat_json, chat_text, warm_up_generator
 from components.utils.models import resolve_model
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_META_FIELDS = ("section_name", "article_title")  # as yaml/indexing.yaml embeds a block
+DEFAULT_META_FIELDS = TEXT_META_FIELDS  # as yaml/indexing.yaml embeds a block
 CHARS_PER_TOKEN = 4  # budget of an LLM passage whose tokenizer is unknown (Spanish legal text, ~4 chars a token)
 
 GRADE_SYSTEM_PROMPT = (

@@ -14,6 +14,7 @@ from components.legal.ids import (
     DENSE_SCORE,
     NOT_CHILD_FILTER,
     PASSAGE_SCORE,
+    TEXT_META_FIELDS,
     check_named_laws,
     parent_key,
 )
@@ -28,15 +29,15 @@ MODES = ("dense", "sparse", "hybrid")
 HIT_FIELDS = ("level", "parent_id", "law_id")
 FUSIONS = ("rrf", "score")
 
-# BM25 request on the OpenSearch lexical store: the chunk text, its article title and, where the title repeats in its
-# law, its section's name (the fields the embedded BM25 vectors embed), any term may match; `$filters` always holds
-# at least the collection condition.
+# BM25 request on the OpenSearch lexical store: the chunk text and its `TEXT_META_FIELDS` (the section's name where
+# the title repeats in its law, the article title: what the embedded BM25 vectors embed), any term may match;
+# `$filters` always holds at least the collection condition.
 LEXICAL_BM25_QUERY: dict[str, Any] = {
     "query": {
         "bool": {
             "must": [
                 {"multi_match": {"query": "$query", "type": "most_fields",
-                                 "fields": ["content", "article_title", "section_name"]}}
+                                 "fields": ["content", *TEXT_META_FIELDS]}}
             ],
             "filter": "$filters",
         }

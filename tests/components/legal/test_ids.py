@@ -1,6 +1,12 @@
-import pytest
+from pathlib import Path
 
-from components.legal.ids import is_transitional
+import pytest
+import yaml
+
+from components.document_stores.opensearch_index import OPENSEARCH_MAPPINGS
+from components.legal.ids import TEXT_META_FIELDS, is_transitional
+from components.rankers.relevance_backends import DEFAULT_META_FIELDS
+from components.retrievers.hybrid_retriever import LEXICAL_BM25_QUERY
 from components.legal.legal_text import normalize_article_key
 
 
@@ -19,3 +25,16 @@ def test_transitional_keys_and_the_rest():
     # articles, the other dispositions, a preamble, no key; the ADCT's articles govern (art. 10: the FGTS fine)
     assert not any(is_transitional(k) for k in ("38", "59-a", "da1", "dd", "df2", "rd-unico", "preambulo", None, 38,
                                                 "adct-10"))
+
+
+def test_every_reader_of_a_blocks_text_reads_the_same_meta_fields():
+    # the indexing embedders (the YAML cannot import the constant), the per-query relevance backends and the
+    # OpenSearch BM25 request and mapping: an article told apart only by its section is told apart everywhere
+    indexing = yaml.safe_load((Path(__file__).parents[3] / "yaml" / "indexing.yaml").read_text(encoding="utf-8"))
+    for name in ("sparse_embedder", "dense_embedder"):
+        fields = indexing["components"][name]["init_parameters"]["meta_fields_to_embed"]
+        assert fields == [*TEXT_META_FIELDS, "context"], name
+    assert DEFAULT_META_FIELDS == TEXT_META_FIELDS == ("section_name", "article_title")
+    match = LEXICAL_BM25_QUERY["query"]["bool"]["must"][0]["multi_match"]
+    assert match["fields"] == ["content", *TEXT_META_FIELDS]
+    assert all(OPENSEARCH_MAPPINGS["properties"][field]["type"] == "text" for field in TEXT_META_FIELDS)
