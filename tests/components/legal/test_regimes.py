@@ -10,8 +10,9 @@ from tests.corpus_helpers import CORPUS
 from tests.reference_fixtures import parent_blocks
 
 CLT, RD1561, RD1620, LGSS = "DEL-5452-1943", "BOE-A-1995-21346", "BOE-A-2011-17975", "BOE-A-2015-11724"
-ET = "BOE-A-2015-11430"
-FILES = [CORPUS / name for name in ("CLT.md", "CF88.md", f"{RD1561}.md", f"{RD1620}.md", f"{LGSS}.md", f"{ET}.md")]
+ET, PRL = "BOE-A-2015-11430", "BOE-A-1995-24292"
+FILES = [CORPUS / name for name in ("CLT.md", "CF88.md", f"{RD1561}.md", f"{RD1620}.md", f"{LGSS}.md", f"{ET}.md",
+                                    f"{PRL}.md")]
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +147,28 @@ def test_an_adult_s_question_leaves_the_minors_article_after_the_general_rule(ar
     assert regimes.outside(question)(articles[(ET, "6")]) == "trabajo de los menores"
     assert not any(law_id == ET for law_id, _ in regimes.replacements(question))
     assert regimes.outside(question)(articles[(ET, "35")]) is None  # the general rule stays where it is
+
+
+def test_the_groups_the_prevention_law_protects_besides_everyone(articles):
+    regimes = load_special_regimes()
+    agency = "trabajo para una ETT en un almacén, ¿quién me tiene que dar la formación de prevención?"
+    temporary = "trabajadores temporales y de empresas de trabajo temporal"
+    assert regimes.outside(agency)(articles[(PRL, "28")]) is None
+    # who trains an agency worker and watches their health: art. 28, before everyone's arts. 19 and 22
+    assert regimes.replacements(agency) == {(PRL, "19"): ("28", temporary), (PRL, "22"): ("28", temporary)}
+    assert regimes.outside(agency)(articles[(PRL, "19")]) is None  # the general rule stays in place
+    sick = "vuelvo de una baja por incapacidad temporal, ¿me tienen que hacer un reconocimiento médico?"
+    assert regimes.outside(sick)(articles[(PRL, "28")]) == temporary
+    assert regimes.replacements(sick) == {}
+    pregnant = "estoy embarazada y trabajo con productos químicos, ¿qué tiene que hacer la empresa?"
+    assert regimes.outside(pregnant)(articles[(PRL, "26")]) is None
+    assert regimes.outside(pregnant)(articles[(PRL, "27")]) == "protección de los menores"
+    minor = "mi hijo tiene 17 años y empieza a trabajar en un taller, ¿qué tiene que hacer la empresa?"
+    assert regimes.outside(minor)(articles[(PRL, "27")]) is None
+    assert regimes.outside(minor)(articles[(PRL, "26")]) == "protección de la maternidad"
+    everyone = "¿la empresa tiene que darme formación en prevención de riesgos?"
+    assert [regimes.outside(everyone)(articles[(PRL, a)]) for a in ("16", "19", "22")] == [None, None, None]
+    assert all(regimes.outside(everyone)(articles[(PRL, a)]) for a in ("25", "26", "27", "28"))
 
 
 def test_a_woman_s_or_a_minor_s_own_limit_displaces_everyone_s_in_the_clt(articles):
