@@ -58,6 +58,21 @@ def test_the_statutes_own_term_for_the_notice_adds_nothing_but_itself(table):
     assert table.expand("a empresa não me deu aviso, e agora?") == "a empresa não me deu aviso, e agora? aviso prévio"
 
 
+def test_the_statutes_own_terms_for_permanent_incapacity_and_unions_add_no_article_s_words(table):
+    # "incapacidad permanente" is the LGSS's own term: its grades (total, absoluta, gran invalidez) pulled every
+    # question on it towards the article listing them (art. 194) rather than what it asks (amount, requirements, who
+    # decides); "sindicato" is the LOLS's and the CLT's own word
+    for question in ("¿qué requisitos hay para pedir la incapacidad permanente?",
+                     "¿los delegados de personal tienen horas libres para sus cosas del sindicato?"):
+        assert table.expand(question) == question, question
+    assert table.matches("posso fazer greve sem o sindicato?") == [("greve", "greve direito de greve")]
+    # the older word still finds the statute's term, without the grades
+    assert table.expand("me han dado la invalidez") == "me han dado la invalidez incapacidad permanente"
+    assert "absoluta" not in table.terms("me quedó una invalidez, ¿cobro algo?")
+    # a key holding the word stays ("horas sindicales": the representatives' paid hours)
+    assert "crédito" in table.terms("¿cuántas horas sindicales tengo?")
+
+
 @pytest.mark.parametrize(
     "question",
     [

@@ -443,7 +443,7 @@ def test_equivalence_table():
         assert table.table[colloquial] == legal
     assert len(table.table) >= len(PROMPTS_MD_PAIRS) + 30
     for colloquial in ("horas extra", "nómina", "erte", "ere", "excedencia", "reducción de jornada", "autónomo",
-                       "periodo de prueba", "acoso", "jubilación anticipada", "incapacidad permanente"):
+                       "periodo de prueba", "acoso", "jubilación anticipada", "invalidez"):
         assert colloquial in table.table
     # longest match first, accent-insensitive
     maternity = ("baja de maternidad", PROMPTS_MD_PAIRS["baja de maternidad"])
