@@ -168,7 +168,12 @@ def test_the_groups_the_prevention_law_protects_besides_everyone(articles):
     assert regimes.outside(minor)(articles[(PRL, "26")]) == "protección de la maternidad"
     everyone = "¿la empresa tiene que darme formación en prevención de riesgos?"
     assert [regimes.outside(everyone)(articles[(PRL, a)]) for a in ("16", "19", "22")] == [None, None, None]
-    assert all(regimes.outside(everyone)(articles[(PRL, a)]) for a in ("25", "26", "27", "28"))
+    assert all(regimes.outside(everyone)(articles[(PRL, a)]) for a in ("26", "27", "28"))
+    # breastfeeding is named however it is said; a worker's own condition names no listed group, so art. 25 (the
+    # workers especially sensitive to a risk) is in none and keeps its place
+    breastfeeding = "estoy dando el pecho a mi bebé, ¿qué tiene que hacer la empresa?"
+    assert regimes.outside(breastfeeding)(articles[(PRL, "26")]) is None
+    assert regimes.outside("tengo epilepsia, ¿me pueden poner en este puesto?")(articles[(PRL, "25")]) is None
 
 
 def test_a_woman_s_or_a_minor_s_own_limit_displaces_everyone_s_in_the_clt(articles):
