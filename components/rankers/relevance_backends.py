@@ -31,7 +31,6 @@ from components.utils.models import resolve_model
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_META_FIELDS = TEXT_META_FIELDS  # as yaml/indexing.yaml embeds a block
 CHARS_PER_TOKEN = 4  # budget of an LLM passage whose tokenizer is unknown (Spanish legal text, ~4 chars a token)
 
 GRADE_SYSTEM_PROMPT = (
@@ -132,7 +131,7 @@ class CrossEncoderScorer:
         model: str,
         batch_size: int = 16,
         max_length: int = 512,
-        meta_fields_to_embed: Sequence[str] = DEFAULT_META_FIELDS,
+        meta_fields_to_embed: Sequence[str] = TEXT_META_FIELDS,
         device: str | None = None,
     ) -> None:
         """
@@ -219,7 +218,7 @@ class EmbeddingScorer:
         model: str | None = None,
         batch_size: int = 16,
         max_length: int = 512,
-        meta_fields_to_embed: Sequence[str] = DEFAULT_META_FIELDS,
+        meta_fields_to_embed: Sequence[str] = TEXT_META_FIELDS,
     ) -> None:
         """
         Create an EmbeddingScorer.

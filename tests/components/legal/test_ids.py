@@ -1,3 +1,4 @@
+import inspect
 from pathlib import Path
 
 import pytest
@@ -5,7 +6,7 @@ import yaml
 
 from components.document_stores.opensearch_index import OPENSEARCH_MAPPINGS
 from components.legal.ids import TEXT_META_FIELDS, is_transitional
-from components.rankers.relevance_backends import DEFAULT_META_FIELDS
+from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer
 from components.retrievers.hybrid_retriever import LEXICAL_BM25_QUERY
 from components.legal.legal_text import normalize_article_key
 
@@ -34,7 +35,9 @@ def test_every_reader_of_a_blocks_text_reads_the_same_meta_fields():
     for name in ("sparse_embedder", "dense_embedder"):
         fields = indexing["components"][name]["init_parameters"]["meta_fields_to_embed"]
         assert fields == [*TEXT_META_FIELDS, "context"], name
-    assert DEFAULT_META_FIELDS == TEXT_META_FIELDS == ("section_name", "article_title")
+    assert TEXT_META_FIELDS == ("section_name", "article_title")
+    for scorer in (CrossEncoderScorer, EmbeddingScorer):  # the per-query relevance backends embed a block the same way
+        assert inspect.signature(scorer.__init__).parameters["meta_fields_to_embed"].default == TEXT_META_FIELDS
     match = LEXICAL_BM25_QUERY["query"]["bool"]["must"][0]["multi_match"]
     assert match["fields"] == ["content", *TEXT_META_FIELDS]
     assert all(OPENSEARCH_MAPPINGS["properties"][field]["type"] == "text" for field in TEXT_META_FIELDS)
