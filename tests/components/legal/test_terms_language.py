@@ -401,6 +401,7 @@ def test_split_concepts():
         ("a prefeitura vai desapropriar minha casa", "pt", "desapropriar", "indenização"),
         ("quem pode ser presidente da república?", "pt", "ser presidente da república", "elegibilidade"),
         ("o SUS é obrigado a me atender?", "pt", "sus", "universal"),
+        ("o posto de saúde pode cobrar pelo atendimento?", "pt", "posto de saúde", "universal"),
         ("quem paga a aposentadoria de quem nunca contribuiu?", "pt", "nunca contribuiu", "independentemente"),
         # one re-election only (CF88 art. 14, § 5º): the stemmer does not join "reeleger" to "reeleitos"
         ("o presidente pode se reeleger quantas vezes?", "pt", "reeleger", "reeleitos"),
