@@ -402,6 +402,9 @@ def test_split_concepts():
         ("quem pode ser presidente da república?", "pt", "ser presidente da república", "elegibilidade"),
         ("o SUS é obrigado a me atender?", "pt", "sus", "universal"),
         ("o posto de saúde pode cobrar pelo atendimento?", "pt", "posto de saúde", "universal"),
+        # a flood is the statute's force majeure (CLT art. 501); a night club is the 1967 text's "buates" (art. 405)
+        ("a empresa fechou por causa de uma enchente, tenho direito a indenização?", "pt", "enchente", "força"),
+        ("menor de 18 anos pode trabalhar de garçom numa boate?", "pt", "boate", "buates"),
         ("quem paga a aposentadoria de quem nunca contribuiu?", "pt", "nunca contribuiu", "independentemente"),
         # one re-election only (CF88 art. 14, § 5º): the stemmer does not join "reeleger" to "reeleitos"
         ("o presidente pode se reeleger quantas vezes?", "pt", "reeleger", "reeleitos"),
