@@ -111,6 +111,16 @@ def test_naming_the_group_brings_its_regime_in(articles):
     assert regimes.outside("qual a idade mínima para ser Presidente?")(articles[(CLT, "403")]) is not None
     assert regimes.outside("estou grávida, posso ser demitida?")(articles[(CLT, "391-a")]) is None
     assert regimes.outside("trabajo de interna cuidando a una señora")(articles[(RD1620, "9")]) is None
+    # words of the household group that name no household worker: one's own family, a party's internal structure,
+    # international treaties, domestic violence; a family hiring a carer for its mother still names one
+    for question in ("¿puedo reducir la jornada para cuidar a mi hijo?", "cuido a mi madre, ¿qué permisos tengo?",
+                     "¿Cuál debe ser la estructura interna de los partidos políticos?",
+                     "¿qué dicen los tratados internacionales sobre el trabajo?",
+                     "soy víctima de violencia doméstica, ¿puedo cambiar de centro de trabajo?"):
+        outside = regimes.outside(question)
+        assert outside(articles[(RD1620, "9")]) == "servicio del hogar familiar", question
+        assert outside(articles[(LGSS, "251")]) == "sistema especial para empleados de hogar", question
+    assert regimes.outside("me contrataron para cuidar a su madre")(articles[(RD1620, "9")]) is None
     assert regimes.outside("soy autónoma y me he puesto mala")(articles[(LGSS, "316")]) is None
     # the group is named in the question or in the query made from it
     assert regimes.outside("e a hora extra?", "sou bancário")(articles[(CLT, "225")]) is None
