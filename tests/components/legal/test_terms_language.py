@@ -424,6 +424,19 @@ def test_everyday_wording_of_common_conflicts_gets_the_statute_terms(table, text
     assert term in table.terms(text, language=language)
 
 
+def test_a_collective_agreement_reads_as_neither_a_termination_nor_one_article(table):
+    """"acordo coletivo" is the CLT's own term: matched whole, so "acordo" (a termination by mutual agreement, art.
+    484-A) never reads it, and expanded with its synonym alone, not with art. 611-A's words: an agreement's duration
+    (art. 614) or which instrument prevails (art. 620) is no question on the agreement prevailing over the law."""
+    text = "o acordo coletivo da categoria vale por quantos anos?"
+    assert [key for key, _ in table.matches(text, language="pt")] == ["acordo coletivo"]
+    terms = table.terms(text, language="pt")
+    assert "convenção" in terms
+    assert not {"prevalência", "extinção", "comum"} & set(terms)
+    # "acordo" alone is still the termination by mutual agreement
+    assert "extinção" in table.terms("posso fazer um acordo para sair da empresa?", language="pt")
+
+
 @pytest.mark.parametrize(
     "question, ends, expected",
     [
