@@ -38,6 +38,8 @@ RELEVANCE_BACKENDS = ("retrieval", "embedding", "cross_encoder", "llm")
 DEFAULT_RETRIEVAL_BLEND = {"embedding": 0.5, "retrieval": 0.5}  # measured on the dev sets (benchmarks/)
 HIERARCHY_BY_RANK = {1: 1.0, 2: 0.8, 3: 0.6, 4: 0.4, 5: 0.2}
 VIGENCIA_BY_STATUS = {IN_FORCE: 1.0, PARTIALLY_REPEALED: 0.5, REPEALED: 0.0}
+# the recency of a norm whose version date is unknown
+NEUTRAL_RECENCY = 0.5
 
 
 def hierarchy_score(meta: dict[str, Any]) -> float:
@@ -46,12 +48,27 @@ def hierarchy_score(meta: dict[str, Any]) -> float:
 
 
 def recency_score(meta: dict[str, Any], today: dt.date) -> float:
-    """Last consolidated version (or publication) < 3 years old -> 1.0, linearly down to 0.0 at 15 years."""
-    raw = meta.get("last_updated") or meta.get("publication_date")
+    """
+    The age of the norm's last consolidated version (`last_updated`): < 3 years old -> 1.0, linearly down to 0.0 at
+    15 years; an unreadable date is neutral (0.5).
+
+    Without a version date, the publication date is only a lower bound of it: an amended norm's text is younger than
+    its publication (a constitution published in 1988 and amended since is no 37-year-old text). Such a norm scores
+    at least the neutral 0.5, and more when its publication alone is recent.
+    """
+    version = meta.get("last_updated")
+    if version:
+        return _age_score(version, today)
+    published = meta.get("publication_date")
+    return max(NEUTRAL_RECENCY, _age_score(published, today)) if published else NEUTRAL_RECENCY
+
+
+def _age_score(raw: Any, today: dt.date) -> float:
+    """A date < 3 years old -> 1.0, linearly down to 0.0 at 15 years; an unreadable date -> neutral."""
     try:
         date = dt.date.fromisoformat(str(raw)[:10])
     except ValueError:
-        return 0.5  # unknown date: neutral
+        return NEUTRAL_RECENCY
     years = (today - date).days / 365.25
     return 1.0 if years < 3 else 0.0 if years > 15 else 1.0 - (years - 3) / 12
 
@@ -66,13 +83,13 @@ class LegalReranker:
     """
     Re-ranks the top candidates by `w_rel * relevance + w_hier * hierarchy + w_rec * recency + w_vig * vigencia`.
 
-    All signals are in [0, 1]: relevance is the backend's score divided by the best one among the candidates
-    (no `(score + 1) / 2` distortion), hierarchy follows the norm's rank (1 -> 1.0 ... 5 -> 0.2), recency the age
-    of its last consolidated version (< 3 years 1.0 ... > 15 years 0.0), vigencia its status (a repealed norm is
-    penalized, never removed). With near-equal relevance, the ET 2015 article therefore ranks above its repealed
-    ET 1995 twin. Only the first `top_n` documents are re-ranked; the rest follow in their order, their scores
-    rescaled below the head's. The head's incoming score is kept in `meta["retrieval_score"]`, the backend's in
-    `meta["relevance_score"]`; the blended one becomes `score`.
+    All signals are in [0, 1]: relevance is the backend's score divided by the best one among the candidates (no
+    `(score + 1) / 2` distortion), hierarchy follows the norm's rank (1 -> 1.0 ... 5 -> 0.2), recency the age of its
+    last consolidated version (< 3 years 1.0 ... > 15 years 0.0; unknown: at least neutral, see `recency_score`),
+    vigencia its status (a repealed norm is penalized, never removed). With near-equal relevance, the ET 2015
+    article therefore ranks above its repealed ET 1995 twin. Only the first `top_n` documents are re-ranked; the
+    rest follow in their order, their scores rescaled below the head's. The head's incoming score is kept in
+    `meta["retrieval_score"]`, the backend's in `meta["relevance_score"]`; the blended one becomes `score`.
 
     Relevance backends (`relevance`; see `components.rankers.relevance_backends`):
 
