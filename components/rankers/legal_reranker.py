@@ -53,8 +53,8 @@ def recency_score(meta: dict[str, Any], today: dt.date) -> float:
     15 years; an unreadable date is neutral (0.5).
 
     Without a version date, the publication date is only a lower bound of it: an amended norm's text is younger than
-    its publication (a constitution published in 1988 and amended since is no 37-year-old text). Such a norm scores
-    at least the neutral 0.5, and more when its publication alone is recent.
+    its publication (a constitution published in 1988 and amended many times since). Such a norm scores at least the
+    neutral 0.5, and more when its publication alone is recent.
     """
     version = meta.get("last_updated")
     if version:

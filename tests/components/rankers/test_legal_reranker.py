@@ -47,11 +47,10 @@ def test_signals_are_normalized():
     assert vigencia_score(ET1995) == 0.0 and vigencia_score(ET2015) == 1.0
 
 
-
-def test_a_constitution_without_a_version_date_is_not_judged_37_years_old():
+def test_a_constitution_without_a_version_date_is_not_judged_by_its_publication():
     """The Brazilian Constitution's text carries no consolidation date, only its 1988 publication; the CLT's says
     2025. Scored by the publication date, the CF88 lost 0.10 of recency to every CLT block, and a CLT article on a
-    regional court's president outranked the Constitution's on who succeeds the President of the Republic."""
+    labour court's president outranked the Constitution's on who succeeds the President of the Republic."""
     succession = "Art. 79. Substituirá o Presidente, no caso de impedimento, e suceder-lhe-á, no de vaga, o Vice."
     cf88 = Document(id="cf88-79", content=succession, score=1.0,
                     meta={"law_id": "CF88", "rank": 1, "status": "in_force", "publication_date": "1988-10-05",
@@ -62,6 +61,7 @@ def test_a_constitution_without_a_version_date_is_not_judged_37_years_old():
     out = LegalReranker(today="2026-11-21", jurisdiction_first=False).run(documents=[clt, cf88])["documents"]
     assert [d.id for d in out] == ["cf88-79", "clt-683"]
     assert out[0].score == pytest.approx(0.7 * 1.0 + 0.15 * 1.0 + 0.10 * 0.5 + 0.05)
+
 
 def test_run_ranks_the_in_force_version_above_its_repealed_twin():
     docs = [
