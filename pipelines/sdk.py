@@ -1,6 +1,7 @@
 """Python SDK: `from pipelines.sdk import LexHay`."""
 
 import copy
+import functools
 import hashlib
 import json
 import threading
@@ -554,7 +555,9 @@ class LexHay:
         The parent blocks (articles or article parts) that best answer `question`, best first.
 
         :param question: The question, in natural language.
-        :param top_k: Number of parent blocks.
+        :param top_k: Number of parent blocks. A shorter request's blocks are the start of a longer one's: the
+            first 20 (the re-ranker's pool) are chosen the same way whatever `top_k`, and the blocks past them come
+            from a deeper search, after them.
         :param mode: `sparse`, `dense`, `hybrid`, or `full` (the best retrieval the product has: hybrid + legal
             re-ranking).
         :param filters: Haystack metadata filters, e.g. `{"field": "meta.law_short", "operator": "==", "value": "ET"}`.
@@ -599,7 +602,36 @@ class LexHay:
         collections: list[str] | None,
         flags: dict[str, bool],
     ) -> list[Document]:
-        pipe = self.pipeline("retrieval")
+        # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
+        # every value along an edge (the query vector, element by element); traced stage by stage all the same
+        stages, connections = pipeline_stages(self.pipeline("retrieval"))
+        # the first `window` blocks (the re-ranker's pool) are those a request for `window` gets; a request for more
+        # appends the best of the rest from a deeper search. A deeper search fuses longer rankings (a block ranked
+        # past the usual depth in one of them adds to its RRF score) and re-ranks a larger pool, so without this
+        # asking for more results would reorder the first ones. (The whole window can come out a block or two
+        # short when a basis takes the place of its article's other blocks: the deeper search fills it too.)
+        window = stages["reranker"].top_n
+        search = functools.partial(self._search_once, question, mode=mode, filters=filters, collections=collections,
+                                   flags=flags, stages=stages, connections=connections)
+        head = search(min(top_k, window))
+        if top_k < window or len(head) >= top_k:
+            return head
+        seen = {doc.id for doc in head}
+        return head + [doc for doc in search(top_k + window) if doc.id not in seen][: top_k - len(head)]
+
+    def _search_once(
+        self,
+        question: str,
+        top_k: int,
+        *,
+        mode: str,
+        filters: dict[str, Any],
+        collections: list[str] | None,
+        flags: dict[str, bool],
+        stages: dict[str, Any],
+        connections: list[tuple[str, str]],
+    ) -> list[Document]:
+        """One run of the retrieval stages for `top_k` blocks (the search depth and re-ranked pool follow it)."""
         # `full` = hybrid (BM25 on the question + its statutory terms) + legal re-ranking with the cited articles
         # first and the constitutional basis of the first articles after them; the other modes are the plain
         # retrievers (for ablations): the question as it is, neither re-ranked nor with cited articles fetched
@@ -607,11 +639,10 @@ class LexHay:
         skipped = set() if reranked else {*CITATION_STAGES, "reranker", "basis_expander"}
         if mode != "full":
             skipped |= {"term_expander", "spelling_corrector"}
-        # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
-        # every value along an edge (the query vector, element by element); traced stage by stage all the same
-        stages, connections = pipeline_stages(pipe)
         search_mode = "hybrid" if mode == "full" else mode
-        # the re-ranker judges its whole pool (20 blocks) whatever the number asked for, then keeps `top_k`
+        # the re-ranker judges its whole pool (20 blocks) whatever the number asked for; the first `top_k` are kept
+        # after the bases are placed (a basis takes the place of its article's other blocks: cut before, the list
+        # would come out shorter than asked)
         pool = stages["reranker"].candidates_for(top_k) if reranked else top_k
         result = run_stages(
             {name: stage for name, stage in stages.items() if name not in skipped},
@@ -630,14 +661,14 @@ class LexHay:
                     "collections": collections,
                 },
                 "parent_resolver": {"top_k": pool, "filters": filters},
-                "reranker": {"query": question, "top_n": pool, "top_k": top_k},
+                "reranker": {"query": question, "top_n": pool},
                 "basis_expander": {"filters": filters},
             },
             connections,
             traced=True,
         )
         last = next(name for name in ("basis_expander", "reranker", "parent_resolver") if name in result)
-        return result[last]["documents"]
+        return result[last]["documents"][:top_k]
 
     @staticmethod
     def _restricted(filters: dict[str, Any] | None, access: dict[str, Any] | None) -> dict[str, Any]:

@@ -284,7 +284,38 @@ def test_sdk_retrieve_reranks_the_same_pool_whatever_top_k(indexed, monkeypatch)
     one = lex.retrieve("contrato para obra o servicio determinado", top_k=1)
     eight = lex.retrieve("contrato para obra o servicio determinado", top_k=8)
     assert len(one) == 1 and [(d.id, d.score) for d in one] == [(d.id, d.score) for d in eight[:1]]
-    assert seen[0][0] == seen[1][0] > 1 and [top_k for _, top_k in seen] == [1, 8]
+    # it keeps the whole pool: the first `top_k` are cut after the bases are placed
+    assert seen[0][0] == seen[1][0] > 1 and [top_k for _, top_k in seen] == [None, None]
+
+
+def test_sdk_retrieve_asking_for_more_never_reorders_the_first(indexed, monkeypatch):
+    """
+    Past the re-ranker's pool (`window`), a request gets the window as a request for the window does, then the best
+    of the rest from a deeper search: each shorter request's result is the start of a longer one's, as many blocks
+    as asked for.
+    """
+    lex, _, _ = indexed
+    reranker = lex.pipeline("retrieval").get_component("reranker")
+    monkeypatch.setattr(reranker, "top_n", 4)  # a window of 4 blocks, so that the small store holds several
+    searched = []
+    search_once = lex._search_once
+    monkeypatch.setattr(lex, "_search_once", lambda question, top_k, **kw: searched.append(top_k) or search_once(
+        question, top_k, **kw))
+    parents = len(lex.document_store.filter_documents({"field": "meta.level", "operator": "==", "value": "parent"}))
+    assert parents > 12
+    question = "¿cuánto puede durar un contrato eventual por circunstancias de la producción?"
+    for mode in ("full", "hybrid"):
+        lex.clear_caches()
+        searched.clear()
+        longest = [d.id for d in lex.retrieve(question, top_k=12, mode=mode)]
+        assert len(longest) == 12 == len(set(longest))  and searched == [4, 16]
+        for k in (1, 3, 4, 5, 8):
+            got = [d.id for d in lex.retrieve(question, top_k=k, mode=mode)]
+            assert got == longest[:k], (mode, k)
+    # within the window one search, as before
+    searched.clear()
+    lex.retrieve(question, top_k=3, mode="full")
+    assert searched == [3]
 
 
 def test_sdk_retrieve_full_puts_the_cited_article_first(indexed):
