@@ -556,8 +556,8 @@ class LexHay:
 
         :param question: The question, in natural language.
         :param top_k: Number of parent blocks. A shorter request's blocks are the start of a longer one's: the
-            first 20 (the re-ranker's pool) are chosen the same way whatever `top_k`, and the blocks past them come
-            from a deeper search, after them.
+            first 20 (the re-ranker's pool) are chosen the same way whatever `top_k`, the next 20 are what a
+            search for 40 adds, and so on.
         :param mode: `sparse`, `dense`, `hybrid`, or `full` (the best retrieval the product has: hybrid + legal
             re-ranking).
         :param filters: Haystack metadata filters, e.g. `{"field": "meta.law_short", "operator": "==", "value": "ET"}`.
@@ -605,19 +605,28 @@ class LexHay:
         # the retrieval pipeline's own components, run in its graph order without `Pipeline.run`'s deep copy of
         # every value along an edge (the query vector, element by element); traced stage by stage all the same
         stages, connections = pipeline_stages(self.pipeline("retrieval"))
-        # the first `window` blocks (the re-ranker's pool) are those a request for `window` gets; a request for more
-        # appends the best of the rest from a deeper search. A deeper search fuses longer rankings (a block ranked
-        # past the usual depth in one of them adds to its RRF score) and re-ranks a larger pool, so without this
-        # asking for more results would reorder the first ones. (The whole window can come out a block or two
-        # short when a basis takes the place of its article's other blocks: the deeper search fills it too.)
+        # rank windows: the first `window` blocks (the re-ranker's pool) are those a request for `window` gets, the
+        # next up to twice as many those a search for twice as many adds, and so on. A deeper search fuses longer
+        # rankings (a block ranked past the usual depth in one of them adds to its RRF score) and re-ranks a larger
+        # pool, so cutting one search at `top_k` would make the first blocks depend on how many were asked for.
+        # Windows of fixed sizes make a shorter request's blocks the start of a longer one's. (A window can come
+        # out a block or two short when a basis takes the place of its article's other blocks: the next fills it.)
         window = stages["reranker"].top_n
         search = functools.partial(self._search_once, question, mode=mode, filters=filters, collections=collections,
                                    flags=flags, stages=stages, connections=connections)
-        head = search(min(top_k, window))
-        if top_k < window or len(head) >= top_k:
-            return head
-        seen = {doc.id for doc in head}
-        return head + [doc for doc in search(top_k + window) if doc.id not in seen][: top_k - len(head)]
+        documents = search(min(top_k, window))
+        if top_k < window:
+            return documents
+        seen, size = {doc.id for doc in documents}, window
+        while len(documents) < top_k:
+            size *= 2
+            found = search(size)
+            added = [doc for doc in found if doc.id not in seen][: size - len(documents)]
+            if not added:  # the store (as the request may read it) holds no more
+                break
+            documents += added
+            seen.update(doc.id for doc in added)
+        return documents[:top_k]
 
     def _search_once(
         self,
@@ -682,16 +691,23 @@ class LexHay:
         """
         Like `retrieve`, but article-level: the best-scored block of each (law_id, article), `top_k` articles.
 
-        Long articles are split into several parent blocks (parts); this keeps only the best part of each.
+        Long articles are split into several parent blocks (parts); this keeps only the best part of each. Twice
+        `top_k` blocks are read first, and more (twice as many each time) while they hold fewer than `top_k`
+        articles and the store has more: a question on a long article can fill half of them with its parts.
         """
-        articles: list[Document] = []
-        seen: set[tuple[Any, Any]] = set()
-        for doc in self.retrieve(question, top_k=2 * top_k, **kwargs):
-            key = (doc.meta.get("law_id"), doc.meta.get("article"))
-            if key not in seen:
-                seen.add(key)
-                articles.append(doc)
-        return articles[:top_k]
+        blocks = 2 * top_k
+        while True:
+            found = self.retrieve(question, top_k=blocks, **kwargs)
+            articles: list[Document] = []
+            seen: set[tuple[Any, Any]] = set()
+            for doc in found:
+                key = (doc.meta.get("law_id"), doc.meta.get("article"))
+                if key not in seen:
+                    seen.add(key)
+                    articles.append(doc)
+            if len(articles) >= top_k or len(found) < blocks:
+                return articles[:top_k]
+            blocks *= 2
 
     def check_ask(
         self,

@@ -290,9 +290,9 @@ def test_sdk_retrieve_reranks_the_same_pool_whatever_top_k(indexed, monkeypatch)
 
 def test_sdk_retrieve_asking_for_more_never_reorders_the_first(indexed, monkeypatch):
     """
-    Past the re-ranker's pool (`window`), a request gets the window as a request for the window does, then the best
-    of the rest from a deeper search: each shorter request's result is the start of a longer one's, as many blocks
-    as asked for.
+    Past the re-ranker's pool (`window`), a request gets the window as a request for the window does, then what a
+    search twice as deep adds, and so on: each shorter request's result is the start of a longer one's, as many
+    blocks as asked for.
     """
     lex, _, _ = indexed
     reranker = lex.pipeline("retrieval").get_component("reranker")
@@ -308,7 +308,7 @@ def test_sdk_retrieve_asking_for_more_never_reorders_the_first(indexed, monkeypa
         lex.clear_caches()
         searched.clear()
         longest = [d.id for d in lex.retrieve(question, top_k=12, mode=mode)]
-        assert len(longest) == 12 == len(set(longest))  and searched == [4, 16]
+        assert len(longest) == 12 == len(set(longest)) and searched == [4, 8, 16]
         for k in (1, 3, 4, 5, 8):
             got = [d.id for d in lex.retrieve(question, top_k=k, mode=mode)]
             assert got == longest[:k], (mode, k)
@@ -316,6 +316,14 @@ def test_sdk_retrieve_asking_for_more_never_reorders_the_first(indexed, monkeypa
     searched.clear()
     lex.retrieve(question, top_k=3, mode="full")
     assert searched == [3]
+    # more than the store holds: every block once, then no further search
+    searched.clear()
+    everything = lex.retrieve(question, top_k=parents + 10)
+    assert len(everything) == len({d.id for d in everything}) == parents and searched[-1] >= parents
+    # articles: as many as asked for (their parts read further down when needed), a shorter list the longer's start
+    articles = [(d.meta["law_id"], d.meta["article"]) for d in lex.retrieve_articles(question, top_k=9)]
+    assert len(articles) == len(set(articles)) == 9
+    assert [(d.meta["law_id"], d.meta["article"]) for d in lex.retrieve_articles(question, top_k=5)] == articles[:5]
 
 
 def test_sdk_retrieve_full_puts_the_cited_article_first(indexed):
