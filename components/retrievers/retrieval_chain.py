@@ -54,7 +54,8 @@ INPUT_MAPPING = {
     "dense_text": ["spelling_corrector.dense_text", "text_embedder.text"],
     # parents and cited blocks are read with the access filter too
     "filters": ["citation_fetcher.filters", "retriever.filters", "parent_resolver.filters", "basis_expander.filters"],
-    # `run` widens the first two to the re-ranker's pool when fewer blocks are asked for (`candidates_for`)
+    # `run` widens the first to the re-ranker's pool when fewer blocks are asked for (`candidates_for`) and gives
+    # the second the re-ranker's own `top_n`
     "top_k": ["parent_resolver.top_k", "reranker.top_n", "reranker.top_k"],
     "mode": ["retriever.mode"],
     "collections": ["retriever.collections"],
@@ -214,8 +215,9 @@ class RetrievalChain(SuperComponent):
         The stages are called directly (`run_stages`) rather than through `Pipeline.run`, which deep-copies every
         value passed along an edge: for the query vector that copy (element by element) costs more than the search
         itself, and the chain runs once per query of every request. Two decisions are taken here, on top of the
-        wrapped pipeline's edges: a `top_k` below the re-ranker's `top_n` still has `top_n` candidates re-ranked
-        (`LegalReranker.candidates_for`), and a `text` that reads `question` with earlier turns is searched without
+        wrapped pipeline's edges: whatever `top_k`, the re-ranker judges its own `top_n` candidates (fewer
+        blocks are its best, more are followed by the next candidates in order: `LegalReranker.candidates_for`), and
+        a `text` that reads `question` with earlier turns is searched without
         passage scores (`components.legal.conversation.reads_earlier_turns`).
 
         :param kwargs: `text` (required), `dense_text`, `filters`, `top_k`, `mode`, `collections`, `named_laws`,
@@ -240,10 +242,11 @@ class RetrievalChain(SuperComponent):
         # the earlier question's, so its blocks are weighed by the whole block's similarity (no passage search)
         top_k = kwargs.get("top_k")
         if self.reranker is not None and isinstance(top_k, int) and top_k > 0:
-            # the re-ranker judges its whole pool whatever the number of blocks asked for
-            pool = self.reranker.candidates_for(top_k)
-            inputs["parent_resolver"]["top_k"] = pool
-            inputs.setdefault("reranker", {})["top_n"] = pool
+            # the re-ranker judges its own pool whatever the number of blocks asked for: fewer get the best of it,
+            # more get it and then the next candidates in their order (the search's depth does not change with
+            # `top_k`, so a shorter request's blocks are the start of a longer one's)
+            inputs["parent_resolver"]["top_k"] = self.reranker.candidates_for(top_k)
+            inputs.setdefault("reranker", {})["top_n"] = self.reranker.top_n
         question = kwargs.get("question")
         if question is not _delegate_default and reads_earlier_turns(kwargs["text"], question):
             inputs.setdefault("retriever", {})["passage_scores"] = False

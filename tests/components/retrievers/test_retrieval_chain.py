@@ -157,6 +157,17 @@ def test_the_reranker_judges_its_whole_pool_whatever_top_k(indexed, monkeypatch)
     assert seen[0][1:] == (pool, 1) and seen[1][1:] == (pool, 8) and seen[0][0] == seen[1][0] > 1
 
 
+def test_more_blocks_than_the_pool_start_with_a_shorter_requests(indexed, monkeypatch):
+    """Past the re-ranker's pool, it still judges its own `top_n`; the next candidates follow in their order."""
+    monkeypatch.setattr(indexed.reranker, "top_n", 3)
+    seen = []
+    reranker_run = indexed.reranker.run
+    monkeypatch.setattr(indexed.reranker, "run", lambda **kw: seen.append(kw["top_n"]) or reranker_run(**kw))
+    three = [d.id for d in indexed.run(text="contrato de interinidad", top_k=3)["documents"]]
+    seven = [d.id for d in indexed.run(text="contrato de interinidad", top_k=7)["documents"]]
+    assert len(three) == 3 and len(seven) == 7 and seven[:3] == three and seen == [3, 3]
+
+
 def test_a_conversation_reading_is_searched_without_passages(indexed, monkeypatch):
     """The question read with the turn before it holds two questions: no passage search for that query."""
     seen = []
