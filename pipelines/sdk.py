@@ -1,7 +1,6 @@
 """Python SDK: `from pipelines.sdk import LexHay`."""
 
 import copy
-import functools
 import hashlib
 import json
 import threading
@@ -612,72 +611,61 @@ class LexHay:
         # Windows of fixed sizes make a shorter request's blocks the start of a longer one's. (A window can come
         # out a block or two short when a basis takes the place of its article's other blocks: the next fills it.)
         window = stages["reranker"].top_n
-        search = functools.partial(self._search_once, question, mode=mode, filters=filters, collections=collections,
-                                   flags=flags, stages=stages, connections=connections)
+
+        def search(size: int) -> list[Document]:
+            """One run of the retrieval stages for `size` blocks (the search depth and re-ranked pool follow it)."""
+            # `full` = hybrid (BM25 on the question + its statutory terms) + legal re-ranking with the cited articles
+            # first and the constitutional basis of the first articles after them; the other modes are the plain
+            # retrievers (for ablations): the question as it is, neither re-ranked nor with cited articles fetched
+            reranked = mode == "full" and flags["rerank"]
+            skipped = set() if reranked else {*CITATION_STAGES, "reranker", "basis_expander"}
+            if mode != "full":
+                skipped |= {"term_expander", "spelling_corrector"}
+            search_mode = "hybrid" if mode == "full" else mode
+            # the re-ranker judges its whole pool (20 blocks) whatever the number asked for; the first `size` are
+            # kept after the bases are placed (a basis takes the place of its article's other blocks: cut before,
+            # the list would come out shorter than asked)
+            pool = stages["reranker"].candidates_for(size) if reranked else size
+            result = run_stages(
+                {name: stage for name, stage in stages.items() if name not in skipped},
+                {
+                    "spelling_corrector": {"query": question},  # when it runs, the stages below read its `query`
+                    "citation_detector": {"query": question},
+                    "citation_fetcher": {"filters": filters},
+                    # when it runs, its output replaces the two BM25 inputs below
+                    "term_expander": {"query": question},
+                    "text_embedder": {"text": question},
+                    "sparse_text_embedder": {"text": question},
+                    "retriever": {
+                        "query": question,
+                        "filters": filters,
+                        "top_k": stages["retriever"].chunks_for_blocks(pool, search_mode),
+                        "mode": search_mode,
+                        "collections": collections,
+                    },
+                    "parent_resolver": {"top_k": pool, "filters": filters},
+                    "reranker": {"query": question, "top_n": pool},
+                    "basis_expander": {"filters": filters},
+                },
+                connections,
+                traced=True,
+            )
+            last = next(name for name in ("basis_expander", "reranker", "parent_resolver") if name in result)
+            return result[last]["documents"][:size]
+
         documents = search(min(top_k, window))
         if top_k < window:
             return documents
-        seen, size = {doc.id for doc in documents}, window
+        seen, tier = {doc.id for doc in documents}, window
         while len(documents) < top_k:
-            size *= 2
-            found = search(size)
-            added = [doc for doc in found if doc.id not in seen][: size - len(documents)]
+            tier *= 2
+            found = search(tier)
+            added = [doc for doc in found if doc.id not in seen][: tier - len(documents)]
             if not added:  # the store (as the request may read it) holds no more
                 break
             documents += added
             seen.update(doc.id for doc in added)
         return documents[:top_k]
-
-    def _search_once(
-        self,
-        question: str,
-        top_k: int,
-        *,
-        mode: str,
-        filters: dict[str, Any],
-        collections: list[str] | None,
-        flags: dict[str, bool],
-        stages: dict[str, Any],
-        connections: list[tuple[str, str]],
-    ) -> list[Document]:
-        """One run of the retrieval stages for `top_k` blocks (the search depth and re-ranked pool follow it)."""
-        # `full` = hybrid (BM25 on the question + its statutory terms) + legal re-ranking with the cited articles
-        # first and the constitutional basis of the first articles after them; the other modes are the plain
-        # retrievers (for ablations): the question as it is, neither re-ranked nor with cited articles fetched
-        reranked = mode == "full" and flags["rerank"]
-        skipped = set() if reranked else {*CITATION_STAGES, "reranker", "basis_expander"}
-        if mode != "full":
-            skipped |= {"term_expander", "spelling_corrector"}
-        search_mode = "hybrid" if mode == "full" else mode
-        # the re-ranker judges its whole pool (20 blocks) whatever the number asked for; the first `top_k` are kept
-        # after the bases are placed (a basis takes the place of its article's other blocks: cut before, the list
-        # would come out shorter than asked)
-        pool = stages["reranker"].candidates_for(top_k) if reranked else top_k
-        result = run_stages(
-            {name: stage for name, stage in stages.items() if name not in skipped},
-            {
-                "spelling_corrector": {"query": question},  # when it runs, the stages below read its `query`
-                "citation_detector": {"query": question},
-                "citation_fetcher": {"filters": filters},
-                "term_expander": {"query": question},  # when it runs, its output replaces the two BM25 inputs below
-                "text_embedder": {"text": question},
-                "sparse_text_embedder": {"text": question},
-                "retriever": {
-                    "query": question,
-                    "filters": filters,
-                    "top_k": stages["retriever"].chunks_for_blocks(pool, search_mode),
-                    "mode": search_mode,
-                    "collections": collections,
-                },
-                "parent_resolver": {"top_k": pool, "filters": filters},
-                "reranker": {"query": question, "top_n": pool},
-                "basis_expander": {"filters": filters},
-            },
-            connections,
-            traced=True,
-        )
-        last = next(name for name in ("basis_expander", "reranker", "parent_resolver") if name in result)
-        return result[last]["documents"][:top_k]
 
     @staticmethod
     def _restricted(filters: dict[str, Any] | None, access: dict[str, Any] | None) -> dict[str, Any]:

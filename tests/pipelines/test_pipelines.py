@@ -297,10 +297,10 @@ def test_sdk_retrieve_asking_for_more_never_reorders_the_first(indexed, monkeypa
     lex, _, _ = indexed
     reranker = lex.pipeline("retrieval").get_component("reranker")
     monkeypatch.setattr(reranker, "top_n", 4)  # a window of 4 blocks, so that the small store holds several
-    searched = []
-    search_once = lex._search_once
-    monkeypatch.setattr(lex, "_search_once", lambda question, top_k, **kw: searched.append(top_k) or search_once(
-        question, top_k, **kw))
+    resolver = lex.pipeline("retrieval").get_component("parent_resolver")
+    searched = []  # the blocks each search resolves
+    resolve = resolver.run
+    monkeypatch.setattr(resolver, "run", lambda **kw: searched.append(kw["top_k"]) or resolve(**kw))
     parents = len(lex.document_store.filter_documents({"field": "meta.level", "operator": "==", "value": "parent"}))
     assert parents > 12
     question = "¿cuánto puede durar un contrato eventual por circunstancias de la producción?"
@@ -312,10 +312,10 @@ def test_sdk_retrieve_asking_for_more_never_reorders_the_first(indexed, monkeypa
         for k in (1, 3, 4, 5, 8):
             got = [d.id for d in lex.retrieve(question, top_k=k, mode=mode)]
             assert got == longest[:k], (mode, k)
-    # within the window one search, as before
+    # within the window one search of the whole pool, as before
     searched.clear()
     lex.retrieve(question, top_k=3, mode="full")
-    assert searched == [3]
+    assert searched == [4]
     # more than the store holds: every block once, then no further search
     searched.clear()
     everything = lex.retrieve(question, top_k=parents + 10)
