@@ -544,9 +544,11 @@ class LegalReranker:
 
     def candidates_for(self, top_k: int) -> int:
         """
-        How many candidates to re-rank when `top_k` blocks are wanted: at least `top_n`, the pool the re-ranker's
-        defaults were chosen with. Re-ranking only `top_k` of them would make the best block depend on how many the
-        caller asked for (with 1, the retrieval's first would always stay first).
+        How many candidates to give the re-ranker when `top_k` blocks are wanted: at least `top_n`, the pool the
+        re-ranker's defaults were chosen with. Re-ranking only `top_k` of them would make the best block depend on
+        how many the caller asked for (with 1, the retrieval's first would always stay first). A caller that wants
+        more than `top_n` keeps the first `top_n` as a request for `top_n` ranks them (the SDK's rank windows,
+        `RetrievalChain`'s own pool) so that asking for more never reorders them.
 
         :param top_k: Blocks wanted.
         :returns: `max(top_k, top_n)`.

@@ -216,9 +216,9 @@ class RetrievalChain(SuperComponent):
         value passed along an edge: for the query vector that copy (element by element) costs more than the search
         itself, and the chain runs once per query of every request. Two decisions are taken here, on top of the
         wrapped pipeline's edges: whatever `top_k`, the re-ranker judges its own `top_n` candidates (fewer
-        blocks are its best, more are followed by the next candidates in order: `LegalReranker.candidates_for`), and
-        a `text` that reads `question` with earlier turns is searched without
-        passage scores (`components.legal.conversation.reads_earlier_turns`).
+        blocks are its best, more are followed by the next candidates in order: `LegalReranker.candidates_for`),
+        and a `text` that reads `question` with earlier turns is searched without passage scores
+        (`components.legal.conversation.reads_earlier_turns`).
 
         :param kwargs: `text` (required), `dense_text`, `filters`, `top_k`, `mode`, `collections`, `named_laws`,
             `question`.
