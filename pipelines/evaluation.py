@@ -292,15 +292,9 @@ def parse_mode(spec: str) -> dict[str, Any]:
 
 def best_per_article(documents: Iterable[Any], top_k: int) -> list[Any]:
     """The best-scored block of each (law_id, article), best first, at most `top_k`."""
-    ordered = sorted(documents, key=lambda d: d.score or 0.0, reverse=True)
-    seen: set[tuple[Any, Any]] = set()
-    articles = []
-    for doc in ordered:
-        key = (doc.meta.get("law_id"), doc.meta.get("article"))
-        if key not in seen:
-            seen.add(key)
-            articles.append(doc)
-    return articles[:top_k]
+    from components.legal.ids import first_per_article  # noqa: PLC0415
+
+    return first_per_article(sorted(documents, key=lambda d: d.score or 0.0, reverse=True))[:top_k]
 
 
 def mode_retriever(lex: Any, spec: str, top_k: int = 10) -> Callable[[str], list[Any]]:

@@ -30,7 +30,7 @@ from components.legal.access import (
 )
 from components.legal.answer_format import article_citation, unknown_norms_notice
 from components.legal.citations import cites_block
-from components.legal.ids import SOURCE_DIGEST
+from components.legal.ids import SOURCE_DIGEST, first_per_article
 from components.legal.legal_text import detect_query_language
 from components.retrievers.retrieval_chain import CITATION_STAGES
 from components.utils.stage_runner import pipeline_stages, run_stages
@@ -611,23 +611,24 @@ class LexHay:
         # Windows of fixed sizes make a shorter request's blocks the start of a longer one's. (A window can come
         # out a block or two short when a basis takes the place of its article's other blocks: the next fills it.)
         window = stages["reranker"].top_n
+        # `full` = hybrid (BM25 on the question + its statutory terms) + legal re-ranking with the cited articles
+        # first and the constitutional basis of the first articles after them; the other modes are the plain
+        # retrievers (for ablations): the question as it is, neither re-ranked nor with cited articles fetched
+        reranked = mode == "full" and flags["rerank"]
+        skipped = set() if reranked else {*CITATION_STAGES, "reranker", "basis_expander"}
+        if mode != "full":
+            skipped |= {"term_expander", "spelling_corrector"}
+        running = {name: stage for name, stage in stages.items() if name not in skipped}
+        search_mode = "hybrid" if mode == "full" else mode
 
         def search(size: int) -> list[Document]:
             """One run of the retrieval stages for `size` blocks (the search depth and re-ranked pool follow it)."""
-            # `full` = hybrid (BM25 on the question + its statutory terms) + legal re-ranking with the cited articles
-            # first and the constitutional basis of the first articles after them; the other modes are the plain
-            # retrievers (for ablations): the question as it is, neither re-ranked nor with cited articles fetched
-            reranked = mode == "full" and flags["rerank"]
-            skipped = set() if reranked else {*CITATION_STAGES, "reranker", "basis_expander"}
-            if mode != "full":
-                skipped |= {"term_expander", "spelling_corrector"}
-            search_mode = "hybrid" if mode == "full" else mode
             # the re-ranker judges its whole pool (20 blocks) whatever the number asked for; the first `size` are
             # kept after the bases are placed (a basis takes the place of its article's other blocks: cut before,
             # the list would come out shorter than asked)
             pool = stages["reranker"].candidates_for(size) if reranked else size
             result = run_stages(
-                {name: stage for name, stage in stages.items() if name not in skipped},
+                running,
                 {
                     "spelling_corrector": {"query": question},  # when it runs, the stages below read its `query`
                     "citation_detector": {"query": question},
@@ -686,13 +687,7 @@ class LexHay:
         blocks = 2 * top_k
         while True:
             found = self.retrieve(question, top_k=blocks, **kwargs)
-            articles: list[Document] = []
-            seen: set[tuple[Any, Any]] = set()
-            for doc in found:
-                key = (doc.meta.get("law_id"), doc.meta.get("article"))
-                if key not in seen:
-                    seen.add(key)
-                    articles.append(doc)
+            articles = first_per_article(found)
             if len(articles) >= top_k or len(found) < blocks:
                 return articles[:top_k]
             blocks *= 2

@@ -7,6 +7,7 @@ without importing each other.
 
 import hashlib
 import re
+from collections.abc import Iterable
 from typing import Any, Final
 
 from haystack import Document, logging
@@ -140,6 +141,18 @@ def parent_key(document: Document) -> str:
         logger.warning("Chunk {chunk_id} has no parent_id; used as its own block", chunk_id=document.id)
         return document.id
     return document.meta["parent_id"]
+
+
+def first_per_article(documents: Iterable[Document]) -> list[Document]:
+    """The first block of each (law_id, article) in `documents`' order: an article-level ranking of blocks."""
+    seen: set[tuple[Any, Any]] = set()
+    articles = []
+    for doc in documents:
+        key = (doc.meta.get("law_id"), doc.meta.get("article"))
+        if key not in seen:
+            seen.add(key)
+            articles.append(doc)
+    return articles
 
 
 def check_named_laws(named_laws: Any) -> None:

@@ -3,9 +3,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from haystack import Document
 
 from components.document_stores.opensearch_index import OPENSEARCH_MAPPINGS
-from components.legal.ids import TEXT_META_FIELDS, is_transitional
+from components.legal.ids import TEXT_META_FIELDS, first_per_article, is_transitional
 from components.rankers.relevance_backends import CrossEncoderScorer, EmbeddingScorer
 from components.retrievers.hybrid_retriever import LEXICAL_BM25_QUERY
 from components.legal.legal_text import normalize_article_key
@@ -41,3 +42,10 @@ def test_every_reader_of_a_blocks_text_reads_the_same_meta_fields():
     match = LEXICAL_BM25_QUERY["query"]["bool"]["must"][0]["multi_match"]
     assert match["fields"] == ["content", *TEXT_META_FIELDS]
     assert all(OPENSEARCH_MAPPINGS["properties"][field]["type"] == "text" for field in TEXT_META_FIELDS)
+
+
+def test_first_per_article_keeps_each_articles_first_block_in_order():
+    blocks = [Document(content=c, meta={"law_id": law, "article": art}) for c, law, art in (
+        ("ET 34, part 2", "ET", "34"), ("ET 37", "ET", "37"), ("ET 34, part 1", "ET", "34"), ("CLT 34", "CLT", "34"))]
+    assert [d.content for d in first_per_article(blocks)] == ["ET 34, part 2", "ET 37", "CLT 34"]
+    assert first_per_article([]) == []
