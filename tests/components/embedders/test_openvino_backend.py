@@ -344,3 +344,23 @@ def test_the_converted_model_gives_its_token_states_and_passage_vectors(tiny_den
     encoder.head, encoder._states_checked = None, True
     with pytest.raises(RuntimeError, match="no mean-pooled token states"):
         encoder.encode_passages(texts, spans)
+
+
+def test_passes_with_token_states_run_several_batches_at_once_and_keep_each_row_its_own(tiny_dense_model):
+    """Indexing's batches go through a queue of one request per stream; each text still gets its own vector."""
+    encoder = OpenVINOEncoder(tiny_dense_model, weights="float")
+    assert encoder.supports_passages()
+    compiled, _ = encoder._with_states
+    assert compiled.get_property("PERFORMANCE_HINT") == "THROUGHPUT"
+    words = ["contrato", "vacaciones", "salario", "despido", "jornada", "huelga", "convenio", "permiso"]
+    texts = [" ".join(words[(i * j) % len(words)] for j in range(3 + i)) for i in range(21)]
+    spans = [[(0, len(text) // 2)] for text in texts]
+    vectors, passages = encoder.encode_passages(texts, spans, prompt_name="document", batch_size=2)
+    plain = encoder.encode(texts, prompt_name="document", batch_size=1)  # one at a time, on the plain model
+    nearest = (vectors @ plain.T).argmax(axis=1)  # no row took another's vector
+    assert nearest.tolist() == list(range(len(texts)))
+    assert all(float(a @ b) > 0.999 for a, b in zip(vectors, plain, strict=True))
+    alone = [encoder.encode_passages([text], [span], prompt_name="document") for text, span in zip(texts, spans)]
+    for row, (vector, pooled) in enumerate(alone):
+        assert float(vector[0] @ vectors[row]) > 0.999
+        assert float(pooled[0][0] @ passages[row][0]) > 0.999
