@@ -9,7 +9,9 @@ dimensions) and converted with `openvino.convert_model`; the result is saved bes
 source weights. `ensure_openvino_model` converts when the folder is missing, incomplete or its checksums do not
 match (`lexhay models install` calls it once per dense model); `OpenVINOEncoder` runs it with the model's own
 tokenizer, prompts and token limit, in bfloat16 where the CPU computes it natively (AMX / AVX512-BF16), in float32
-elsewhere.
+elsewhere. Queries run on a copy compiled for latency (one request, all cores); indexing runs on a copy compiled for
+throughput, which also outputs the token states that passage vectors are pooled from, and keeps one batch in flight
+per stream.
 
 Where the CPU has int8 dot-product instructions (AMX-INT8, AVX512-VNNI, AVX-VNNI), which do twice the work of
 bfloat16 ones per instruction, the encoder runs an int8 copy of that model instead: weights and activations of its
