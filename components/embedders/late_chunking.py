@@ -173,16 +173,33 @@ class PoolingHead:
         :param ranges: Token ranges `[first, last + 1)`, `None` for a passage without tokens.
         :returns: One vector per range (`None` where the range is `None` or its states are not finite).
         """
-        kept = [i for i, r in enumerate(ranges) if r is not None]
-        out: list[np.ndarray | None] = [None] * len(ranges)
-        if not kept:
-            return out
-        means = np.stack([np.asarray(states[ranges[i][0] : ranges[i][1]], dtype=np.float32).mean(axis=0)
-                          for i in kept])
-        vectors = self(means)
-        for row, i in enumerate(kept):
-            if np.isfinite(vectors[row]).all():
-                out[i] = vectors[row]
+        return self.apply([self.means(states, ranges)])[0]
+
+    @staticmethod
+    def means(states: np.ndarray, ranges: Sequence[tuple[int, int] | None]) -> list[np.ndarray | None]:
+        """
+        The token states of each range of one text averaged, before the head (`None` where the range is `None`).
+
+        Pooling many texts' passages keeps these and applies the head once to them all (`apply`), instead of
+        reading its weights again for every text.
+        """
+        return [None if r is None else np.asarray(states[r[0] : r[1]], dtype=np.float32).mean(axis=0)
+                for r in ranges]
+
+    def apply(self, means: Sequence[Sequence[np.ndarray | None]]) -> list[list[np.ndarray | None]]:
+        """
+        The head applied to the averaged states of several texts' passages (`means`), one product per layer for
+        them all; the result has the same nesting (`None` where a mean is `None` or its vector is not finite).
+        """
+        rows = [mean for text in means for mean in text if mean is not None]
+        vectors = iter(self(np.stack(rows)) if rows else ())
+        out: list[list[np.ndarray | None]] = []
+        for text in means:
+            pooled: list[np.ndarray | None] = []
+            for mean in text:
+                vector = None if mean is None else next(vectors)
+                pooled.append(vector if vector is not None and np.isfinite(vector).all() else None)
+            out.append(pooled)
         return out
 
 

@@ -727,13 +727,15 @@ class OpenVINOEncoder:
             for offsets, spans in zip(encoded["offset_mapping"], passages, strict=True)
         ]
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        pooled: list[list[np.ndarray | None]] = [[] for _ in texts]
+        means: list[list[np.ndarray | None]] = [[] for _ in texts]
         passes = self._passes(encoded["input_ids"], batch_size, progress_bar, states=True,
                               desc="Embedding (OpenVINO, with passages)")
         for i, vector, states in passes:
             vectors[i] = vector
-            pooled[i] = self.head.passages(states, ranges[i])
-        return vectors, pooled
+            means[i] = self.head.means(states, ranges[i])
+        # the head (two 768 x 3072 projections for EmbeddingGemma) once for every passage, after the model's passes:
+        # per text, it would read its weights again for a handful of rows, on the cores the passes run on
+        return vectors, self.head.apply(means)
 
     def _run(self, rows: list[list[int]], multiple: int = PAD_MULTIPLE, states: bool = False) -> Any:
         """

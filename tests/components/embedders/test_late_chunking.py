@@ -51,6 +51,25 @@ def test_pooling_head_reproduces_the_models_sentence_embedding(tiny_dense_model)
     assert float(part[0] @ whole) < 0.9999  # a passage is not the whole text
 
 
+def test_the_head_applied_once_to_several_texts_gives_each_passage_its_own_vector(tiny_dense_model):
+    """`apply` over many texts' averaged states = `passages` text by text, in the same nesting, `None` kept."""
+    head = PoolingHead.from_folder(tiny_dense_model)
+    rng = np.random.default_rng(0)
+    hidden = head.layers[0][0].shape[1]
+    texts = [rng.normal(size=(n, hidden)).astype(np.float32) for n in (5, 9, 3)]
+    ranges = [[(0, 2), None, (2, 5)], [None], [(0, 3), (1, 2)]]
+    texts[2][1, 0] = np.nan  # a passage whose states are not finite gets no vector
+    together = head.apply([head.means(states, r) for states, r in zip(texts, ranges, strict=True)])
+    assert [[v is None for v in text] for text in together] == [[False, True, False], [True], [True, True]]
+    for states, r, pooled in zip(texts, ranges, together, strict=True):
+        for alone, vector in zip(head.passages(states, r), pooled, strict=True):
+            assert (alone is None) == (vector is None)
+            if vector is not None:
+                np.testing.assert_allclose(vector, alone, atol=1e-6)
+    assert float(together[0][0] @ together[0][2]) < 0.999  # two passages of one text: two vectors
+    assert head.apply([[None], []]) == [[None], []]
+
+
 def test_pooling_head_refuses_what_late_chunking_cannot_reproduce(tiny_dense_model, tmp_path):
     assert PoolingHead.from_folder(tmp_path) is None  # not a model folder
     folder = tmp_path / "cls"
