@@ -521,7 +521,7 @@ class DenseDocumentEmbedder:
         limit = self.max_seq_length or model.max_seq_length
         head = self._torch_head()
         blocks: list[Any] = [None] * len(texts)
-        pooled: list[list[Any]] = [[] for _ in texts]
+        means: list[list[Any]] = [[] for _ in texts]
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         size = min(self.batch_size, MAX_BLOCKS_PER_PASS)
         for start in range(0, len(order), size):
@@ -536,8 +536,8 @@ class DenseDocumentEmbedder:
                 shifted = [None if s is None else (s[0] + len(prompt), s[1] + len(prompt)) for s in spans[i]]
                 blocks[i] = features["sentence_embedding"][row].float().numpy()
                 states = features["token_embeddings"][row][real].float().numpy()
-                pooled[i] = head.passages(states, token_ranges(offsets[row][real].tolist(), shifted))
-        return blocks, pooled
+                means[i] = head.means(states, token_ranges(offsets[row][real].tolist(), shifted))
+        return blocks, head.apply(means)  # the head once for every passage
 
     def _stored_vectors(self, documents: list[Document], hashes: list[str]) -> dict[int, list[float] | None]:
         """
