@@ -364,3 +364,24 @@ def test_passes_with_token_states_run_several_batches_at_once_and_keep_each_row_
     for row, (vector, pooled) in enumerate(alone):
         assert float(vector[0] @ vectors[row]) > 0.999
         assert float(pooled[0][0] @ passages[row][0]) > 0.999
+
+
+def test_two_indexing_calls_at_once_each_get_their_own_rows(tiny_dense_model):
+    """Two threads pooling passages at the same time (two uploads of one server) each get their own vectors."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    encoder = OpenVINOEncoder(tiny_dense_model, weights="float")
+    words = ["contrato", "vacaciones", "salario", "despido", "jornada", "huelga", "convenio", "permiso"]
+    # the tiny model's vector depends on a text's length: row i of the two calls differ in length
+    calls = [[" ".join(words[(i * j) % len(words)] for j in range(length(i))) for i in range(12)]
+             for length in (lambda i: 2 + i, lambda i: 13 - i)]
+    spans = [[(0, len(text) // 2)] for text in calls[0]]
+    alone = [encoder.encode_passages(texts, spans, prompt_name="document", batch_size=2) for texts in calls]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        together = list(pool.map(lambda texts: encoder.encode_passages(texts, spans, prompt_name="document",
+                                                                      batch_size=2), calls))
+    for (vectors, passages), (again, passages_again) in zip(alone, together, strict=True):
+        np.testing.assert_allclose(again, vectors, atol=1e-6)
+        for first, second in zip(passages, passages_again, strict=True):
+            np.testing.assert_allclose(second[0], first[0], atol=1e-6)
+    assert float(np.abs(alone[0][0] - alone[1][0]).max()) > 1e-3  # the two calls embed different texts
