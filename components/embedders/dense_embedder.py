@@ -693,7 +693,7 @@ class DenseTextEmbedder:
             return
         _load_backend(self, "SentenceTransformersTextEmbedder", QUERY_PROMPT_NAMES)
         if self._openvino is not None:
-            self._openvino.compile_plain()  # the model queries run, ready before the first question
+            self._openvino.compile_for_queries()  # the copy questions run on, ready before the first one
         logger.info("Dense text embedder ready: {model} ({dim} dims)", model=self.model_name, dim=self.embedding_dim)
 
     @component.output_types(embedding=list[float])

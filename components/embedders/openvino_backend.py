@@ -9,9 +9,12 @@ dimensions) and converted with `openvino.convert_model`; the result is saved bes
 source weights. `ensure_openvino_model` converts when the folder is missing, incomplete or its checksums do not
 match (`lexhay models install` calls it once per dense model); `OpenVINOEncoder` runs it with the model's own
 tokenizer, prompts and token limit, in bfloat16 where the CPU computes it natively (AMX / AVX512-BF16), in float32
-elsewhere. Queries run on a copy compiled for latency (one request, all cores); indexing runs on a copy compiled for
-throughput, which also outputs the token states that passage vectors are pooled from, and keeps one batch in flight
-per stream.
+elsewhere. Queries run on copies compiled for latency (one request, all cores), one per query width
+(`QUERY_WIDTHS`): a question is padded to the first width that holds it and run at that fixed shape; longer texts and
+batches run on a copy with dynamic shapes. Indexing runs on a copy compiled for throughput, which also outputs the
+token states that passage vectors are pooled from, and keeps one batch in flight per stream. Every copy is compiled
+from the graph with its embedding lookup rewritten (`gather_before_scaling`), so that none holds a float copy of the
+int8 token embedding table.
 
 Where the CPU has int8 dot-product instructions (AMX-INT8, AVX512-VNNI, AVX-VNNI), which do twice the work of
 bfloat16 ones per instruction, the encoder runs an int8 copy of that model instead: weights and activations of its
@@ -74,6 +77,11 @@ MAX_PADDING = 64
 # shapes (OpenVINO prepares a shape it has not just run), and the masked padding leaves the pooled vector unchanged
 # up to bfloat16 rounding (exact in float32).
 PAD_MULTIPLE = 16
+# Token widths of the copies that embed one text (`OpenVINOEncoder.encode` of a question): a text is padded to the first
+# width that holds it and run on a copy compiled for exactly that shape, where OpenVINO fuses the element-wise steps
+# into their neighbours and picks its kernels once; a copy with dynamic shapes prepares each pass's shapes as it runs.
+# Questions with the query prompt are rarely over 64 tokens; a longer text, and every batch, runs on the dynamic copy.
+QUERY_WIDTHS = (32, 64)
 
 _ENCODERS: dict[tuple[str, str], "OpenVINOEncoder"] = {}
 _ENCODERS_LOCK = threading.Lock()
@@ -439,6 +447,54 @@ def _length_batches(encoded: Sequence[Sequence[int]], batch_size: int) -> list[l
     return batches
 
 
+def gather_before_scaling(model: Any) -> bool:
+    """
+    Rewrite `model`'s int8 embedding lookup to scale the rows it looks up instead of the whole table.
+
+    The int8 model stores the token embedding table as int8 rows with a float scale each, looked up as
+    `Gather(Convert(table) * scales, ids)`. OpenVINO's CPU plugin folds `Convert(table) * scales` at compile time into
+    a float32 copy of the whole table (262,144 x 768 floats for EmbeddingGemma, 0.8 GB), held by every compiled copy
+    of the model. `Convert(Gather(table, ids)) * Gather(scales, ids)` computes the same values for the rows looked up,
+    and the table stays int8. A graph without such a lookup (the float model: a float table) is left unchanged.
+
+    :param model: An `openvino.Model`, rewritten in place.
+    :returns: Whether a lookup was rewritten.
+    """
+    from openvino import opset13 as ops  # noqa: PLC0415
+
+    rewritten = False
+    for gather in model.get_ordered_ops():
+        if gather.get_type_name() != "Gather" or gather.get_batch_dims() != 0:
+            continue
+        scaled, ids, axis = (gather.input_value(i) for i in range(3))
+        if scaled.get_node().get_type_name() != "Multiply" or not _is_constant(axis, [0]):
+            continue
+        convert, scales = scaled.get_node().input_value(0), scaled.get_node().input_value(1)
+        table = convert.get_node().input_value(0) if convert.get_node().get_type_name() == "Convert" else None
+        if table is None or table.get_node().get_type_name() != "Constant" or scales.get_node().get_type_name() != \
+                "Constant" or table.get_element_type().get_type_name() not in ("i8", "u8") or len(table.get_shape()) != 2:
+            continue
+        rows, scale_shape = table.get_shape()[0], list(scales.get_shape())
+        if len(scale_shape) == 2 and scale_shape[0] == rows and scale_shape[1] in (1, table.get_shape()[1]):
+            row_scales = ops.gather(scales, ids, axis).output(0)  # one scale per row (or per element): looked up too
+        elif len(scale_shape) < 2 or scale_shape[0] == 1:
+            row_scales = scales  # one scale for every row (or per column): broadcast as before
+        else:
+            continue
+        looked_up = ops.convert(ops.gather(table, ids, axis), convert.get_element_type())
+        replacement = ops.multiply(looked_up, row_scales)
+        replacement.set_friendly_name(gather.get_friendly_name())
+        gather.output(0).replace(replacement.output(0))
+        rewritten = True
+    return rewritten
+
+
+def _is_constant(value: Any, expected: list[int]) -> bool:
+    """Whether the graph value `value` is a Constant holding `expected`."""
+    node = value.get_node()
+    return node.get_type_name() == "Constant" and node.get_data().reshape(-1).tolist() == expected
+
+
 def token_states_output(model: Any) -> Any | None:
     """
     The output of a converted sentence-transformers model that holds its token states before mean pooling, or
@@ -472,7 +528,8 @@ class OpenVINOEncoder:
 
     Texts are tokenized as sentence-transformers does (prompt prepended, truncated to the token limit), sorted by
     length so each batch is padded little, run through the compiled model (pooling, Dense and Normalize are part
-    of it) and returned in the input order. One encoder per model folder and weights is shared process-wide
+    of it) and returned in the input order. One text of up to `QUERY_WIDTHS[-1]` tokens (a question) runs on the copy
+    compiled for the first query width that holds it. One encoder per model folder and weights is shared process-wide
     (`OpenVINOEncoder.shared`, which picks the weights by `dense_precision`); calls are serialized.
 
     ### Usage example
@@ -509,10 +566,12 @@ class OpenVINOEncoder:
         config = {"INFERENCE_PRECISION_HINT": self.precision, "PERFORMANCE_HINT": "LATENCY"}
         self.dimension = int(ov.Core().read_model(str(folder / "model.xml")).outputs[0].get_partial_shape()[-1]
                              .get_length())
-        # the plain model, compiled on first use (`compile_plain`): an indexing process runs only the copy with
-        # token states (`supports_passages`), and each compiled copy holds its own weights (over 1 GB)
+        # the plain model (dynamic shapes) and the query copies (one per `QUERY_WIDTHS` width), each compiled on first
+        # use (`compile_for_queries` compiles the first width's): an indexing process runs only the copy with token
+        # states (`supports_passages`), and each compiled copy holds its own weights
         self._compiled: Any = None
         self._request: Any = None
+        self._queries: dict[int, tuple[Any, Any]] = {}
         self._lock = threading.Lock()
         self._xml, self._config = folder / "model.xml", config
         self.head: PoolingHead | None = None
@@ -548,24 +607,46 @@ class OpenVINOEncoder:
                 _ENCODERS[path, weights] = cls(path, weights=weights)
             return _ENCODERS[path, weights]
 
-    def compile_plain(self) -> None:
+    def compile_for_queries(self) -> None:
         """
-        Compiles the model that `encode` runs (once; later calls return at once).
+        Compiles the copy that embeds a question of up to `QUERY_WIDTHS[0]` tokens (once; later calls return at once).
 
-        `encode` compiles it on first use; a query embedder calls this at warm-up so that its first question does
-        not wait for it.
+        `encode` compiles each copy on first use; a query embedder calls this at warm-up so that its first question
+        does not wait for it (a longer question compiles the next width's copy when it comes).
         """
         with self._lock:
-            self._plain()
+            self._query_copy(QUERY_WIDTHS[0])
+
+    def _graph(self) -> Any:
+        """This encoder's model graph, read from its IR, its embedding lookup rewritten (`gather_before_scaling`)."""
+        import openvino as ov  # noqa: PLC0415
+
+        model = ov.Core().read_model(str(self._xml))
+        gather_before_scaling(model)
+        return model
 
     def _plain(self) -> tuple[Any, Any]:
         """The compiled plain model and its infer request, compiled now if not yet (the caller holds `_lock`)."""
         if self._compiled is None:
             import openvino as ov  # noqa: PLC0415
 
-            compiled = ov.Core().compile_model(str(self._xml), "CPU", self._config)
+            compiled = ov.Core().compile_model(self._graph(), "CPU", self._config)
             self._compiled, self._request = compiled, compiled.create_infer_request()
         return self._compiled, self._request
+
+    def _query_copy(self, width: int) -> tuple[Any, Any]:
+        """
+        The copy compiled for one text of exactly `width` tokens and its infer request, compiled now if not yet (the
+        caller holds `_lock`).
+        """
+        if width not in self._queries:
+            import openvino as ov  # noqa: PLC0415
+
+            model = self._graph()
+            model.reshape({model.inputs[0]: [1, width], model.inputs[1]: [1, width]})
+            compiled = ov.Core().compile_model(model, "CPU", self._config)
+            self._queries[width] = (compiled, compiled.create_infer_request())
+        return self._queries[width]
 
     def count_tokens(self, texts: list[str]) -> list[int]:
         """Token counts of texts without special tokens."""
@@ -592,6 +673,11 @@ class OpenVINOEncoder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         encoded, _ = self._tokenized(texts, prompt_name, max_length)
+        ids = encoded["input_ids"]
+        if len(ids) == 1 and len(ids[0]) <= QUERY_WIDTHS[-1]:
+            vector = self._run_query(ids[0])
+            if np.isfinite(vector).all():  # else run as any row: a NaN row is run again alone, unpadded
+                return vector[None, :]
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for i, vector, _ in self._passes(encoded["input_ids"], batch_size, progress_bar, desc="Embedding (OpenVINO)"):
             out[i] = vector
@@ -684,7 +770,7 @@ class OpenVINOEncoder:
                 import openvino as ov  # noqa: PLC0415
 
                 core = ov.Core()
-                model = core.read_model(str(self._xml))
+                model = self._graph()
                 states = token_states_output(model)
                 head = PoolingHead.from_folder(self.model_path) if states is not None else None
                 if head is not None:
@@ -754,6 +840,15 @@ class OpenVINOEncoder:
             result = request.infer({0: ids, 1: mask})
             return (np.array(result[compiled.outputs[0]], dtype=np.float32),
                     np.array(result[compiled.outputs[1]], dtype=np.float32))
+
+    def _run_query(self, row: list[int]) -> np.ndarray:
+        """The vector of one token id row on the copy of the first query width that holds it, padded to that width."""
+        width = next(w for w in QUERY_WIDTHS if w >= len(row))
+        ids, mask = self._padded([row], width)
+        with self._lock:
+            compiled, request = self._query_copy(width)
+            result = request.infer({0: ids, 1: mask})
+            return np.array(result[compiled.outputs[0]], dtype=np.float32)[0]
 
     def _padded(self, rows: list[list[int]], multiple: int) -> tuple[np.ndarray, np.ndarray]:
         """Token id rows right-padded with the pad id to the longest rounded up to `multiple`, and their mask."""

@@ -14,6 +14,7 @@ from components.embedders.openvino_backend import (
     INT8_MARKER_VERSION,
     MARKER_VERSION,
     OPENVINO_MARKER,
+    QUERY_WIDTHS,
     OpenVINOEncoder,
     _int8_source,
     _sha256,
@@ -333,8 +334,9 @@ def test_the_converted_model_gives_its_token_states_and_passage_vectors(tiny_den
     plain = encoder.encode(texts, prompt_name="document")  # the plain model: the same vectors up to rounding
     compiled = encoder._compiled
     assert compiled is not None
-    encoder.compile_plain()
+    encoder.compile_for_queries()
     assert encoder._compiled is compiled  # compiled once
+    assert list(encoder._queries) == [QUERY_WIDTHS[0]]  # and the copy for short questions, at warm-up
     assert all(float(a @ b) > 0.999 for a, b in zip(vectors, plain, strict=True))
     assert passages[1] == [None] and len(passages[0]) == 2
     assert all(abs(float(np.linalg.norm(p)) - 1.0) < 1e-5 for p in passages[0])
@@ -344,6 +346,77 @@ def test_the_converted_model_gives_its_token_states_and_passage_vectors(tiny_den
     encoder.head, encoder._states_checked = None, True
     with pytest.raises(RuntimeError, match="no mean-pooled token states"):
         encoder.encode_passages(texts, spans)
+
+
+def _lookup_model(table, scales):
+    """A graph that looks up rows of an int8 (or float) table scaled as the int8 model does: Gather(table * scales)."""
+    import openvino as ov  # noqa: PLC0415
+    from openvino import opset13 as ops  # noqa: PLC0415
+
+    ids = ops.parameter([-1, -1], np.int64, name="input_ids")
+    weights = ops.constant(table)
+    if table.dtype != np.float32:
+        weights = ops.convert(weights, "f32")
+    looked_up = ops.gather(ops.multiply(weights, ops.constant(scales)), ids, ops.constant(np.array(0)))
+    return ov.Model([ops.multiply(looked_up, ops.constant(np.float32(3.0)))], [ids])
+
+
+def _run_graph(model, ids):
+    import openvino as ov  # noqa: PLC0415
+
+    compiled = ov.Core().compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    return np.array(compiled.create_infer_request().infer({0: ids})[compiled.outputs[0]])
+
+
+@pytest.mark.parametrize("scales", [np.linspace(0.01, 0.5, 50, dtype=np.float32).reshape(50, 1), np.float32(0.25)],
+                         ids=["per row", "one for all"])
+def test_gather_before_scaling_looks_up_int8_rows_and_gives_the_same_values(scales):
+    """The int8 table is looked up before it is scaled: same values, and no float table left in the graph."""
+    rng = np.random.default_rng(0)
+    table = rng.integers(-127, 128, size=(50, 8), dtype=np.int8)
+    ids = np.array([[3, 49, 0, 3], [7, 7, 1, 2]], dtype=np.int64)
+    model = _lookup_model(table, scales)
+    before = _run_graph(model, ids)
+    assert openvino_backend.gather_before_scaling(model)
+    after = _run_graph(model, ids)
+    assert np.array_equal(before, after)
+    row_scales = np.asarray(scales)[ids] if np.ndim(scales) else scales
+    assert np.allclose(after, table[ids].astype(np.float32) * row_scales * 3)
+    table_inputs = [op for op in model.get_ordered_ops() for value in op.input_values()
+                    if value.get_partial_shape().is_static and list(value.get_shape()) == [50, 8]]
+    assert [op.get_type_name() for op in table_inputs] == ["Gather"]  # the int8 table feeds the lookup alone
+    assert table_inputs[0].input_value(0).get_element_type().get_type_name() == "i8"
+    assert not openvino_backend.gather_before_scaling(model)  # nothing left to rewrite
+
+
+def test_gather_before_scaling_leaves_a_float_table_alone():
+    table = np.arange(400, dtype=np.float32).reshape(50, 8)
+    model = _lookup_model(table, np.float32(0.5))
+    ops_before = [op.get_type_name() for op in model.get_ordered_ops()]
+    assert not openvino_backend.gather_before_scaling(model)
+    assert [op.get_type_name() for op in model.get_ordered_ops()] == ops_before
+
+
+def test_a_question_runs_on_the_copy_of_the_first_width_that_holds_it(tiny_dense_model, monkeypatch):
+    """One text runs on the copy compiled for its width (the same vector as the plain model's); others do not."""
+    encoder = OpenVINOEncoder(tiny_dense_model, weights="float")
+    short, longer, too_long = "vacaciones", "el salario de la empresa " * 2, "el salario de la empresa " * 4
+    lengths = [len(ids) for ids in encoder._tokenized([short, longer, too_long], "query", None)[0]["input_ids"]]
+    widths = (lengths[0] + 1, lengths[1] + 1)  # the tiny model's positions end early: widths that fit it
+    monkeypatch.setattr(openvino_backend, "QUERY_WIDTHS", widths)
+    assert lengths[0] < widths[0] < lengths[1] < widths[1] < lengths[2]
+    vector = encoder.encode([short], prompt_name="query")
+    assert list(encoder._queries) == [widths[0]] and encoder._compiled is None  # the plain model not needed
+    both = encoder.encode([short, longer], prompt_name="query")  # a batch: the plain model
+    assert encoder._compiled is not None and list(encoder._queries) == [widths[0]]
+    assert float(vector[0] @ both[0]) > 0.999
+    assert float(encoder.encode([longer], prompt_name="query")[0] @ both[1]) > 0.999
+    assert list(encoder._queries) == list(widths)
+    encoder.encode([too_long], prompt_name="query")  # past the widest copy: the plain model, no new copy
+    assert list(encoder._queries) == list(widths)
+    monkeypatch.setattr(encoder, "_run_query", lambda row: np.full(encoder.dimension, np.nan, dtype=np.float32))
+    again = encoder.encode([short], prompt_name="query")  # a NaN from the copy: run as any row, alone
+    assert np.isfinite(again).all() and float(again[0] @ vector[0]) > 0.999
 
 
 def test_passes_with_token_states_run_several_batches_at_once_and_keep_each_row_its_own(tiny_dense_model):
