@@ -470,9 +470,11 @@ def gather_before_scaling(model: Any) -> bool:
         if scaled.get_node().get_type_name() != "Multiply" or not _is_constant(axis, [0]):
             continue
         convert, scales = scaled.get_node().input_value(0), scaled.get_node().input_value(1)
-        table = convert.get_node().input_value(0) if convert.get_node().get_type_name() == "Convert" else None
-        if table is None or table.get_node().get_type_name() != "Constant" or scales.get_node().get_type_name() != \
-                "Constant" or table.get_element_type().get_type_name() not in ("i8", "u8") or len(table.get_shape()) != 2:
+        if convert.get_node().get_type_name() != "Convert" or scales.get_node().get_type_name() != "Constant":
+            continue
+        table = convert.get_node().input_value(0)
+        int8 = table.get_element_type().get_type_name() in ("i8", "u8")
+        if table.get_node().get_type_name() != "Constant" or not int8 or len(table.get_shape()) != 2:
             continue
         rows, scale_shape = table.get_shape()[0], list(scales.get_shape())
         if len(scale_shape) == 2 and scale_shape[0] == rows and scale_shape[1] in (1, table.get_shape()[1]):
@@ -679,7 +681,7 @@ class OpenVINOEncoder:
             if np.isfinite(vector).all():  # else run as any row: a NaN row is run again alone, unpadded
                 return vector[None, :]
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for i, vector, _ in self._passes(encoded["input_ids"], batch_size, progress_bar, desc="Embedding (OpenVINO)"):
+        for i, vector, _ in self._passes(ids, batch_size, progress_bar, desc="Embedding (OpenVINO)"):
             out[i] = vector
         return out
 
